@@ -1,0 +1,246 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/topics"
+)
+
+var (
+	// ErrInDoubt: the key is parked in doubt; the answer so far is pending.
+	ErrInDoubt = errors.New("client: key in doubt")
+	// ErrClosed is returned by Call after Close.
+	ErrClosed = errors.New("client: closed")
+)
+
+// Config configures a Client.
+type Config struct {
+	Brokers []string
+	Prefix  string // topic prefix, default "tool."
+	// ReplyTo is the topic answers are read from; default the results
+	// topic. A dedicated topic per service keeps its consumer small.
+	ReplyTo string
+	// OnPending is called for every pending answer, if set.
+	OnPending func(*topics.Result)
+	ClientOpts []kgo.Opt
+}
+
+// Client produces intents and matches answers to them. Safe for concurrent
+// use.
+type Client struct {
+	cfg      Config
+	names    topics.Names
+	prod     *kgo.Client
+	cons     *kgo.Client
+	replyTo  string
+	nIntents int32
+	done     chan struct{}
+
+	mu struct {
+		sync.Mutex
+		waiters map[string]chan *topics.Result
+		closed  bool
+	}
+}
+
+// New connects, and starts reading answers from the current end of the
+// reply topic, so every answer to a Call made afterwards is seen.
+func New(ctx context.Context, cfg Config) (*Client, error) {
+	if cfg.Prefix == "" {
+		cfg.Prefix = topics.DefaultPrefix
+	}
+	c := &Client{cfg: cfg, names: topics.NamesWithPrefix(cfg.Prefix), done: make(chan struct{})}
+	c.mu.waiters = map[string]chan *topics.Result{}
+	c.replyTo = cfg.ReplyTo
+	if c.replyTo == "" {
+		c.replyTo = c.names.Results
+	}
+	if err := c.connect(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	go c.readAnswers()
+	return c, nil
+}
+
+func (c *Client) connect(ctx context.Context) error {
+	prod, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.cfg.Brokers...),
+		kgo.RecordPartitioner(kgo.ManualPartitioner())}, c.cfg.ClientOpts...)...)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	c.prod = prod
+	adm := kadm.NewClient(prod)
+	td, err := adm.ListTopics(ctx, c.names.Intents, c.replyTo)
+	if err != nil {
+		return fmt.Errorf("client: list topics: %w", err)
+	}
+	if d, ok := td[c.names.Intents]; !ok || d.Err != nil {
+		return fmt.Errorf("client: topic %s does not exist; is the executor running?", c.names.Intents)
+	}
+	c.nIntents = int32(len(td[c.names.Intents].Partitions))
+	ends, err := adm.ListEndOffsets(ctx, c.replyTo)
+	if err != nil {
+		return fmt.Errorf("client: end offsets of %s: %w", c.replyTo, err)
+	}
+	start := map[int32]kgo.Offset{}
+	ends.Each(func(o kadm.ListedOffset) { start[o.Partition] = kgo.NewOffset().At(o.Offset) })
+	cons, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.cfg.Brokers...),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.replyTo: start})}, c.cfg.ClientOpts...)...)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	c.cons = cons
+	return nil
+}
+
+func (c *Client) readAnswers() {
+	defer close(c.done)
+	for {
+		fs := c.cons.PollFetches(context.Background())
+		if fs.IsClientClosed() {
+			return
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if res, err := topics.DecodeResult(r.Value); err == nil {
+				c.deliver(res)
+			}
+		})
+	}
+}
+
+func (c *Client) deliver(res *topics.Result) {
+	c.mu.Lock()
+	ch, ok := c.mu.waiters[res.IntentID]
+	c.mu.Unlock()
+	if !ok {
+		return
+	}
+	select {
+	case ch <- res:
+	default: // the waiter has an unread answer already; a newer pending one adds nothing
+	}
+}
+
+// Call produces in and waits for its terminal answer. See the package doc
+// for the meaning of each status. in.ID is filled when empty; in.V and
+// in.Type default to 1 and "call".
+func (c *Client) Call(ctx context.Context, in topics.Intent) (*topics.Result, error) {
+	fill(&in, c.replyTo, c.names.Results)
+	ch, err := c.register(in.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer c.unregister(in.ID)
+	if err := c.produce(ctx, &in); err != nil {
+		return nil, err
+	}
+	return c.await(ctx, ch)
+}
+
+func fill(in *topics.Intent, replyTo, results string) {
+	if in.V == 0 {
+		in.V = topics.Version
+	}
+	if in.Type == "" {
+		in.Type = topics.TypeCall
+	}
+	if in.Tenant == "" {
+		in.Tenant = topics.DefaultTenant
+	}
+	if in.ID == "" {
+		in.ID = NewID()
+	}
+	if in.ReplyTo == "" && replyTo != results {
+		in.ReplyTo = replyTo
+	}
+}
+
+func (c *Client) register(id string) (chan *topics.Result, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return nil, ErrClosed
+	}
+	if _, dup := c.mu.waiters[id]; dup {
+		return nil, fmt.Errorf("client: a call with intent id %q is already waiting", id)
+	}
+	ch := make(chan *topics.Result, 4)
+	c.mu.waiters[id] = ch
+	return ch, nil
+}
+
+func (c *Client) unregister(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.mu.waiters, id)
+}
+
+func (c *Client) produce(ctx context.Context, in *topics.Intent) error {
+	b, err := topics.EncodeIntent(in)
+	if err != nil {
+		return err
+	}
+	rk := in.RoutingKey()
+	r := &kgo.Record{Topic: c.names.Intents, Partition: topics.Partition(rk, c.nIntents), Key: []byte(rk), Value: b}
+	if err := c.prod.ProduceSync(ctx, r).FirstErr(); err != nil {
+		return fmt.Errorf("client: produce intent: %w", err)
+	}
+	return nil
+}
+
+func (c *Client) await(ctx context.Context, ch chan *topics.Result) (*topics.Result, error) {
+	var last *topics.Result
+	for {
+		select {
+		case res := <-ch:
+			if topics.Terminal(res.Status) {
+				return res, nil
+			}
+			last = res
+			if c.cfg.OnPending != nil {
+				c.cfg.OnPending(res)
+			}
+		case <-ctx.Done():
+			if last != nil {
+				return last, fmt.Errorf("%w: %w", ErrInDoubt, ctx.Err())
+			}
+			return nil, fmt.Errorf("client: no answer: %w", ctx.Err())
+		}
+	}
+}
+
+// Close stops the client. Calls in progress return ErrClosed-like context
+// errors as their contexts end.
+func (c *Client) Close() {
+	c.mu.Lock()
+	c.mu.closed = true
+	c.mu.Unlock()
+	if c.prod != nil {
+		c.prod.Close()
+	}
+	if c.cons != nil {
+		c.cons.Close()
+		select {
+		case <-c.done:
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// NewID returns a fresh intent id (an emission id, not an idempotency key).
+func NewID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/atmostonce/toolexec/tools"
+)
+
+// demoTools are in-process tools that show the product without any setup:
+//
+//   - demo.echo answers with its arguments and a call counter: send the
+//     same key twice and the counter does not move (a replay); send other
+//     arguments with the same key and get a conflict.
+//   - demo.refund takes 300 ms: send a duplicate at once and it is
+//     coalesced with the call in flight.
+//   - demo.lost_reply performs its effect and then loses the reply, the
+//     crash window: the key is in doubt and duplicates are answered
+//     "pending" until it is settled.
+func demoTools() (*tools.Registry, error) {
+	reg := tools.NewRegistry()
+	var echoCalls, refundCalls, lostCalls atomic.Int64
+	specs := []struct {
+		spec tools.Spec
+		fn   tools.Func
+	}{
+		{demoSpec("demo.echo", tools.NativeKey, 2*time.Minute), func(_ context.Context, r tools.Request) tools.Outcome {
+			return tools.Outcome{Status: tools.Succeeded, Attempts: 1, Result: map[string]any{"echo": r.Args, "call": echoCalls.Add(1), "downstream_key": r.DownstreamKey}}
+		}},
+		{demoSpec("demo.refund", tools.NativeKey, 2*time.Minute), func(ctx context.Context, r tools.Request) tools.Outcome {
+			select {
+			case <-time.After(300 * time.Millisecond):
+			case <-ctx.Done():
+				return tools.Outcome{Status: tools.Unknown, Code: "cancelled", Attempts: 1}
+			}
+			n := refundCalls.Add(1)
+			return tools.Outcome{Status: tools.Succeeded, Attempts: 1, Result: map[string]any{"refund_id": fmt.Sprintf("rf_%d", n), "amount": r.Args["amount"]}}
+		}},
+		{demoSpec("demo.lost_reply", tools.Irreversible, 30*time.Second), func(_ context.Context, _ tools.Request) tools.Outcome {
+			lostCalls.Add(1)
+			return tools.Outcome{Status: tools.Unknown, Code: "reply_lost", Attempts: 1, Message: "the effect happened but the reply never came (demo of the crash window)"}
+		}},
+	}
+	for _, s := range specs {
+		if err := reg.Register(s.spec, s.fn); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+func demoSpec(name string, class tools.Class, pendingTTL time.Duration) tools.Spec {
+	return tools.Spec{Name: name, Class: class, Timeout: 5 * time.Second, PendingTTL: pendingTTL, Retention: 24 * time.Hour, MaxInFlight: 64}
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/atmostonce/toolexec/executor"
+	"github.com/atmostonce/toolexec/tools"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+type runFlags struct {
+	brokers, embeddedAddr, dataDir, toolsFile, httpAddr, prefix, group string
+	partitions                                                        int
+	drain                                                             time.Duration
+	txnID                                                             string
+}
+
+func parseRunFlags(args []string) (*runFlags, error) {
+	f := &runFlags{}
+	fs := flag.NewFlagSet("executor", flag.ContinueOnError)
+	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka seed brokers; empty starts the embedded broker")
+	fs.StringVar(&f.embeddedAddr, "embedded-addr", "127.0.0.1:9092", "listen address of the embedded broker")
+	fs.StringVar(&f.dataDir, "data-dir", "./data", "directory for the Pebble view (and the embedded broker's log)")
+	fs.StringVar(&f.toolsFile, "tools", "", "tool configuration YAML; empty loads the built-in demo tools")
+	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9464", "serves /metrics, /healthz and /readyz")
+	fs.StringVar(&f.prefix, "topic-prefix", topics.DefaultPrefix, "prefix of the topic names")
+	fs.StringVar(&f.group, "group", "tool-executor", "consumer group of the executors")
+	fs.IntVar(&f.partitions, "partitions", 12, "partitions of intents, control and events when they are created")
+	fs.DurationVar(&f.drain, "drain-timeout", 10*time.Second, "how long calls in flight get on shutdown or rebalance")
+	fs.StringVar(&f.txnID, "transactional-id", "", "stable transactional id of this instance (default: random per process)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func runMain(args []string) error {
+	f, err := parseRunFlags(args)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	brokers, closeBroker, err := brokersOrEmbedded(f, log)
+	if err != nil {
+		return err
+	}
+	defer closeBroker()
+	reg, err := loadTools(f.toolsFile, log)
+	if err != nil {
+		return err
+	}
+	return serve(ctx, f, brokers, reg, log)
+}
+
+func brokersOrEmbedded(f *runFlags, log *slog.Logger) ([]string, func(), error) {
+	if f.brokers != "" {
+		return strings.Split(f.brokers, ","), func() {}, nil
+	}
+	return startEmbedded(f.embeddedAddr, filepath.Join(f.dataDir, "kafka"), int32(f.partitions), log)
+}
+
+func loadTools(path string, log *slog.Logger) (*tools.Registry, error) {
+	if path == "" {
+		log.Info("no --tools given: loading the built-in demo tools", "tools", "demo.echo, demo.refund, demo.lost_reply")
+		return demoTools()
+	}
+	cfg, err := tools.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	return tools.FromConfig(cfg, nil, nil)
+}
+
+func serve(ctx context.Context, f *runFlags, brokers []string, reg *tools.Registry, log *slog.Logger) error {
+	promReg := prometheus.NewRegistry()
+	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cfg := executor.Config{
+		Brokers: brokers, Names: topics.NamesWithPrefix(f.prefix), Group: f.group, DataDir: f.dataDir,
+		Tools: reg, DrainTimeout: f.drain, TransactionalID: f.txnID, Logger: log, Registerer: promReg,
+		Settings: topics.Settings{Partitions: int32(f.partitions)}, Hooks: hooksFromEnv(log),
+	}
+	ex, err := executor.New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer ex.Close()
+	srv, err := startHTTP(f.httpAddr, promReg, ex.Ready, log)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	log.Info("executor running", "brokers", strings.Join(brokers, ","), "group", f.group, "data_dir", f.dataDir, "http", f.httpAddr)
+	err = ex.Run(ctx)
+	log.Info("executor stopped", "err", err)
+	return err
+}
+
+func startHTTP(addr string, reg *prometheus.Registry, ready func() bool, log *slog.Logger) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("http listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server", "err", err)
+		}
+	}()
+	return srv, nil
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// sendMain produces one intent and prints its answer as JSON.
+func sendMain(args []string) error {
+	fs := flag.NewFlagSet("executor send", flag.ContinueOnError)
+	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
+	prefix := fs.String("topic-prefix", topics.DefaultPrefix, "prefix of the topic names")
+	in := topics.Intent{}
+	fs.StringVar(&in.Tool, "tool", "", "tool name (required for a call)")
+	fs.StringVar(&in.Key, "key", "", "idempotency key (required)")
+	fs.StringVar(&in.Tenant, "tenant", topics.DefaultTenant, "tenant")
+	fs.StringVar(&in.ID, "id", "", "intent id (default: a fresh one)")
+	fs.StringVar(&in.Type, "type", topics.TypeCall, "call or compensate")
+	fs.StringVar(&in.ReplyTo, "reply-to", "", "topic for the answer (default: the results topic)")
+	argsJSON := fs.String("args", "{}", "arguments as a JSON object")
+	wait := fs.Duration("wait", 10*time.Second, "how long to wait for the answer")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if in.Key == "" || (in.Tool == "" && in.Type == topics.TypeCall) {
+		return errors.New("send: --key and --tool are required")
+	}
+	if err := json.Unmarshal([]byte(*argsJSON), &in.Args); err != nil {
+		return fmt.Errorf("send: --args must be a JSON object: %w", err)
+	}
+	return send(*brokers, *prefix, in, *wait)
+}
+
+func send(brokers, prefix string, in topics.Intent, wait time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	cl, err := client.New(ctx, client.Config{Brokers: strings.Split(brokers, ","), Prefix: prefix, ReplyTo: in.ReplyTo,
+		OnPending: func(r *topics.Result) { printJSON(r) }})
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	res, err := cl.Call(ctx, in)
+	if res != nil && (err == nil || !errors.Is(err, client.ErrInDoubt)) {
+		printJSON(res)
+	}
+	return err
+}
+
+func printJSON(v any) {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(jsonable(v))
+}

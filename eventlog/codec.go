@@ -1,0 +1,65 @@
+package eventlog
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/atmostonce/toolexec/saga"
+)
+
+// Version of the event encoding.
+const Version = 1
+
+// ErrBadEvent is wrapped by every decode or validation failure.
+var ErrBadEvent = errors.New("eventlog: bad event")
+
+type envelope struct {
+	V          int `msgpack:"v"`
+	saga.Event `msgpack:",inline"`
+}
+
+// Encode validates ev and encodes it as a msgpack map.
+func Encode(ev *saga.Event) ([]byte, error) {
+	if err := Check(ev); err != nil {
+		return nil, err
+	}
+	b, err := msgpack.Marshal(&envelope{V: Version, Event: *ev})
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: encode %s: %w", ev.Kind, err)
+	}
+	return b, nil
+}
+
+// Decode decodes and validates one event. It never panics on any input.
+func Decode(b []byte) (*saga.Event, error) {
+	var env envelope
+	if err := msgpack.Unmarshal(b, &env); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadEvent, err)
+	}
+	if env.V != Version {
+		return nil, fmt.Errorf("%w: version %d, this build reads %d", ErrBadEvent, env.V, Version)
+	}
+	if err := Check(&env.Event); err != nil {
+		return nil, err
+	}
+	return &env.Event, nil
+}
+
+// Check is the pair assertion run before writing and after reading.
+func Check(ev *saga.Event) error {
+	switch {
+	case !ev.Kind.Valid():
+		return fmt.Errorf("%w: kind %d", ErrBadEvent, ev.Kind)
+	case ev.Tenant == "" || ev.Key == "":
+		return fmt.Errorf("%w: %s without tenant or key", ErrBadEvent, ev.Kind)
+	case ev.At <= 0:
+		return fmt.Errorf("%w: %s without a time", ErrBadEvent, ev.Kind)
+	case ev.Kind == saga.EvStarted && (ev.Waiter == nil || ev.Tool == "" || len(ev.ArgsHash) == 0):
+		return fmt.Errorf("%w: started without origin, tool or args hash", ErrBadEvent)
+	case (ev.Kind == saga.EvOutcome || ev.Kind == saga.EvResolved || ev.Kind == saga.EvCompensationOutcome) && ev.CallID == "":
+		return fmt.Errorf("%w: %s without call id", ErrBadEvent, ev.Kind)
+	}
+	return nil
+}

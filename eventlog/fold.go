@@ -1,0 +1,129 @@
+package eventlog
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/state"
+)
+
+// RestoreStats describes one restore.
+type RestoreStats struct {
+	From, To int64 // offsets
+	Events   int
+	Duration time.Duration
+}
+
+// RestoreOptions tune RestoreInto.
+type RestoreOptions struct {
+	Seeds      []string
+	Topic      string        // the events topic
+	SettleWait time.Duration // how long open transactions may take to settle; default 60s
+	FlushEvery int           // events per intermediate batch; default 20000
+	ClientOpts []kgo.Opt
+}
+
+// RestoreInto brings the store's view of one events partition up to date:
+// from its checkpoint to the target of Target, folding every committed
+// event with saga.Apply. Intermediate batches are not synced; the last one
+// is, with the final checkpoint, so a crash mid-restore only repeats work.
+func RestoreInto(ctx context.Context, st *state.Store, adm *kadm.Client, partition int32, o RestoreOptions) (RestoreStats, error) {
+	start := time.Now()
+	if o.SettleWait <= 0 {
+		o.SettleWait = 60 * time.Second
+	}
+	if o.FlushEvery <= 0 {
+		o.FlushEvery = 20000
+	}
+	from, err := st.Checkpoint(o.Topic, partition)
+	if err != nil {
+		return RestoreStats{}, err
+	}
+	to, err := Target(ctx, adm, o.Topic, partition, o.SettleWait)
+	if err != nil {
+		return RestoreStats{}, err
+	}
+	f := newFolder(st, o.Topic, partition, o.FlushEvery)
+	next, err := Read(ctx, o.Seeds, o.Topic, partition, from, to, f.apply, o.ClientOpts...)
+	if err != nil {
+		return RestoreStats{}, fmt.Errorf("eventlog: restore %s/%d: %w", o.Topic, partition, err)
+	}
+	if err := f.flush(max(next, from), state.Sync); err != nil {
+		return RestoreStats{}, err
+	}
+	return RestoreStats{From: from, To: next, Events: f.events, Duration: time.Since(start)}, nil
+}
+
+// folder applies events to a bounded overlay of touched records and writes
+// them to the store in batches.
+type folder struct {
+	st         *state.Store
+	topic      string
+	partition  int32
+	flushEvery int
+	events     int
+	pending    int
+	next       int64
+	prev       map[string]*saga.Record // as stored before this batch
+	cur        map[string]*saga.Record
+}
+
+func newFolder(st *state.Store, topic string, p int32, every int) *folder {
+	return &folder{st: st, topic: topic, partition: p, flushEvery: every,
+		prev: map[string]*saga.Record{}, cur: map[string]*saga.Record{}}
+}
+
+func (f *folder) apply(offset int64, r *kgo.Record) error {
+	ev, err := Decode(r.Value)
+	if err != nil {
+		// A bad event cannot be folded; skipping it silently could lose a
+		// started fence, so the restore stops and says where.
+		return fmt.Errorf("offset %d: %w", offset, err)
+	}
+	rk := ev.Tenant + "\x00" + ev.Key
+	rec, err := f.load(rk, ev.Tenant, ev.Key)
+	if err != nil {
+		return err
+	}
+	f.cur[rk] = saga.Apply(rec, *ev)
+	f.events++
+	f.pending++
+	f.next = offset + 1
+	if f.pending >= f.flushEvery {
+		return f.flush(f.next, state.NoSync)
+	}
+	return nil
+}
+
+func (f *folder) load(rk, tenant, key string) (*saga.Record, error) {
+	if rec, ok := f.cur[rk]; ok {
+		return rec, nil
+	}
+	rec, err := f.st.Get(tenant, key)
+	if err != nil {
+		return nil, err
+	}
+	f.prev[rk] = rec
+	return rec.Clone(), nil
+}
+
+func (f *folder) flush(next int64, d state.Durability) error {
+	b := f.st.NewBatch()
+	for rk, rec := range f.cur {
+		if err := b.Put(f.partition, f.prev[rk], rec); err != nil {
+			b.Discard()
+			return err
+		}
+	}
+	if err := b.SetCheckpoint(f.topic, f.partition, next); err != nil {
+		b.Discard()
+		return err
+	}
+	f.prev, f.cur, f.pending = map[string]*saga.Record{}, map[string]*saga.Record{}, 0
+	return b.Commit(d)
+}

@@ -1,0 +1,119 @@
+package executor
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/tools"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// Config is the executor's configuration. Zero values take the documented
+// defaults in Validate.
+type Config struct {
+	Brokers []string     // required
+	Names   topics.Names // default: topics.NamesWithPrefix("tool.")
+	Group   string       // default "tool-executor"
+	DataDir string       // required: the Pebble view lives in DataDir/state
+	Tools   *tools.Registry
+
+	// Bounds.
+	MaxInFlight    int // calls running at once across tools; default 256
+	MaxQueued      int // started calls waiting for a slot before polling pauses; default 4*MaxInFlight
+	MaxPollRecords int // records decided per tick; default 1000
+	MaxWaiters     int // intents waiting on one key; default 64
+
+	DrainTimeout       time.Duration // calls in flight get this long on revocation and shutdown; default 10s
+	SessionTimeout     time.Duration // group session timeout; default 10s
+	RebalanceTimeout   time.Duration // default 30s; must exceed DrainTimeout
+	TransactionTimeout time.Duration // default 20s
+	// TransactionalID is unique per process. A stable value per instance
+	// (a StatefulSet ordinal, say) lets a restarted instance fence its
+	// previous incarnation at once instead of waiting out its open
+	// transaction. Default: Group + "-" + random.
+	TransactionalID string
+	SweepInterval   time.Duration // how often expired keys are swept; default 30s
+
+	Settings topics.Settings // topic creation; MinEventRetention defaults from the tools
+
+	Logger     *slog.Logger          // default slog.Default()
+	Registerer prometheus.Registerer // default: none (metrics are kept but not exported)
+	Now        func() time.Time      // default time.Now; tests move time
+	Hooks      Hooks                 // fault points for tests and the chaos harness
+	ClientOpts []kgo.Opt             // extra kgo options (tests)
+}
+
+// ErrConfig is wrapped by every validation error.
+var ErrConfig = errors.New("executor: invalid config")
+
+// Validate applies defaults and reports the first bad field by name.
+func (c *Config) Validate() error {
+	if len(c.Brokers) == 0 {
+		return fmt.Errorf("%w: brokers: at least one seed broker is required", ErrConfig)
+	}
+	if c.DataDir == "" {
+		return fmt.Errorf("%w: data_dir: required", ErrConfig)
+	}
+	if c.Tools == nil {
+		return fmt.Errorf("%w: tools: a registry is required", ErrConfig)
+	}
+	c.defaults()
+	if c.RebalanceTimeout <= c.DrainTimeout {
+		return fmt.Errorf("%w: rebalance_timeout (%s) must exceed drain_timeout (%s): the drain commits outcomes while the group waits for this member", ErrConfig, c.RebalanceTimeout, c.DrainTimeout)
+	}
+	return nil
+}
+
+func (c *Config) defaults() {
+	if c.Names.Intents == "" {
+		c.Names = topics.NamesWithPrefix(topics.DefaultPrefix)
+	}
+	setDefault(&c.Group, "tool-executor")
+	setDefault(&c.MaxInFlight, 256)
+	setDefault(&c.MaxQueued, 4*c.MaxInFlight)
+	setDefault(&c.MaxPollRecords, 1000)
+	setDefault(&c.MaxWaiters, 64)
+	setDefault(&c.DrainTimeout, 10*time.Second)
+	setDefault(&c.SessionTimeout, 10*time.Second)
+	setDefault(&c.RebalanceTimeout, 30*time.Second)
+	setDefault(&c.TransactionTimeout, 20*time.Second)
+	setDefault(&c.SweepInterval, 30*time.Second)
+	setDefault(&c.TransactionalID, c.Group+"-"+randomSuffix())
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Settings.MinEventRetention == 0 {
+		c.Settings.MinEventRetention = c.minEventRetention()
+	}
+}
+
+func (c *Config) minEventRetention() time.Duration {
+	var d time.Duration
+	for _, s := range c.Tools.Specs() {
+		d = max(d, s.Retention+s.PendingTTL)
+	}
+	return d
+}
+
+func setDefault[T comparable](p *T, v T) {
+	var zero T
+	if *p == zero {
+		*p = v
+	}
+}
+
+func randomSuffix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

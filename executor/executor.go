@@ -1,0 +1,180 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/state"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// Executor is one member of the executor group. Run it once; it is not
+// safe to call Run concurrently.
+type Executor struct {
+	cfg     Config
+	m       *Metrics
+	sess    *kgo.GroupTransactSession
+	adm     *kadm.Client
+	store   *state.Store
+	layout  topics.Layout
+	disp    *dispatcher
+	replies *replyTopics
+
+	callCtx    context.Context // parent of calls: outlives Run's ctx for the drain
+	cancelCall context.CancelFunc
+
+	// Loop-owned state: touched only by the loop goroutine, or by group
+	// callbacks, which BlockRebalanceOnPoll serialises with the loop.
+	owned      map[int32]*ownership
+	inflight   map[string]inflightCall // routing key -> call started and not yet recorded
+	unrecorded []completion            // finished calls whose outcome is not committed yet
+	lastSweep  time.Time
+
+	rebalancePending atomic.Bool
+	dirty            atomic.Bool // a group callback ran: reset the session before the next transaction
+	changes          ownershipChanges
+	crashed          atomic.Bool
+	runDone          chan struct{}
+	ready            atomic.Bool
+	wakeMu           sync.Mutex
+	wakeFn           context.CancelFunc
+}
+
+// ownership is this member's hold on one partition.
+type ownership struct {
+	epoch    uint64 // bumped at every assignment; completions of older epochs are stale
+	restored bool   // the view is caught up with the log for this assignment
+}
+
+type inflightCall struct {
+	partition int32
+	epoch     uint64
+}
+
+var epochs atomic.Uint64
+
+// ErrFatal wraps errors after which the executor must stop.
+var ErrFatal = errors.New("executor: fatal")
+
+// New validates cfg, opens the store, ensures the topics and joins nothing
+// yet: the group is joined when Run starts polling.
+func New(ctx context.Context, cfg Config) (*Executor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e := &Executor{cfg: cfg, m: newMetrics(cfg.Registerer), owned: map[int32]*ownership{}, inflight: map[string]inflightCall{}, runDone: make(chan struct{})}
+	if err := e.open(ctx); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Executor) open(ctx context.Context) error {
+	st, err := state.Open(filepath.Join(e.cfg.DataDir, "state"), state.Options{})
+	if err != nil {
+		return err
+	}
+	e.store = st
+	sess, err := kgo.NewGroupTransactSession(e.clientOpts()...)
+	if err != nil {
+		return fmt.Errorf("executor: client: %w", err)
+	}
+	e.sess = sess
+	e.adm = kadm.NewClient(sess.Client())
+	if e.layout, err = topics.Ensure(ctx, e.adm, e.cfg.Names, e.cfg.Settings); err != nil {
+		return err
+	}
+	e.replies = newReplyTopics(e.adm, e.cfg.Names, e.layout)
+	e.callCtx, e.cancelCall = context.WithCancel(context.Background())
+	e.disp = newDispatcher(e.callCtx, e.cfg.Tools, e.cfg.MaxInFlight, e.cfg.Hooks, e.wake)
+	return nil
+}
+
+func (e *Executor) clientOpts() []kgo.Opt {
+	n := e.cfg.Names
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(e.cfg.Brokers...),
+		kgo.ConsumerGroup(e.cfg.Group),
+		kgo.ConsumeTopics(n.Intents, n.Control),
+		kgo.TransactionalID(e.cfg.TransactionalID),
+		kgo.TransactionTimeout(e.cfg.TransactionTimeout),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.RequireStableFetchOffsets(),
+		// Range assigns partition p of every subscribed topic to the same
+		// member when the topics have equal partition counts: intents p and
+		// control p stay together, which per-key order needs.
+		kgo.Balancers(kgo.RangeBalancer()),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { e.rebalancePending.Store(true); e.wake() }),
+		kgo.OnPartitionsAssigned(e.onAssigned),
+		kgo.OnPartitionsRevoked(e.onRevoked),
+		kgo.OnPartitionsLost(e.onLost),
+		kgo.SessionTimeout(e.cfg.SessionTimeout),
+		kgo.RebalanceTimeout(e.cfg.RebalanceTimeout),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		// Every record names its partition: routing is ours, not the
+		// client's, so that it cannot drift from topics.Partition.
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchMaxBytes(topics.MaxMessageBytes + 64<<10),
+		kgo.WithLogger(kgoLogger{e.cfg.Logger}),
+	}
+	return append(opts, e.cfg.ClientOpts...)
+}
+
+// Ready reports whether the loop runs and has joined the group.
+func (e *Executor) Ready() bool { return e.ready.Load() }
+
+// Store exposes the view, read-only by convention (history, tests).
+func (e *Executor) Store() *state.Store { return e.store }
+
+// Layout is the topic layout found at start.
+func (e *Executor) Layout() topics.Layout { return e.layout }
+
+// Metrics returns the executor's collectors.
+func (e *Executor) Metrics() *Metrics { return e.m }
+
+// Close releases the client and the store. Call it after Run returned.
+func (e *Executor) Close() {
+	if e.cancelCall != nil {
+		e.cancelCall()
+	}
+	if e.sess != nil {
+		e.sess.Close()
+	}
+	if e.store != nil {
+		_ = e.store.Close()
+	}
+}
+
+// Crash abandons the executor as a kill -9 would, for tests: the client is
+// closed under the loop, nothing is drained or recorded, and calls still
+// running finish into nothing. It waits for Run to return.
+func (e *Executor) Crash() {
+	e.crashed.Store(true)
+	e.cancelCall()
+	e.sess.Client().Close()
+	<-e.runDone
+}
+
+func (e *Executor) policy(tool string) (saga.Policy, bool) {
+	spec, _, ok := e.cfg.Tools.Lookup(tool)
+	if !ok {
+		return saga.Policy{}, false
+	}
+	return saga.Policy{
+		ReadOnly: spec.Class == "read_only", PendingTTLMs: spec.PendingTTL.Milliseconds(),
+		RetentionMs: spec.Retention.Milliseconds(), CompensateWith: spec.CompensateWith, MaxArgsBytes: spec.MaxArgsBytes,
+	}, true
+}
+
+func (e *Executor) now() int64 { return e.cfg.Now().UnixMilli() }

@@ -1,0 +1,275 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/eventlog"
+	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/state"
+)
+
+// tick is one loop tick's work: a view overlay of the keys it touched, the
+// records to produce in its transaction, and what to do once it commits.
+type tick struct {
+	e        *Executor
+	ctx      context.Context
+	now      int64
+	overlay  map[string]*entry
+	out      []*kgo.Record
+	started  []job        // calls to dispatch after the commit
+	recorded []completion // completions this tick records
+	done     map[string]bool
+	inputs   int
+	verdicts map[string]int
+
+	mu         sync.Mutex
+	lastOffset map[int32]int64 // events partition -> offset of the last event produced
+	produceErr error
+}
+
+// entry is one key's record before and during the tick.
+type entry struct {
+	p         int32
+	prev, cur *saga.Record
+}
+
+func (e *Executor) newTick(ctx context.Context) *tick {
+	return &tick{e: e, ctx: ctx, now: e.now(), overlay: map[string]*entry{}, done: map[string]bool{},
+		verdicts: map[string]int{}, lastOffset: map[int32]int64{}}
+}
+
+// tick decides everything polled plus every finished call, commits it in
+// one transaction, syncs Pebble once, and dispatches the new calls.
+func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
+	start := time.Now()
+	e.fetchErrors(fs)
+	e.collectCompletions()
+	t := e.newTick(ctx)
+	if err := t.build(fs); err != nil {
+		for _, j := range t.started {
+			delete(e.inflight, j.rk)
+		}
+		return err
+	}
+	if len(t.out) == 0 && fs.NumRecords() == 0 {
+		t.finishWithoutCommit()
+		return nil
+	}
+	committed, err := e.commit(t)
+	if err != nil || !committed {
+		return e.afterAbort(t, err)
+	}
+	if err := e.afterCommit(t); err != nil {
+		return err
+	}
+	e.m.TickDuration.Observe(time.Since(start).Seconds())
+	return nil
+}
+
+// collectCompletions moves every finished call from the dispatcher into
+// the unrecorded list without blocking.
+func (e *Executor) collectCompletions() {
+	for {
+		select {
+		case c := <-e.disp.out:
+			e.unrecorded = append(e.unrecorded, c)
+		default:
+			return
+		}
+	}
+}
+
+func (t *tick) build(fs kgo.Fetches) error {
+	for _, c := range t.e.unrecorded {
+		if err := t.complete(c); err != nil {
+			return err
+		}
+	}
+	var err error
+	fs.EachRecord(func(r *kgo.Record) {
+		if err == nil {
+			err = t.input(r)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return t.sweep()
+}
+
+// load returns the key's entry, restoring its partition first if needed.
+func (t *tick) load(p int32, tenant, key string) (*entry, error) {
+	rk := tenant + "/" + key
+	if en, ok := t.overlay[rk]; ok {
+		return en, nil
+	}
+	if err := t.e.ensureRestored(t.ctx, p); err != nil {
+		return nil, err
+	}
+	rec, err := t.e.store.Get(tenant, key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrFatal, err)
+	}
+	en := &entry{p: p, prev: rec, cur: rec.Clone()}
+	t.overlay[rk] = en
+	return en, nil
+}
+
+// emit appends d's events to the log and the overlay, and queues its
+// answers. The events are encoded (and checked) before anything changes.
+func (t *tick) emit(en *entry, d saga.Decision, traceparent string) error {
+	for i := range d.Events {
+		ev := &d.Events[i]
+		b, err := eventlog.Encode(ev)
+		if err != nil {
+			return fmt.Errorf("%w: saga produced an invalid event: %w", ErrFatal, err)
+		}
+		r := eventlog.EncodeRecord(t.e.cfg.Names, en.p, b, ev.Tenant, ev.Key, traceparent)
+		t.out = append(t.out, r)
+		en.cur = saga.Apply(en.cur, *ev)
+	}
+	for _, a := range d.Answers {
+		t.answer(a)
+	}
+	t.verdicts[d.Verdict.String()]++
+	return nil
+}
+
+func (t *tick) env(rk string) saga.Env {
+	_, inflight := t.e.inflight[rk]
+	return saga.Env{Now: t.now, InFlight: inflight && !t.done[rk], MaxWaiters: t.e.cfg.MaxWaiters, Policy: t.e.policy}
+}
+
+// finishWithoutCommit keeps only the completions that still need a
+// transaction: stale ones were dropped while building the tick.
+func (t *tick) finishWithoutCommit() {
+	t.e.unrecorded = append([]completion(nil), t.recorded...)
+}
+
+// commit produces the tick's records in one transaction and ends it with
+// the polled offsets, fenced by the group generation.
+func (e *Executor) commit(t *tick) (bool, error) {
+	if err := e.sess.Begin(); err != nil {
+		return false, fmt.Errorf("%w: begin transaction: %w", ErrFatal, err)
+	}
+	for _, r := range t.out {
+		e.sess.Produce(t.ctx, r, t.promise)
+	}
+	e.commitHooks(t)
+	start := time.Now()
+	endCtx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), e.cfg.TransactionTimeout)
+	defer cancel()
+	endCtx = kgo.PreTxnCommitFnContext(endCtx, e.fence(t))
+	try := kgo.TryCommit
+	if err := e.sess.Client().Flush(endCtx); err != nil || t.failed() {
+		try = kgo.TryAbort
+	}
+	committed, err := e.sess.End(endCtx, try)
+	e.m.TxnDuration.Observe(time.Since(start).Seconds())
+	return committed, err
+}
+
+func (e *Executor) commitHooks(t *tick) {
+	for _, j := range t.started {
+		e.cfg.Hooks.at(PointBeforeStartedCommit, j.rk)
+	}
+	for _, c := range t.recorded {
+		e.cfg.Hooks.at(PointDuringOutcomeCommit, c.job.rk)
+	}
+}
+
+func (t *tick) promise(r *kgo.Record, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err != nil {
+		if t.produceErr == nil {
+			t.produceErr = fmt.Errorf("produce to %s/%d: %w", r.Topic, r.Partition, err)
+		}
+		return
+	}
+	if r.Topic == t.e.cfg.Names.Events && r.Offset >= t.lastOffset[r.Partition] {
+		t.lastOffset[r.Partition] = r.Offset
+	}
+}
+
+func (t *tick) failed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.produceErr != nil
+}
+
+// afterCommit materialises the tick in one synced Pebble batch, then
+// dispatches the calls whose started events are now committed.
+func (e *Executor) afterCommit(t *tick) error {
+	e.m.Txns.WithLabelValues("committed").Inc()
+	e.m.TickRecords.Observe(float64(t.inputs + len(t.recorded)))
+	for v, n := range t.verdicts {
+		e.m.Intents.WithLabelValues(v).Add(float64(n))
+	}
+	if err := e.materialise(t); err != nil {
+		e.cfg.Logger.Error("pebble write failed; the view will catch up from the log", "err", err)
+		e.needCatchUp(t)
+	}
+	e.unrecorded = nil
+	for _, c := range t.recorded {
+		delete(e.inflight, c.job.rk)
+	}
+	for _, j := range t.started {
+		e.cfg.Hooks.at(PointAfterStartedCommit, j.rk)
+	}
+	e.disp.submit(t.started...)
+	e.m.InFlight.Set(float64(len(e.inflight)))
+	return nil
+}
+
+func (e *Executor) materialise(t *tick) error {
+	b := e.store.NewBatch()
+	for _, en := range t.overlay {
+		if err := b.Put(en.p, en.prev, en.cur); err != nil {
+			b.Discard()
+			return err
+		}
+	}
+	for p, off := range t.lastOffset {
+		if err := b.SetCheckpoint(e.cfg.Names.Events, p, off+1); err != nil {
+			b.Discard()
+			return err
+		}
+	}
+	e.m.Fsyncs.Inc()
+	return b.Commit(state.Sync)
+}
+
+// afterAbort forgets the tick: its calls are not dispatched, its
+// completions stay unrecorded for the next tick, and the polled records
+// are fetched again (the session rewound them). An error from End leaves
+// the commit unknown, so the view catches up from the log before it is
+// used again.
+func (e *Executor) afterAbort(t *tick, err error) error {
+	e.m.Txns.WithLabelValues("aborted").Inc()
+	for _, j := range t.started {
+		delete(e.inflight, j.rk)
+	}
+	t.finishWithoutCommit()
+	if err != nil {
+		e.cfg.Logger.Warn("transaction failed; partitions catch up from the log", "err", err, "produce_err", t.produceErr)
+		e.needCatchUp(t)
+	}
+	return nil
+}
+
+func (e *Executor) needCatchUp(t *tick) {
+	for _, en := range t.overlay {
+		if o, ok := e.owned[en.p]; ok {
+			o.restored = false
+		}
+	}
+}
+
+func partitionLabel(p int32) string { return strconv.Itoa(int(p)) }

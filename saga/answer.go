@@ -1,0 +1,71 @@
+package saga
+
+import "github.com/atmostonce/toolexec/topics"
+
+// answerFor fills the fields every answer about rec carries.
+func answerFor(rec *Record, to Waiter, status string) Answer {
+	a := Answer{To: to, Tenant: rec.Tenant, Key: rec.Key, Tool: rec.Tool, Status: status,
+		OriginalIntentID: rec.Origin.IntentID, OriginalCalledAt: rec.CalledAt, Attempt: rec.Attempt}
+	// The first terminal answer of the intent that started the call, or of
+	// the command that started the compensation, is not a replay; every
+	// other intent gets someone else's outcome.
+	a.WasReplay = to.IntentID != rec.Origin.IntentID && (rec.Comp == nil || to.IntentID != rec.Comp.Origin.IntentID)
+	if rec.PrevStatus == StatusNotExecuted {
+		a.PreviousStatus = topics.StatusNotExecuted
+	}
+	return a
+}
+
+// settledAnswer is the final answer of a settled or not-executed key.
+func settledAnswer(rec *Record, to Waiter) Answer {
+	a := answerFor(rec, to, wireStatus(rec.Status))
+	a.Result, a.Err, a.CompletedAt = rec.Result, rec.Err, rec.CompletedAt
+	if rec.Comp != nil && rec.Status != StatusSucceeded && rec.Status != StatusFailed {
+		a.CompletedAt = rec.Comp.CompletedAt
+		if rec.Comp.Err != nil {
+			a.Err = rec.Comp.Err
+		}
+	}
+	return a
+}
+
+func pendingAnswer(rec *Record, to Waiter) Answer {
+	status := topics.StatusPending
+	if rec.Status == StatusCompensating || rec.Status == StatusCompensationUnknown {
+		status = topics.StatusCompensationPending
+	}
+	a := answerFor(rec, to, status)
+	a.Err = &Error{Code: "in_doubt", Message: "the first call may have reached the tool; the key is parked until it is settled, then every waiting intent gets the final answer"}
+	return a
+}
+
+// finalAnswers answers everyone waiting on rec once it settled: the origin
+// (if it has not had a terminal answer) and every waiter.
+func finalAnswers(rec *Record, origin bool) []Answer {
+	var out []Answer
+	if origin {
+		out = append(out, settledAnswer(rec, rec.Origin))
+	}
+	for _, w := range rec.Waiters {
+		out = append(out, settledAnswer(rec, w))
+	}
+	return out
+}
+
+func wireStatus(s Status) string {
+	switch s {
+	case StatusSucceeded:
+		return topics.StatusSucceeded
+	case StatusFailed:
+		return topics.StatusFailed
+	case StatusNotExecuted:
+		return topics.StatusNotExecuted
+	case StatusCompensated:
+		return topics.StatusCompensated
+	case StatusCompensationFailed:
+		return topics.StatusCompensationFailed
+	case StatusCompensating, StatusCompensationUnknown:
+		return topics.StatusCompensationPending
+	}
+	return topics.StatusPending
+}

@@ -1,0 +1,104 @@
+package saga
+
+import (
+	"fmt"
+
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// decideCompensate handles a compensate intent or command: undo the key's
+// effect with the tool's compensate_with tool, under a downstream key of
+// its own. Allowed when the effect happened or may have happened.
+func decideCompensate(rec *Record, in Input, env Env) Decision {
+	if rec == nil || rec.expired(env.Now) {
+		return rejectInput(in, topics.ReasonInvalidCommand, "nothing to compensate: the key has no record")
+	}
+	switch {
+	case rec.Status == StatusCompensated || rec.Status == StatusCompensationFailed:
+		return replay(rec, in, env)
+	case rec.Status == StatusCompensating && env.InFlight:
+		return wait(rec, in, env, VerdictCoalesce, EvCoalesced)
+	case rec.Status == StatusCompensating || rec.Status == StatusCompensationUnknown:
+		return wait(rec, in, env, VerdictPending, EvWaiting)
+	case rec.Status == StatusStarted && env.InFlight:
+		return rejectInput(in, topics.ReasonInvalidCommand, "the call is in flight; compensate after it settles")
+	case rec.Status == StatusSucceeded, rec.Status == StatusUnknown, rec.Status == StatusStarted:
+		return startCompensation(rec, in, env)
+	}
+	return rejectInput(in, topics.ReasonInvalidCommand, fmt.Sprintf("nothing to compensate: the key is %s", rec.Status))
+}
+
+func startCompensation(rec *Record, in Input, env Env) Decision {
+	pol, ok := env.Policy(rec.Tool)
+	if !ok || pol.CompensateWith == "" {
+		return rejectInput(in, topics.ReasonInvalidCommand, fmt.Sprintf("tool %q has no compensate_with", rec.Tool))
+	}
+	w := in.waiter(env.Now)
+	ev := Event{Kind: EvCompensationStarted, Tenant: rec.Tenant, Key: rec.Key, At: env.Now, IntentID: in.IntentID,
+		Tool: pol.CompensateWith, Waiter: &w, By: in.By, Reason: in.Reason}
+	call := &Call{Kind: CallCompensation, Tenant: rec.Tenant, Key: rec.Key, Tool: pol.CompensateWith,
+		CallID: in.IntentID, Args: rec.Args, Traceparent: in.Traceparent, Attempt: rec.Attempt}
+	return Decision{Verdict: VerdictCompensate, Events: []Event{ev}, Call: call}
+}
+
+// decideResolve settles a key in doubt by an operator's or the
+// reconciler's word. It arrives only on the control topic.
+func decideResolve(rec *Record, in Input, env Env) Decision {
+	if rec == nil {
+		return rejectInput(in, topics.ReasonInvalidCommand, "no such key")
+	}
+	if env.InFlight {
+		return rejectInput(in, topics.ReasonInvalidCommand, "a call for this key is in flight in the executor; it settles by itself")
+	}
+	switch rec.Status {
+	case StatusStarted, StatusUnknown:
+		return resolveCall(rec, in, env)
+	case StatusCompensating, StatusCompensationUnknown:
+		return resolveCompensation(rec, in, env)
+	}
+	if rec.Status == in.Outcome {
+		a := settledAnswer(rec, in.waiter(env.Now))
+		a.Status, a.WasReplay = topics.StatusResolved, true
+		return Decision{Verdict: VerdictReplay, Answers: []Answer{a}}
+	}
+	return rejectInput(in, topics.ReasonInvalidCommand, fmt.Sprintf("the key is already settled as %s", rec.Status))
+}
+
+func resolveCall(rec *Record, in Input, env Env) Decision {
+	switch in.Outcome {
+	case StatusSucceeded, StatusFailed, StatusNotExecuted:
+	default:
+		return rejectInput(in, topics.ReasonInvalidCommand, fmt.Sprintf("a call in doubt resolves to succeeded, failed or not_executed, not %s", in.Outcome))
+	}
+	ev := Event{Kind: EvResolved, Tenant: rec.Tenant, Key: rec.Key, At: env.Now, IntentID: in.IntentID,
+		CallID: rec.Origin.IntentID, Status: in.Outcome, Result: in.Result, Err: in.Err, By: in.By, Reason: in.Reason}
+	return settle(rec, in, env, ev)
+}
+
+func resolveCompensation(rec *Record, in Input, env Env) Decision {
+	var st Status
+	switch in.Outcome {
+	case StatusCompensated, StatusSucceeded:
+		st = StatusSucceeded
+	case StatusCompensationFailed, StatusFailed:
+		st = StatusFailed
+	case StatusNotExecuted:
+		st = StatusNotExecuted
+	default:
+		return rejectInput(in, topics.ReasonInvalidCommand, fmt.Sprintf("a compensation in doubt resolves to compensated, compensation_failed or not_executed, not %s", in.Outcome))
+	}
+	ev := Event{Kind: EvCompensationOutcome, Tenant: rec.Tenant, Key: rec.Key, At: env.Now, IntentID: in.IntentID,
+		CallID: rec.Comp.Origin.IntentID, Status: st, Result: in.Result, Err: in.Err, By: in.By, Reason: in.Reason}
+	return settle(rec, in, env, ev)
+}
+
+// settle logs ev, answers the command itself and, when ev settles the key,
+// everyone who waits.
+func settle(rec *Record, in Input, env Env, ev Event) Decision {
+	next := Apply(rec.Clone(), ev)
+	ack := Answer{To: in.waiter(env.Now), Tenant: rec.Tenant, Key: rec.Key, Tool: rec.Tool, Status: topics.StatusResolved,
+		OriginalIntentID: rec.Origin.IntentID, OriginalCalledAt: rec.CalledAt, CompletedAt: env.Now, Attempt: rec.Attempt}
+	d := Decision{Verdict: VerdictResolve, Events: []Event{ev}, Answers: []Answer{ack}}
+	d.Answers = append(d.Answers, answersOnChange(rec, next)...)
+	return d
+}

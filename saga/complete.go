@@ -1,0 +1,96 @@
+package saga
+
+import "github.com/atmostonce/toolexec/topics"
+
+// Complete records the outcome of a finished call. A completion that no
+// longer matches the key (its started event was never committed, or the
+// key moved on) is stale and changes nothing.
+func Complete(rec *Record, c Completion, env Env) Decision {
+	if !current(rec, c) {
+		return Decision{Verdict: VerdictStale}
+	}
+	kind := EvOutcome
+	if c.Compensation {
+		kind = EvCompensationOutcome
+	}
+	ev := Event{Kind: kind, Tenant: rec.Tenant, Key: rec.Key, At: env.Now, IntentID: c.CallID,
+		CallID: c.CallID, Status: c.Status, Result: c.Result, Err: c.Err}
+	next := Apply(rec.Clone(), ev)
+	d := Decision{Verdict: VerdictRecord, Events: []Event{ev}, Answers: answersOnChange(rec, next)}
+	if c.Compensation && c.Status == StatusNotExecuted {
+		d.Answers = append(d.Answers, compensationNotExecuted(rec, c))
+	}
+	return d
+}
+
+func current(rec *Record, c Completion) bool {
+	if rec == nil {
+		return false
+	}
+	if c.Compensation {
+		return rec.Status == StatusCompensating && rec.Comp != nil && rec.Comp.Origin.IntentID == c.CallID
+	}
+	return rec.Status == StatusStarted && rec.Origin.IntentID == c.CallID
+}
+
+// answersOnChange lists the answers a transition from prev to next owes:
+// the final answer to everyone waiting when the key settles, and a
+// "pending" to everyone waiting when it falls into doubt.
+func answersOnChange(prev, next *Record) []Answer {
+	switch {
+	case next == nil || prev.Status == next.Status:
+		return nil
+	case next.Status.Settled() || next.Status == StatusNotExecuted:
+		return settleAnswers(prev, next)
+	case next.Status == StatusUnknown || next.Status == StatusCompensationUnknown:
+		return pendingAnswers(prev, next)
+	}
+	return nil
+}
+
+func settleAnswers(prev, next *Record) []Answer {
+	var out []Answer
+	if !prev.OriginAnswered {
+		out = append(out, settledAnswer(next, prev.Origin))
+	}
+	if prev.Comp != nil {
+		out = append(out, settledAnswer(next, prev.Comp.Origin))
+	}
+	for _, w := range prev.Waiters {
+		out = append(out, settledAnswer(next, w))
+	}
+	return out
+}
+
+func pendingAnswers(prev, next *Record) []Answer {
+	var out []Answer
+	if !prev.OriginAnswered {
+		out = append(out, pendingAnswer(next, prev.Origin))
+	}
+	if prev.Comp != nil {
+		out = append(out, pendingAnswer(next, prev.Comp.Origin))
+	}
+	for _, w := range prev.Waiters {
+		out = append(out, pendingAnswer(next, w))
+	}
+	return out
+}
+
+func compensationNotExecuted(rec *Record, c Completion) Answer {
+	a := answerFor(rec, rec.Comp.Origin, topics.StatusNotExecuted)
+	a.Err = &Error{Code: "compensation_not_executed", Message: "the compensating tool was never reached; the key is as before and the compensation may be sent again"}
+	if c.Err != nil {
+		a.Err.Message += ": " + c.Err.Message
+	}
+	return a
+}
+
+// Expire removes a settled key whose retention has passed, so the key is
+// free again. Keys in doubt never expire: they wait to be settled.
+func Expire(rec *Record, env Env) Decision {
+	if !rec.expired(env.Now) {
+		return Decision{Verdict: VerdictStale}
+	}
+	ev := Event{Kind: EvExpired, Tenant: rec.Tenant, Key: rec.Key, At: env.Now, Reason: "retention passed"}
+	return Decision{Verdict: VerdictRecord, Events: []Event{ev}}
+}

@@ -1,0 +1,147 @@
+package saga
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// Decide returns what to do with one intent or command given the key's
+// record (nil when absent). It is pure: the same arguments always give the
+// same decision, and rec is not modified.
+func Decide(rec *Record, in Input, env Env) Decision {
+	if in.Partition != in.Owner {
+		return Decision{Verdict: VerdictForward, Detail: fmt.Sprintf("partition %d owns this key, not %d", in.Owner, in.Partition)}
+	}
+	switch in.Type {
+	case InputCall:
+		return decideCall(rec, in, env)
+	case InputCompensate:
+		return decideCompensate(rec, in, env)
+	case InputResolve:
+		return decideResolve(rec, in, env)
+	}
+	return rejectInput(in, topics.ReasonInvalidField, "unknown input type")
+}
+
+func decideCall(rec *Record, in Input, env Env) Decision {
+	pol, ok := env.Policy(in.Tool)
+	switch {
+	case !ok:
+		return rejectInput(in, topics.ReasonUnknownTool, fmt.Sprintf("tool %q is not configured", in.Tool))
+	case pol.MaxArgsBytes > 0 && len(in.Args) > pol.MaxArgsBytes:
+		return rejectInput(in, topics.ReasonOversized, fmt.Sprintf("args are %d bytes, tool %q allows %d", len(in.Args), in.Tool, pol.MaxArgsBytes))
+	case pol.ReadOnly:
+		return decideReadOnly(in, env)
+	}
+	var prefix []Event
+	if rec.expired(env.Now) {
+		prefix = append(prefix, Event{Kind: EvExpired, Tenant: in.Tenant, Key: in.Key, At: env.Now, IntentID: in.IntentID, Reason: "retention passed"})
+		rec = nil
+	}
+	if rec == nil || rec.Status.Free() {
+		d := execute(rec, in, pol, env)
+		d.Events = append(prefix, d.Events...)
+		return d
+	}
+	d := decideDuplicate(rec, in, env)
+	d.Events = append(prefix, d.Events...)
+	return d
+}
+
+func decideReadOnly(in Input, env Env) Decision {
+	if deadlinePassed(in, env) {
+		return rejectInput(in, topics.ReasonDeadlineExceeded, "deadline_ms has passed; the call was not started")
+	}
+	return Decision{Verdict: VerdictExecute, Call: &Call{
+		Kind: CallReadOnly, Tenant: in.Tenant, Key: in.Key, Tool: in.Tool, CallID: in.IntentID,
+		Args: in.Args, Traceparent: in.Traceparent, Attempt: 1, Origin: in.waiter(env.Now),
+	}}
+}
+
+func deadlinePassed(in Input, env Env) bool { return in.DeadlineMs > 0 && env.Now > in.DeadlineMs }
+
+// execute starts a call: the started event is the fence. The call is made
+// only after that event is committed.
+func execute(rec *Record, in Input, pol Policy, env Env) Decision {
+	if deadlinePassed(in, env) {
+		return rejectInput(in, topics.ReasonDeadlineExceeded, "deadline_ms has passed; the call was not started")
+	}
+	attempt := 1
+	if rec != nil {
+		attempt = rec.Attempt + 1
+	}
+	w := in.waiter(env.Now)
+	ev := Event{
+		Kind: EvStarted, Tenant: in.Tenant, Key: in.Key, At: env.Now, IntentID: in.IntentID,
+		Tool: in.Tool, ArgsHash: in.ArgsHash, Args: in.Args, PendingTTL: pol.PendingTTLMs,
+		RetentionMs: pol.RetentionMs, Attempt: attempt, RunID: in.RunID, ThreadID: in.ThreadID, Waiter: &w,
+	}
+	call := &Call{Kind: CallOriginal, Tenant: in.Tenant, Key: in.Key, Tool: in.Tool, CallID: in.IntentID,
+		Args: in.Args, Traceparent: in.Traceparent, Attempt: attempt}
+	return Decision{Verdict: VerdictExecute, Events: []Event{ev}, Call: call}
+}
+
+// decideDuplicate handles a call for a key that already has a record.
+func decideDuplicate(rec *Record, in Input, env Env) Decision {
+	if rec.Origin.IntentID == in.IntentID && rec.Status == StatusStarted && env.InFlight {
+		// The same emission delivered twice: it already waits as the origin.
+		return Decision{Verdict: VerdictCoalesce}
+	}
+	if rec.Tool != in.Tool || !bytes.Equal(rec.ArgsHash, in.ArgsHash) {
+		return conflict(rec, in, env)
+	}
+	switch {
+	case rec.Status.Settled():
+		return replay(rec, in, env)
+	case rec.Status == StatusStarted && env.InFlight, rec.Status == StatusCompensating && env.InFlight:
+		return wait(rec, in, env, VerdictCoalesce, EvCoalesced)
+	default: // in doubt: started without a call running, unknown, or a compensation in doubt
+		return wait(rec, in, env, VerdictPending, EvWaiting)
+	}
+}
+
+func conflict(rec *Record, in Input, env Env) Decision {
+	ev := Event{Kind: EvConflicted, Tenant: in.Tenant, Key: in.Key, At: env.Now, IntentID: in.IntentID, Tool: in.Tool, ArgsHash: in.ArgsHash}
+	a := answerFor(rec, in.waiter(env.Now), topics.StatusConflict)
+	a.Tool, a.WasReplay = in.Tool, false // nothing is replayed: the original's outcome is not disclosed
+	a.Err = &Error{Code: "args_mismatch", Message: fmt.Sprintf("key was first used by intent %q with tool %q and other arguments", rec.Origin.IntentID, rec.Tool)}
+	return Decision{Verdict: VerdictConflict, Events: []Event{ev}, Answers: []Answer{a}}
+}
+
+func replay(rec *Record, in Input, env Env) Decision {
+	ev := Event{Kind: EvReplayed, Tenant: in.Tenant, Key: in.Key, At: env.Now, IntentID: in.IntentID}
+	a := settledAnswer(rec, in.waiter(env.Now))
+	a.WasReplay = true // even a re-delivery of the origin's own id is served from the record
+	return Decision{Verdict: VerdictReplay, Events: []Event{ev}, Answers: []Answer{a}}
+}
+
+// wait registers in as a waiter for the key's final answer. An in-doubt key
+// answers "pending" now as well, so the caller knows it is parked.
+func wait(rec *Record, in Input, env Env, v Verdict, kind EventKind) Decision {
+	if rec.hasWaiter(in.IntentID) {
+		// A re-delivery of an intent that already waits: nothing new to
+		// log, but a parked caller is told again that it is parked.
+		d := Decision{Verdict: v}
+		if v == VerdictPending {
+			d.Answers = []Answer{pendingAnswer(rec, in.waiter(env.Now))}
+		}
+		return d
+	}
+	if len(rec.Waiters) >= env.maxWaiters() {
+		return rejectInput(in, topics.ReasonInvalidCommand, fmt.Sprintf("more than %d intents already wait on this key; retry later", env.maxWaiters()))
+	}
+	w := in.waiter(env.Now)
+	d := Decision{Verdict: v, Events: []Event{{Kind: kind, Tenant: in.Tenant, Key: in.Key, At: env.Now, IntentID: in.IntentID, Waiter: &w}}}
+	if v == VerdictPending {
+		d.Answers = []Answer{pendingAnswer(rec, w)}
+	}
+	return d
+}
+
+func rejectInput(in Input, reason, detail string) Decision {
+	a := Answer{To: in.waiter(0), Tenant: in.Tenant, Key: in.Key, Tool: in.Tool, Status: topics.StatusRejected,
+		Err: &Error{Code: reason, Message: detail}}
+	return Decision{Verdict: VerdictReject, Reason: reason, Detail: detail, Answers: []Answer{a}}
+}

@@ -1,0 +1,87 @@
+package saga
+
+// Verdict is the kind of a decision.
+type Verdict uint8
+
+const (
+	VerdictExecute Verdict = iota + 1
+	VerdictReplay
+	VerdictCoalesce
+	VerdictPending
+	VerdictConflict
+	VerdictReject
+	VerdictForward
+	VerdictResolve
+	VerdictCompensate
+	VerdictRecord // a completion or an expiry was recorded
+	VerdictStale  // nothing to do: the input no longer matches the key
+)
+
+var verdictNames = [...]string{
+	VerdictExecute:    "execute",
+	VerdictReplay:     "replay",
+	VerdictCoalesce:   "coalesce",
+	VerdictPending:    "pending",
+	VerdictConflict:   "conflict",
+	VerdictReject:     "reject",
+	VerdictForward:    "forward",
+	VerdictResolve:    "resolve",
+	VerdictCompensate: "compensate",
+	VerdictRecord:     "record",
+	VerdictStale:      "stale",
+}
+
+func (v Verdict) String() string {
+	if int(v) < len(verdictNames) && verdictNames[v] != "" {
+		return verdictNames[v]
+	}
+	return "invalid"
+}
+
+// Decision is the outcome of one input: what to log, what to answer and
+// what to call once the log is committed.
+type Decision struct {
+	Verdict Verdict
+	Reason  string // a topics.Reason* code for rejects
+	Detail  string
+	Events  []Event
+	Answers []Answer
+	Call    *Call
+}
+
+// CallKind tells an original call from a compensation.
+type CallKind uint8
+
+const (
+	CallOriginal CallKind = iota + 1
+	CallCompensation
+	CallReadOnly // not recorded: answered directly from the outcome
+)
+
+// Call is a tool invocation to dispatch after the commit.
+type Call struct {
+	Kind        CallKind
+	Tenant, Key string
+	Tool        string // the tool to invoke (the compensating tool for a compensation)
+	CallID      string // the intent that started it
+	Args        []byte // canonical msgpack
+	Traceparent string
+	Attempt     int
+	Origin      Waiter // read-only calls: who to answer
+}
+
+// Answer is a result to send to one waiting intent.
+type Answer struct {
+	To               Waiter
+	Tenant, Key      string
+	Tool             string
+	Status           string // a topics.Status* value
+	Result           []byte
+	Err              *Error
+	WasReplay        bool
+	OriginalIntentID string
+	OriginalCalledAt int64
+	CompletedAt      int64
+	PreviousStatus   string
+	Attempt          int
+}

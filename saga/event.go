@@ -1,0 +1,71 @@
+package saga
+
+// EventKind names a fact in the event log.
+type EventKind uint8
+
+const (
+	EvStarted EventKind = iota + 1
+	EvOutcome
+	EvReplayed
+	EvCoalesced
+	EvWaiting
+	EvConflicted
+	EvResolved
+	EvCompensationStarted
+	EvCompensationOutcome
+	EvExpired
+)
+
+var eventNames = [...]string{
+	EvStarted:             "started",
+	EvOutcome:             "outcome",
+	EvReplayed:            "replayed",
+	EvCoalesced:           "coalesced",
+	EvWaiting:             "waiting",
+	EvConflicted:          "conflicted",
+	EvResolved:            "resolved",
+	EvCompensationStarted: "compensation_started",
+	EvCompensationOutcome: "compensation_outcome",
+	EvExpired:             "expired",
+}
+
+func (k EventKind) String() string {
+	if int(k) < len(eventNames) && eventNames[k] != "" {
+		return eventNames[k]
+	}
+	return "invalid"
+}
+
+// Valid reports whether k is a known kind.
+func (k EventKind) Valid() bool { return k >= EvStarted && k <= EvExpired }
+
+// Event is one fact about one key. Fields not used by a kind stay empty;
+// docs/wire-format.md lists which kind uses which.
+type Event struct {
+	Kind     EventKind `msgpack:"kind"`
+	Tenant   string    `msgpack:"tenant"`
+	Key      string    `msgpack:"key"`
+	At       int64     `msgpack:"at"`
+	IntentID string    `msgpack:"intent_id,omitempty"` // the intent or command that caused the fact
+
+	// Started, CompensationStarted.
+	Tool        string `msgpack:"tool,omitempty"`
+	ArgsHash    []byte `msgpack:"args_hash,omitempty"`
+	Args        []byte `msgpack:"args,omitempty"`
+	PendingTTL  int64  `msgpack:"pending_ttl_ms,omitempty"`
+	RetentionMs int64  `msgpack:"retention_ms,omitempty"`
+	Attempt     int    `msgpack:"attempt,omitempty"`
+	RunID       string `msgpack:"run_id,omitempty"`
+	ThreadID    string `msgpack:"thread_id,omitempty"`
+
+	// Outcome, Resolved, CompensationOutcome.
+	CallID string `msgpack:"call_id,omitempty"`
+	Status Status `msgpack:"status,omitempty"`
+	Result []byte `msgpack:"result,omitempty"`
+	Err    *Error `msgpack:"err,omitempty"`
+	By     string `msgpack:"by,omitempty"`
+	Reason string `msgpack:"reason,omitempty"`
+
+	// Started (the origin), Coalesced, Waiting, CompensationStarted.
+	Waiter *Waiter `msgpack:"waiter,omitempty"`
+}

@@ -1,0 +1,88 @@
+package saga
+
+// InputType is what an input asks for.
+type InputType uint8
+
+const (
+	InputCall InputType = iota + 1
+	InputCompensate
+	InputResolve
+)
+
+func (t InputType) String() string {
+	switch t {
+	case InputCall:
+		return "call"
+	case InputCompensate:
+		return "compensate"
+	case InputResolve:
+		return "resolve"
+	}
+	return "invalid"
+}
+
+// Input is one decoded, structurally valid intent or command.
+type Input struct {
+	Type        InputType
+	IntentID    string
+	Tenant, Key string
+	Tool        string
+	ArgsHash    []byte // SHA-256 of the canonical arguments
+	Args        []byte // the canonical arguments (msgpack)
+	ReplyTo     string
+	Traceparent string
+	DeadlineMs  int64 // do not start a call after this; 0 means none
+	RunID       string
+	ThreadID    string
+
+	// Resolve only.
+	Outcome Status
+	Result  []byte
+	Err     *Error
+	By      string
+	Reason  string
+
+	// Routing: where it arrived and where it belongs.
+	Partition, Owner int32
+}
+
+func (in *Input) waiter(now int64) Waiter {
+	return Waiter{IntentID: in.IntentID, ReplyTo: in.ReplyTo, Traceparent: in.Traceparent, Type: in.Type.String(), At: now}
+}
+
+// Policy is what the saga needs to know of a tool.
+type Policy struct {
+	ReadOnly       bool  // no dedup record: every intent calls
+	PendingTTLMs   int64 // in doubt after this long without an outcome
+	RetentionMs    int64 // outcomes are replayed this long
+	CompensateWith string
+	MaxArgsBytes   int
+}
+
+// Env is the world as the runtime sees it for one decision.
+type Env struct {
+	Now int64 // unix ms
+	// InFlight: a call (or compensation) for this key runs in this process.
+	InFlight bool
+	// MaxWaiters bounds the intents that may wait on one key (default 64).
+	MaxWaiters int
+	// Policy looks up a tool's policy; false means an unknown tool.
+	Policy func(tool string) (Policy, bool)
+}
+
+func (e *Env) maxWaiters() int {
+	if e.MaxWaiters <= 0 {
+		return 64
+	}
+	return e.MaxWaiters
+}
+
+// Completion is what a finished call reports.
+type Completion struct {
+	CallID       string // the intent id that started the call
+	Compensation bool
+	Status       Status // Succeeded, Failed, Unknown or NotExecuted
+	Result       []byte
+	Err          *Error
+	Attempts     int
+}

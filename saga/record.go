@@ -1,0 +1,95 @@
+package saga
+
+// Waiter is an intent that waits for a key's final answer: the intent that
+// started the call, a duplicate coalesced with it, or a duplicate answered
+// "pending" while the key is in doubt.
+type Waiter struct {
+	IntentID    string `msgpack:"id"`
+	ReplyTo     string `msgpack:"reply_to,omitempty"`
+	Traceparent string `msgpack:"tp,omitempty"`
+	Type        string `msgpack:"type,omitempty"`
+	At          int64  `msgpack:"at,omitempty"`
+}
+
+// Error is a machine-readable code and a message.
+type Error struct {
+	Code    string `msgpack:"code"`
+	Message string `msgpack:"message,omitempty"`
+}
+
+// Compensation is the sub-state of a key whose effect is being undone.
+type Compensation struct {
+	Tool        string `msgpack:"tool"`
+	Origin      Waiter `msgpack:"origin"` // the compensate intent or command
+	StartedAt   int64  `msgpack:"started_at"`
+	CompletedAt int64  `msgpack:"completed_at,omitempty"`
+	PrevStatus  Status `msgpack:"prev_status"` // restored if the compensation never reached its tool
+	Result      []byte `msgpack:"result,omitempty"`
+	Err         *Error `msgpack:"err,omitempty"`
+}
+
+// Record is the state of one (tenant, key): the fold of its events.
+type Record struct {
+	Tenant   string `msgpack:"tenant"`
+	Key      string `msgpack:"key"`
+	Tool     string `msgpack:"tool"`
+	ArgsHash []byte `msgpack:"args_hash"`
+	Args     []byte `msgpack:"args,omitempty"` // canonical msgpack, kept for a retry with the same key
+	Status   Status `msgpack:"status"`
+
+	Origin         Waiter `msgpack:"origin"` // the intent that started the current call
+	OriginAnswered bool   `msgpack:"origin_answered,omitempty"`
+	Attempt        int    `msgpack:"attempt"`                 // calls started for this key; >1 only after not_executed
+	PrevStatus     Status `msgpack:"prev_status,omitempty"`   // not_executed when this attempt followed one
+	CalledAt       int64  `msgpack:"called_at"`               // unix ms of the started event
+	PendingUntil   int64  `msgpack:"pending_until"`           // in doubt past this; the reconciler takes over
+	RetentionMs    int64  `msgpack:"retention_ms"`            // how long the outcome is kept, from the started event
+	CompletedAt    int64  `msgpack:"completed_at,omitempty"`  // unix ms of the outcome
+	ExpiresAt      int64  `msgpack:"expires_at,omitempty"`    // the key is free again after this
+	Result         []byte `msgpack:"result,omitempty"`        // msgpack of the tool's result
+	Err            *Error `msgpack:"err,omitempty"`           // the tool's error on failure
+	ResolvedBy     string `msgpack:"resolved_by,omitempty"`   // operator or reconciler that settled it
+	Waiters        []Waiter      `msgpack:"waiters,omitempty"`
+	Comp           *Compensation `msgpack:"comp,omitempty"`
+	LastEventAt    int64         `msgpack:"last_event_at"`
+}
+
+// Clone returns a deep copy, so a tick's overlay never aliases the view.
+func (r *Record) Clone() *Record {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.Waiters = append([]Waiter(nil), r.Waiters...)
+	if r.Comp != nil {
+		comp := *r.Comp
+		c.Comp = &comp
+	}
+	if r.Err != nil {
+		e := *r.Err
+		c.Err = &e
+	}
+	return &c
+}
+
+// expired reports whether a settled outcome has passed its retention.
+func (r *Record) expired(now int64) bool {
+	if r == nil || r.ExpiresAt == 0 {
+		return false
+	}
+	return (r.Status.Settled() || r.Status == StatusNotExecuted) && now >= r.ExpiresAt
+}
+
+// hasWaiter reports whether id already waits, so a re-emitted intent with
+// the same id is not queued twice.
+func (r *Record) hasWaiter(id string) bool {
+	if r.Origin.IntentID == id {
+		return true
+	}
+	for _, w := range r.Waiters {
+		if w.IntentID == id {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,93 @@
+package state
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cockroachdb/pebble"
+
+	"github.com/atmostonce/toolexec/saga"
+)
+
+// Batch collects one tick's writes. Not safe for concurrent use.
+type Batch struct {
+	s *Store
+	b *pebble.Batch
+}
+
+// NewBatch starts an empty batch.
+func (s *Store) NewBatch() *Batch { return &Batch{s: s, b: s.db.NewBatch()} }
+
+// Put stores the record of (tenant, key) in partition p, replacing prev
+// (the record as it was before this tick, nil if none) and its index
+// entries. A nil rec deletes the key.
+func (b *Batch) Put(p int32, prev, rec *saga.Record) error {
+	if prev != nil {
+		b.unindex(p, prev)
+	}
+	if rec == nil {
+		if prev == nil {
+			return nil
+		}
+		return b.b.Delete(recordKey(prev.Tenant, prev.Key), nil)
+	}
+	v, err := encodeRecord(rec)
+	if err != nil {
+		return err
+	}
+	if err := b.b.Set(recordKey(rec.Tenant, rec.Key), v, nil); err != nil {
+		return fmt.Errorf("state: put: %w", err)
+	}
+	return b.index(p, rec)
+}
+
+func (b *Batch) index(p int32, r *saga.Record) error {
+	if r.ExpiresAt > 0 && (r.Status.Settled() || r.Status == saga.StatusNotExecuted) {
+		if err := b.b.Set(expiryKey(r.ExpiresAt, r.Tenant, r.Key), nil, nil); err != nil {
+			return fmt.Errorf("state: index expiry: %w", err)
+		}
+	}
+	if r.Status.InDoubt() {
+		v := binary.BigEndian.AppendUint64(nil, uint64(r.PendingUntil))
+		if err := b.b.Set(doubtKey(p, r.Tenant, r.Key), v, nil); err != nil {
+			return fmt.Errorf("state: index doubt: %w", err)
+		}
+	}
+	return nil
+}
+
+func (b *Batch) unindex(p int32, r *saga.Record) {
+	if r.ExpiresAt > 0 {
+		_ = b.b.Delete(expiryKey(r.ExpiresAt, r.Tenant, r.Key), nil)
+	}
+	_ = b.b.Delete(doubtKey(p, r.Tenant, r.Key), nil)
+}
+
+// SetCheckpoint records that topic/partition is applied up to next.
+func (b *Batch) SetCheckpoint(topic string, partition int32, next int64) error {
+	v := binary.BigEndian.AppendUint64(nil, uint64(next))
+	if err := b.b.Set(checkpointKey(topic, partition), v, nil); err != nil {
+		return fmt.Errorf("state: set checkpoint: %w", err)
+	}
+	return nil
+}
+
+// Len is the batch's encoded size in bytes.
+func (b *Batch) Len() int { return b.b.Len() }
+
+// Commit applies the batch atomically with the chosen durability and
+// closes it.
+func (b *Batch) Commit(d Durability) error {
+	opts := pebble.NoSync
+	if d == Sync {
+		opts = pebble.Sync
+	}
+	defer b.b.Close()
+	if err := b.s.db.Apply(b.b, opts); err != nil {
+		return fmt.Errorf("state: commit: %w", err)
+	}
+	return nil
+}
+
+// Discard drops the batch without applying it.
+func (b *Batch) Discard() { _ = b.b.Close() }

@@ -1,0 +1,64 @@
+package state
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cockroachdb/pebble"
+)
+
+// Doubt is one key in doubt.
+type Doubt struct {
+	Tenant, Key  string
+	PendingUntil int64
+}
+
+// InDoubt lists up to limit keys in doubt in partition p.
+func (s *Store) InDoubt(p int32, limit int) ([]Doubt, error) {
+	prefix := doubtPrefix(p)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, fmt.Errorf("state: scan doubt: %w", err)
+	}
+	defer it.Close()
+	var out []Doubt
+	for ok := it.First(); ok && len(out) < limit; ok = it.Next() {
+		tenant, key, err := splitTenantKey(it.Key()[len(prefix):])
+		if err != nil {
+			return nil, err
+		}
+		var until int64
+		if v := it.Value(); len(v) == 8 {
+			until = int64(binary.BigEndian.Uint64(v))
+		}
+		out = append(out, Doubt{Tenant: tenant, Key: key, PendingUntil: until})
+	}
+	return out, it.Error()
+}
+
+// CountInDoubt counts the keys in doubt in partition p.
+func (s *Store) CountInDoubt(p int32) (int, error) {
+	d, err := s.InDoubt(p, 1<<30)
+	return len(d), err
+}
+
+// Expired lists up to limit (tenant, key) pairs whose retention ended at
+// or before now.
+func (s *Store) Expired(now int64, limit int) ([][2]string, error) {
+	lower := []byte{spaceExpiry}
+	upper := binary.BigEndian.AppendUint64([]byte{spaceExpiry}, uint64(now)+1)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, fmt.Errorf("state: scan expiry: %w", err)
+	}
+	defer it.Close()
+	var out [][2]string
+	for ok := it.First(); ok && len(out) < limit; ok = it.Next() {
+		tenant, key, err := splitTenantKey(it.Key()[9:])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, [2]string{tenant, key})
+	}
+	return out, it.Error()
+}

@@ -1,0 +1,139 @@
+package state
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/atmostonce/toolexec/saga"
+)
+
+var (
+	// ErrCorrupt marks a stored value that fails its read-side check. The
+	// view is rebuildable: delete the directory and the log restores it.
+	ErrCorrupt = errors.New("state: corrupt value")
+	// ErrClosed is returned after Close.
+	ErrClosed = errors.New("state: store closed")
+)
+
+// Durability is chosen at the call site, as with pebble.Sync.
+type Durability bool
+
+const (
+	Sync   Durability = true  // fsync before returning: the default for ticks
+	NoSync Durability = false // for bulk restores, followed by one Sync commit
+)
+
+// Store is the Pebble view. Safe for concurrent use.
+type Store struct {
+	db *pebble.DB
+}
+
+// Options tune Open. The zero value is the production default.
+type Options struct {
+	// FS replaces the file system, for fault-injection tests (vfs.NewStrictMem).
+	FS vfs.FS
+	// CacheBytes is the block cache size; default 32 MiB.
+	CacheBytes int64
+}
+
+// Open opens (creating if needed) the store in dir.
+func Open(dir string, o Options) (*Store, error) {
+	opts := &pebble.Options{}
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = 32 << 20
+	}
+	cache := pebble.NewCache(o.CacheBytes)
+	defer cache.Unref()
+	opts.Cache = cache
+	opts.MemTableSize = 16 << 20
+	if o.FS != nil {
+		opts.FS = o.FS
+	}
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("state: open %s: %w", dir, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close flushes and closes the store.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("state: close: %w", err)
+	}
+	return nil
+}
+
+// Get returns the record of (tenant, key), or nil when there is none.
+func (s *Store) Get(tenant, key string) (*saga.Record, error) {
+	v, closer, err := s.db.Get(recordKey(tenant, key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state: get %s/%s: %w", tenant, key, err)
+	}
+	defer closer.Close()
+	return decodeRecord(v, tenant, key)
+}
+
+// Checkpoint returns the next offset of topic/partition to apply (0 when
+// nothing was applied).
+func (s *Store) Checkpoint(topic string, partition int32) (int64, error) {
+	v, closer, err := s.db.Get(checkpointKey(topic, partition))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("state: checkpoint %s/%d: %w", topic, partition, err)
+	}
+	defer closer.Close()
+	if len(v) != 8 {
+		return 0, fmt.Errorf("%w: checkpoint %s/%d has %d bytes", ErrCorrupt, topic, partition, len(v))
+	}
+	return int64(binary.BigEndian.Uint64(v)), nil
+}
+
+func encodeRecord(r *saga.Record) ([]byte, error) {
+	if err := checkRecord(r); err != nil {
+		return nil, err
+	}
+	b, err := msgpack.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("state: encode record: %w", err)
+	}
+	return b, nil
+}
+
+func decodeRecord(v []byte, tenant, key string) (*saga.Record, error) {
+	var r saga.Record
+	if err := msgpack.Unmarshal(v, &r); err != nil {
+		return nil, fmt.Errorf("%w: record %s/%s: %w", ErrCorrupt, tenant, key, err)
+	}
+	if err := checkRecord(&r); err != nil {
+		return nil, err
+	}
+	if r.Tenant != tenant || r.Key != key {
+		return nil, fmt.Errorf("%w: record stored under %s/%s names %s/%s", ErrCorrupt, tenant, key, r.Tenant, r.Key)
+	}
+	return &r, nil
+}
+
+// checkRecord is the pair assertion run right before a write and right
+// after a read.
+func checkRecord(r *saga.Record) error {
+	switch {
+	case r.Tenant == "" || r.Key == "":
+		return fmt.Errorf("%w: record without tenant or key", ErrCorrupt)
+	case r.Status == saga.StatusNone || r.Status.String() == "invalid":
+		return fmt.Errorf("%w: record %s/%s has status %d", ErrCorrupt, r.Tenant, r.Key, r.Status)
+	case r.Origin.IntentID == "":
+		return fmt.Errorf("%w: record %s/%s has no origin intent", ErrCorrupt, r.Tenant, r.Key)
+	}
+	return nil
+}

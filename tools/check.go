@@ -1,0 +1,170 @@
+package tools
+
+import (
+	"fmt"
+	"net/url"
+)
+
+// checker collects the validation errors of one spec. Fields that already
+// failed (while decoding, or an earlier check) are marked bad, and checks
+// that depend on a bad field are skipped, so one mistake gives one error.
+// Not safe for concurrent use.
+type checker struct {
+	index int // -1 outside a config file
+	name  string
+	bad   map[string]bool
+	errs  []error
+}
+
+func newChecker(index int, name string, bad map[string]bool) *checker {
+	c := &checker{index: index, name: name, bad: map[string]bool{}}
+	for f := range bad {
+		c.bad[f] = true
+	}
+	return c
+}
+
+// fail records an error for field and marks the field bad.
+func (c *checker) fail(field string, sentinel error, format string, args ...any) {
+	c.errs = append(c.errs, &FieldError{
+		Index: c.index, Tool: c.name, Field: field,
+		Msg: fmt.Sprintf(format, args...), Err: sentinel,
+	})
+	c.bad[field] = true
+}
+
+// ok reports whether none of fields is bad.
+func (c *checker) ok(fields ...string) bool {
+	for _, f := range fields {
+		if c.bad[f] {
+			return false
+		}
+	}
+	return true
+}
+
+// checkSpec runs every check that needs only the spec itself.
+func checkSpec(c *checker, s Spec) {
+	checkName(c, s)
+	checkClass(c, s)
+	checkURLField(c, "url", s.URL)
+	checkDurations(c, s)
+	checkProbe(c, s)
+	checkCompensate(c, s)
+	checkLimits(c, s)
+}
+
+func checkName(c *checker, s Spec) {
+	switch {
+	case !c.ok("name"):
+	case s.Name == "":
+		c.fail("name", nil, "required")
+	case !validName(s.Name):
+		c.fail("name", nil, "%s must match [a-z0-9._-]{1,128}", quoteBounded(s.Name))
+	}
+}
+
+func checkClass(c *checker, s Spec) {
+	switch {
+	case !c.ok("class"):
+	case s.Class == "":
+		c.fail("class", nil, "required (one of %s)", classNames)
+	case !s.Class.Valid():
+		c.fail("class", nil, "unknown class %s (want one of %s)", quoteBounded(string(s.Class)), classNames)
+	}
+}
+
+// checkURLField checks an optional http(s) URL.
+func checkURLField(c *checker, field, raw string) {
+	if raw == "" || !c.ok(field) {
+		return
+	}
+	if err := checkHTTPURL(raw); err != nil {
+		c.fail(field, nil, "%v", err)
+	}
+}
+
+func checkHTTPURL(raw string) error {
+	if len(raw) > maxURLBytes {
+		return fmt.Errorf("longer than %d bytes", maxURLBytes)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("invalid URL %s", quoteBounded(raw))
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%s must be an http or https URL", quoteBounded(raw))
+	}
+	if u.Host == "" {
+		return fmt.Errorf("%s has no host", quoteBounded(raw))
+	}
+	return nil
+}
+
+func checkDurations(c *checker, s Spec) {
+	if c.ok("timeout") && s.Timeout <= 0 {
+		c.fail("timeout", nil, "must be greater than 0")
+	}
+	if c.ok("timeout", "pending_ttl") && s.PendingTTL <= s.Timeout {
+		c.fail("pending_ttl", nil, "must be greater than timeout (%s)", s.Timeout)
+	}
+	if c.ok("pending_ttl", "retention") && s.Retention < s.PendingTTL {
+		c.fail("retention", nil, "must be at least pending_ttl (%s)", s.PendingTTL)
+	}
+}
+
+func checkProbe(c *checker, s Spec) {
+	switch {
+	case !c.ok("class", "probe_url"):
+	case s.Class == Probe && s.ProbeURL == "":
+		c.fail("probe_url", nil, "required for class probe")
+	case s.Class != Probe && s.ProbeURL != "":
+		c.fail("probe_url", nil, "only allowed for class probe (class is %s)", s.Class)
+	default:
+		checkURLField(c, "probe_url", s.ProbeURL)
+	}
+}
+
+// checkCompensate checks compensate_with without knowing the other tools;
+// checkCompensateTarget does the rest within a config.
+func checkCompensate(c *checker, s Spec) {
+	switch {
+	case !c.ok("class", "compensate_with"):
+	case s.Class == Compensatable && s.CompensateWith == "":
+		c.fail("compensate_with", nil, "required for class compensatable")
+	case s.Class != Compensatable && s.CompensateWith != "":
+		c.fail("compensate_with", nil, "only allowed for class compensatable (class is %s)", s.Class)
+	case s.CompensateWith != "" && s.CompensateWith == s.Name:
+		c.fail("compensate_with", nil, "must name another tool, not the tool itself")
+	}
+}
+
+func checkLimits(c *checker, s Spec) {
+	checkRange(c, "max_in_flight", s.MaxInFlight, 1, maxInFlightLimit)
+	checkRange(c, "retries", s.Retries, 0, maxRetriesLimit)
+	checkRange(c, "max_args_bytes", s.MaxArgsBytes, 1, maxArgsLimit)
+}
+
+func checkRange(c *checker, field string, v, lo, hi int) {
+	if c.ok(field) && (v < lo || v > hi) {
+		c.fail(field, nil, "must be between %d and %d, got %d", lo, hi, v)
+	}
+}
+
+// checkCompensateTarget checks that compensate_with names a tool of the
+// config; names maps each name to its first index.
+func checkCompensateTarget(c *checker, s Spec, names map[string]int) {
+	if s.CompensateWith == "" || !c.ok("class", "compensate_with") {
+		return
+	}
+	if _, ok := names[s.CompensateWith]; !ok {
+		c.fail("compensate_with", ErrUnknownTool, "names %s, which is not a tool in this config", quoteBounded(s.CompensateWith))
+	}
+}
+
+// checkDuplicate reports a name already used by an earlier entry.
+func checkDuplicate(c *checker, s Spec, index int, names map[string]int) {
+	if first, ok := names[s.Name]; ok && first != index && s.Name != "" && c.ok("name") {
+		c.fail("name", ErrDuplicateTool, "duplicate of tools[%d]", first)
+	}
+}

@@ -1,0 +1,111 @@
+package tools
+
+import "time"
+
+// Spec is one tool's configuration. YAML field names are in parentheses.
+// Parse fills unset fields with the defaults below; Registry.Register and
+// NewHTTP fill zero Timeout, PendingTTL, Retention, MaxInFlight and
+// MaxArgsBytes, but take Retries as given, since zero retries is a
+// meaningful choice there.
+type Spec struct {
+	// Name (name) is required and matches [a-z0-9._-]{1,128}.
+	Name string
+	// Class (class) is required.
+	Class Class
+	// URL (url) is the http(s) endpoint the tool is POSTed to. Required by
+	// FromConfig unless an in-process tool of the same name is given.
+	URL string
+	// Timeout (timeout) bounds each attempt. Default 5s; must be > 0.
+	Timeout time.Duration
+	// PendingTTL (pending_ttl) is how long a pending dedup record lives.
+	// Default 2m; must be > Timeout. Invoke never outlives it.
+	PendingTTL time.Duration
+	// Retention (retention) is how long a finished dedup record is kept.
+	// Default 24h; must be >= PendingTTL.
+	Retention time.Duration
+	// ProbeURL (probe_url) is the status endpoint; required for class
+	// Probe and refused for any other class.
+	ProbeURL string
+	// CompensateWith (compensate_with) names the tool that undoes this one;
+	// required for class Compensatable and refused for any other class. In
+	// a config it must name another tool of the same config.
+	CompensateWith string
+	// MaxInFlight (max_in_flight) bounds concurrent HTTP invocations of the
+	// tool. Default 64, 1..10000. In-process tools bound themselves.
+	MaxInFlight int
+	// Retries (retries) bounds the retries of attempts that never reached
+	// the tool and, for NativeKey, of ambiguous outcomes. Default 3, 0..20.
+	Retries int
+	// MaxArgsBytes (max_args_bytes) bounds the JSON-encoded args of an HTTP
+	// invocation. Default 65536, 1..1048576.
+	MaxArgsBytes int
+}
+
+// Defaults applied to unset Spec fields.
+const (
+	DefaultTimeout      = 5 * time.Second
+	DefaultPendingTTL   = 2 * time.Minute
+	DefaultRetention    = 24 * time.Hour
+	DefaultMaxInFlight  = 64
+	DefaultRetries      = 3
+	DefaultMaxArgsBytes = 64 << 10
+)
+
+// Limits enforced by validation.
+const (
+	maxNameLen       = 128
+	maxURLBytes      = 2048
+	maxInFlightLimit = 10000
+	maxRetriesLimit  = 20
+	maxArgsLimit     = 1 << 20
+)
+
+// defaultSpec is the starting point for a spec decoded from YAML: fields
+// the file leaves out keep these values.
+func defaultSpec() Spec {
+	return Spec{
+		Timeout:      DefaultTimeout,
+		PendingTTL:   DefaultPendingTTL,
+		Retention:    DefaultRetention,
+		MaxInFlight:  DefaultMaxInFlight,
+		Retries:      DefaultRetries,
+		MaxArgsBytes: DefaultMaxArgsBytes,
+	}
+}
+
+// withDefaults fills the zero fields of a spec built in Go. Retries is left
+// alone: zero is a valid value for it.
+func (s Spec) withDefaults() Spec {
+	d := defaultSpec()
+	s.Timeout = orDefault(s.Timeout, d.Timeout)
+	s.PendingTTL = orDefault(s.PendingTTL, d.PendingTTL)
+	s.Retention = orDefault(s.Retention, d.Retention)
+	s.MaxInFlight = orDefault(s.MaxInFlight, d.MaxInFlight)
+	s.MaxArgsBytes = orDefault(s.MaxArgsBytes, d.MaxArgsBytes)
+	return s
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// validName reports whether name matches [a-z0-9._-]{1,128}.
+func validName(name string) bool {
+	if len(name) == 0 || len(name) > maxNameLen {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if !nameByte(name[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func nameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+}

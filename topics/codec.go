@@ -1,0 +1,221 @@
+package topics
+
+import (
+	"bytes"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Source says which topic an intent came from; it decides which types are
+// acceptable.
+type Source uint8
+
+const (
+	FromIntents Source = iota + 1
+	FromControl
+)
+
+// DecodeIntent decodes and validates one intent record. recordKey is the
+// Kafka key it arrived with. On failure the returned *Reject carries the
+// reason and whatever fields could be salvaged; it never panics on any
+// input (see FuzzDecodeIntent).
+func DecodeIntent(value []byte, recordKey []byte, src Source) (*Intent, *Reject) {
+	if len(value) > MaxMessageBytes {
+		return nil, reject(ReasonOversized, "message is %d bytes, the limit is %d", len(value), MaxMessageBytes)
+	}
+	in, rej := decodeIntentBytes(value)
+	if rej != nil {
+		return nil, rej
+	}
+	if rej := validateIntent(in, src); rej != nil {
+		return nil, rej.from(in)
+	}
+	if rej := checkRecordKey(in, recordKey); rej != nil {
+		return nil, rej.from(in)
+	}
+	return in, nil
+}
+
+func decodeIntentBytes(value []byte) (*Intent, *Reject) {
+	var in Intent
+	d := msgpack.NewDecoder(bytes.NewReader(value))
+	if err := d.Decode(&in); err != nil {
+		rej := reject(ReasonUndecodable, "not a msgpack intent map: %v", err)
+		salvage(value, rej)
+		return nil, rej
+	}
+	return &in, nil
+}
+
+// salvage reads the string fields it can from a message whose typed decode
+// failed, so that the rejection can still be answered.
+func salvage(value []byte, rej *Reject) {
+	var m map[string]any
+	if msgpack.Unmarshal(value, &m) != nil {
+		return
+	}
+	str := func(k string) string { s, _ := m[k].(string); return s }
+	partial := &Intent{ID: str("id"), Tenant: str("tenant"), Key: str("key"), Tool: str("tool"), ReplyTo: str("reply_to"), Type: str("type")}
+	if partial.Tenant == "" {
+		partial.Tenant = DefaultTenant
+	}
+	rej.Reason = ReasonInvalidField
+	rej.from(partial)
+}
+
+func validateIntent(in *Intent, src Source) *Reject {
+	if rej := validateHeader(in, src); rej != nil {
+		return rej
+	}
+	if rej := validateIdentity(in); rej != nil {
+		return rej
+	}
+	switch in.Type {
+	case TypeCall:
+		return validateCall(in)
+	case TypeResolve:
+		return validateResolve(in)
+	}
+	return nil
+}
+
+func validateHeader(in *Intent, src Source) *Reject {
+	switch {
+	case in.V == 0:
+		return reject(ReasonMissingField, "field v is required (1)")
+	case in.V != Version:
+		return reject(ReasonUnsupportedVersion, "v=%d is not supported, this executor reads v=%d", in.V, Version)
+	case in.Type == "":
+		return reject(ReasonMissingField, "field type is required")
+	case in.Type == TypeResolve && src == FromIntents:
+		return reject(ReasonResolveOnIntents, "resolve is accepted only on the control topic")
+	case in.Type != TypeCall && in.Type != TypeCompensate && in.Type != TypeResolve:
+		return reject(ReasonInvalidField, "field type %q is not call, compensate or resolve", in.Type)
+	}
+	return nil
+}
+
+func validateIdentity(in *Intent) *Reject {
+	if in.Tenant == "" {
+		in.Tenant = DefaultTenant
+	}
+	switch {
+	case in.ID == "":
+		return reject(ReasonMissingField, "field id is required")
+	case len(in.ID) > MaxIDBytes || !utf8.ValidString(in.ID):
+		return reject(ReasonInvalidField, "field id must be valid UTF-8 of at most %d bytes", MaxIDBytes)
+	case !ValidTenant(in.Tenant):
+		return reject(ReasonInvalidField, "field tenant %q must match [a-z0-9_-]{1,64}", clip(in.Tenant))
+	case in.Key == "":
+		return reject(ReasonMissingField, "field key is required")
+	case len(in.Key) > MaxKeyBytes:
+		return reject(ReasonOversized, "field key is %d bytes, the limit is %d", len(in.Key), MaxKeyBytes)
+	case !utf8.ValidString(in.Key):
+		return reject(ReasonInvalidField, "field key must be valid UTF-8")
+	case len(in.ReplyTo) > MaxReplyToBytes:
+		return reject(ReasonBadReplyTo, "field reply_to is longer than %d bytes", MaxReplyToBytes)
+	}
+	return nil
+}
+
+func validateCall(in *Intent) *Reject {
+	switch {
+	case in.Tool == "":
+		return reject(ReasonMissingField, "field tool is required for a call")
+	case len(in.Tool) > MaxToolBytes:
+		return reject(ReasonInvalidField, "field tool is longer than %d bytes", MaxToolBytes)
+	}
+	return nil
+}
+
+func validateResolve(in *Intent) *Reject {
+	switch in.Outcome {
+	case "":
+		return reject(ReasonMissingField, "field outcome is required for a resolve")
+	case StatusSucceeded, StatusFailed, StatusNotExecuted, StatusCompensated, StatusCompensationFailed:
+		return nil
+	}
+	return reject(ReasonInvalidField, "field outcome %q is not succeeded, failed, not_executed, compensated or compensation_failed", clip(in.Outcome))
+}
+
+// checkRecordKey enforces that the Kafka key names the same tenant and key
+// as the body: routing trusts the Kafka key, the decision trusts the body,
+// and a mismatch would let a tenant read another tenant's stored answer.
+func checkRecordKey(in *Intent, recordKey []byte) *Reject {
+	if recordKey == nil {
+		return reject(ReasonMissingField, "the record has no Kafka key; it must be %q", in.RoutingKey())
+	}
+	tenant, key, ok := SplitRoutingKey(string(recordKey))
+	switch {
+	case !ok:
+		return reject(ReasonKeyMismatch, "the Kafka key %q is not <tenant>/<key>", clip(string(recordKey)))
+	case tenant != in.Tenant:
+		return reject(ReasonWrongTenant, "the Kafka key names tenant %q but the intent says %q", clip(tenant), clip(in.Tenant))
+	case key != in.Key:
+		return reject(ReasonKeyMismatch, "the Kafka key names key %q but the intent says %q", clip(key), clip(in.Key))
+	}
+	return nil
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}
+
+// EncodeIntent encodes an intent as a msgpack map with string keys.
+func EncodeIntent(in *Intent) ([]byte, error) {
+	if in.V == 0 {
+		in.V = Version
+	}
+	b, err := msgpack.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("topics: encode intent: %w", err)
+	}
+	return b, nil
+}
+
+// EncodeResult encodes an answer.
+func EncodeResult(r *Result) ([]byte, error) {
+	if r.V == 0 {
+		r.V = Version
+	}
+	b, err := msgpack.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("topics: encode result: %w", err)
+	}
+	return b, nil
+}
+
+// DecodeResult decodes an answer; unknown fields are ignored.
+func DecodeResult(b []byte) (*Result, error) {
+	var r Result
+	if err := msgpack.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("topics: decode result: %w", err)
+	}
+	return &r, nil
+}
+
+// EncodeDeadLetter encodes a dead-letter record.
+func EncodeDeadLetter(d *DeadLetter) ([]byte, error) {
+	if d.V == 0 {
+		d.V = Version
+	}
+	b, err := msgpack.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("topics: encode dead letter: %w", err)
+	}
+	return b, nil
+}
+
+// DecodeDeadLetter decodes a dead-letter record.
+func DecodeDeadLetter(b []byte) (*DeadLetter, error) {
+	var d DeadLetter
+	if err := msgpack.Unmarshal(b, &d); err != nil {
+		return nil, fmt.Errorf("topics: decode dead letter: %w", err)
+	}
+	return &d, nil
+}

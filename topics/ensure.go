@@ -1,0 +1,163 @@
+package topics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// ErrIncompatible is wrapped when existing topics break an assumption the
+// protocol depends on. Start-up must stop: running would break routing or
+// lose the crash-window fences.
+var ErrIncompatible = errors.New("topics: existing topics are incompatible")
+
+// Settings say how to create the topics and what to require of them.
+type Settings struct {
+	Partitions        int32 // for the co-partitioned topics; default 12
+	ReplicationFactor int16 // default -1 (the broker's default)
+	// MinEventRetention is the shortest retention.ms the event log may
+	// have: a key's started fence must outlive its tool's retention and
+	// pending TTL, or a restore would forget it. Ensure adds a margin.
+	MinEventRetention time.Duration
+}
+
+// Layout is what Ensure found or made.
+type Layout struct {
+	Partitions           int32 // of intents, control and events
+	ResultPartitions     int32
+	DeadLetterPartitions int32
+}
+
+// Ensure creates the missing topics and checks the existing ones. It
+// refuses (ErrIncompatible) when the co-partitioned topics differ in
+// partition count, when the event log is compacted, or when its retention
+// is shorter than MinEventRetention.
+func Ensure(ctx context.Context, adm *kadm.Client, n Names, s Settings) (Layout, error) {
+	if s.Partitions <= 0 {
+		s.Partitions = 12
+	}
+	if s.ReplicationFactor == 0 {
+		s.ReplicationFactor = -1
+	}
+	if err := createMissing(ctx, adm, n, s); err != nil {
+		return Layout{}, err
+	}
+	return check(ctx, adm, n, s)
+}
+
+func topicConfigs(n Names, s Settings, topic string) map[string]*string {
+	week := strconv.FormatInt((7 * 24 * time.Hour).Milliseconds(), 10)
+	switch topic {
+	case n.Events:
+		ret := max(7*24*time.Hour, s.MinEventRetention+24*time.Hour)
+		return map[string]*string{"retention.ms": kadm.StringPtr(strconv.FormatInt(ret.Milliseconds(), 10)), "cleanup.policy": kadm.StringPtr("delete")}
+	case n.DeadLetter:
+		return map[string]*string{"retention.ms": kadm.StringPtr(strconv.FormatInt((30 * 24 * time.Hour).Milliseconds(), 10))}
+	}
+	return map[string]*string{"retention.ms": kadm.StringPtr(week)}
+}
+
+func createMissing(ctx context.Context, adm *kadm.Client, n Names, s Settings) error {
+	existing, err := adm.ListTopics(ctx, n.All()...)
+	if err != nil {
+		return fmt.Errorf("topics: list: %w", err)
+	}
+	for _, t := range n.All() {
+		if d, ok := existing[t]; ok && d.Err == nil {
+			continue
+		}
+		resp, err := adm.CreateTopic(ctx, s.Partitions, s.ReplicationFactor, topicConfigs(n, s, t), t)
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("topics: create %s: %w", t, err)
+		}
+		_ = resp
+	}
+	return waitVisible(ctx, adm, n)
+}
+
+// waitVisible waits until metadata shows every topic with its partitions:
+// a fresh topic is not always visible to the next request.
+func waitVisible(ctx context.Context, adm *kadm.Client, n Names) error {
+	for i := 0; ; i++ {
+		td, err := adm.ListTopics(ctx, n.All()...)
+		if err == nil && allVisible(td, n) {
+			return nil
+		}
+		if i >= 100 {
+			return fmt.Errorf("topics: created topics did not become visible: %v", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func allVisible(td kadm.TopicDetails, n Names) bool {
+	for _, t := range n.All() {
+		d, ok := td[t]
+		if !ok || d.Err != nil || len(d.Partitions) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func check(ctx context.Context, adm *kadm.Client, n Names, s Settings) (Layout, error) {
+	td, err := adm.ListTopics(ctx, n.All()...)
+	if err != nil {
+		return Layout{}, fmt.Errorf("topics: list: %w", err)
+	}
+	l := Layout{
+		Partitions:           int32(len(td[n.Intents].Partitions)),
+		ResultPartitions:     int32(len(td[n.Results].Partitions)),
+		DeadLetterPartitions: int32(len(td[n.DeadLetter].Partitions)),
+	}
+	for _, t := range n.CoPartitioned() {
+		if got := int32(len(td[t].Partitions)); got != l.Partitions {
+			return l, fmt.Errorf("%w: %s has %d partitions but %s has %d; intents, control and events must be co-partitioned", ErrIncompatible, t, got, n.Intents, l.Partitions)
+		}
+	}
+	return l, checkEventConfig(ctx, adm, n, s)
+}
+
+func checkEventConfig(ctx context.Context, adm *kadm.Client, n Names, s Settings) error {
+	rcs, err := adm.DescribeTopicConfigs(ctx, n.Events)
+	if err != nil {
+		return fmt.Errorf("topics: describe %s: %w", n.Events, err)
+	}
+	rc, err := rcs.On(n.Events, nil)
+	if err != nil {
+		return fmt.Errorf("topics: describe %s: %w", n.Events, err)
+	}
+	for _, c := range rc.Configs {
+		if c.Value == nil {
+			continue
+		}
+		if err := checkEventSetting(n, s, c.Key, *c.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkEventSetting(n Names, s Settings, key, value string) error {
+	switch key {
+	case "cleanup.policy":
+		if value != "delete" {
+			return fmt.Errorf("%w: %s has cleanup.policy=%s; the event log must not be compacted, every event of a key is needed to fold it", ErrIncompatible, n.Events, value)
+		}
+	case "retention.ms":
+		ms, err := strconv.ParseInt(value, 10, 64)
+		if err == nil && ms >= 0 && time.Duration(ms)*time.Millisecond < s.MinEventRetention {
+			return fmt.Errorf("%w: %s has retention.ms=%d, shorter than the %s the configured tools need (largest retention plus pending TTL)", ErrIncompatible, n.Events, ms, s.MinEventRetention)
+		}
+	}
+	return nil
+}
