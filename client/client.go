@@ -30,7 +30,7 @@ type Config struct {
 	// topic. A dedicated topic per service keeps its consumer small.
 	ReplyTo string
 	// OnPending is called for every pending answer, if set.
-	OnPending func(*topics.Result)
+	OnPending  func(*topics.Result)
 	ClientOpts []kgo.Opt
 }
 

@@ -43,11 +43,12 @@ type Config struct {
 
 	Settings topics.Settings // topic creation; MinEventRetention defaults from the tools
 
-	Logger     *slog.Logger          // default slog.Default()
-	Registerer prometheus.Registerer // default: none (metrics are kept but not exported)
-	Now        func() time.Time      // default time.Now; tests move time
-	Hooks      Hooks                 // fault points for tests and the chaos harness
-	ClientOpts []kgo.Opt             // extra kgo options (tests)
+	Logger        *slog.Logger          // default slog.Default()
+	KafkaLogLevel kgo.LogLevel          // franz-go's own log level; default warn
+	Registerer    prometheus.Registerer // default: none (metrics are kept but not exported)
+	Now           func() time.Time      // default time.Now; tests move time
+	Hooks         Hooks                 // fault points for tests and the chaos harness
+	ClientOpts    []kgo.Opt             // extra kgo options (tests)
 }
 
 // ErrConfig is wrapped by every validation error.

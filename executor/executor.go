@@ -47,6 +47,8 @@ type Executor struct {
 	ready            atomic.Bool
 	wakeMu           sync.Mutex
 	wakeFn           context.CancelFunc
+	endMu            sync.Mutex
+	endCancel        context.CancelFunc // cancels a transaction end that waits on a blocked group callback
 }
 
 // ownership is this member's hold on one partition.
@@ -115,18 +117,21 @@ func (e *Executor) clientOpts() []kgo.Opt {
 		// control p stay together, which per-key order needs.
 		kgo.Balancers(kgo.RangeBalancer()),
 		kgo.BlockRebalanceOnPoll(),
-		kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { e.rebalancePending.Store(true); e.wake() }),
+		kgo.OnPartitionsCallbackBlocked(e.onCallbackBlocked),
 		kgo.OnPartitionsAssigned(e.onAssigned),
 		kgo.OnPartitionsRevoked(e.onRevoked),
 		kgo.OnPartitionsLost(e.onLost),
 		kgo.SessionTimeout(e.cfg.SessionTimeout),
+		// A third of the session timeout at most, as Kafka advises; kgo's
+		// default of 3 s would expire a short session between beats.
+		kgo.HeartbeatInterval(min(3*time.Second, e.cfg.SessionTimeout/4)),
 		kgo.RebalanceTimeout(e.cfg.RebalanceTimeout),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		// Every record names its partition: routing is ours, not the
 		// client's, so that it cannot drift from topics.Partition.
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchMaxBytes(topics.MaxMessageBytes + 64<<10),
-		kgo.WithLogger(kgoLogger{e.cfg.Logger}),
+		kgo.WithLogger(kgoLogger{l: e.cfg.Logger, level: e.cfg.KafkaLogLevel}),
 	}
 	return append(opts, e.cfg.ClientOpts...)
 }

@@ -2,11 +2,14 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/saga"
@@ -129,7 +132,7 @@ func (e *Executor) ensureRestored(ctx context.Context, p int32) error {
 	}
 	stats, err := eventlog.RestoreInto(ctx, e.store, e.adm, p, eventlog.RestoreOptions{
 		Seeds: e.cfg.Brokers, Topic: e.cfg.Names.Events, SettleWait: e.cfg.TransactionTimeout + 10*time.Second,
-		ClientOpts: []kgo.Opt{kgo.WithLogger(kgoLogger{e.cfg.Logger})},
+		ClientOpts: []kgo.Opt{kgo.WithLogger(kgoLogger{l: e.cfg.Logger})},
 	})
 	if err != nil {
 		return fmt.Errorf("%w: restore partition %d: %w", errRetryTick, p, err)
@@ -167,6 +170,10 @@ func (e *Executor) drain(timeout time.Duration) error {
 	for _, j := range e.disp.cancelQueued() {
 		e.unrecorded = append(e.unrecorded, completion{job: j, outcome: tools.Outcome{Status: tools.NotExecuted, Code: "drained", Message: "the executor released the key before the call started"}})
 	}
+	if !e.stillMember(ctx) {
+		e.cfg.Logger.Warn("this member was fenced out of the group; nothing can be recorded, keys with calls running stay in doubt", "calls", len(e.inflight))
+		return nil
+	}
 	for len(e.inflight) > 0 || len(e.unrecorded) > 0 {
 		if err := e.tick(ctx, nil); err != nil {
 			return err
@@ -179,6 +186,25 @@ func (e *Executor) drain(timeout time.Duration) error {
 		e.cfg.Logger.Warn("drain timed out; keys with calls still running stay in doubt", "calls", n, "timeout", timeout)
 	}
 	return nil
+}
+
+// stillMember asks the coordinator whether this member's generation is
+// current. A member that lost its session (a zombie waking up) must not
+// wait to record outcomes: every commit would be fenced, and the end of
+// the transaction would wait for a heartbeat that cannot come.
+func (e *Executor) stillMember(ctx context.Context) bool {
+	member, gen := e.sess.Client().GroupMetadata()
+	if member == "" || gen < 0 {
+		return false
+	}
+	req := kmsg.NewPtrHeartbeatRequest()
+	req.Group, req.MemberID, req.Generation = e.cfg.Group, member, gen
+	resp, err := req.RequestWith(ctx, e.sess.Client())
+	if err != nil {
+		return true // cannot tell: try, the fence still guards the commit
+	}
+	err = kerr.ErrorForCode(resp.ErrorCode)
+	return err == nil || errors.Is(err, kerr.RebalanceInProgress)
 }
 
 func (e *Executor) waitCompletion(ctx context.Context) error {

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -62,6 +63,9 @@ func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 		return nil
 	}
 	committed, err := e.commit(t)
+	if errors.Is(err, ErrFatal) {
+		return err
+	}
 	if err != nil || !committed {
 		return e.afterAbort(t, err)
 	}
@@ -163,16 +167,57 @@ func (e *Executor) commit(t *tick) (bool, error) {
 	}
 	e.commitHooks(t)
 	start := time.Now()
+	committed, err := e.end(t)
+	e.m.TxnDuration.Observe(time.Since(start).Seconds())
+	if err != nil {
+		return false, e.recoverTxn(err)
+	}
+	return committed, nil
+}
+
+// end ends the transaction. Its context is cancelled when the group wants
+// to run a callback that our poll is blocking: a member that lost its
+// session waits in End for a heartbeat that only that callback can
+// unblock, so without the cancel End would hang until its timeout.
+func (e *Executor) end(t *tick) (bool, error) {
 	endCtx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), e.cfg.TransactionTimeout)
 	defer cancel()
+	e.endMu.Lock()
+	e.endCancel = cancel
+	e.endMu.Unlock()
+	defer func() { e.endMu.Lock(); e.endCancel = nil; e.endMu.Unlock() }()
 	endCtx = kgo.PreTxnCommitFnContext(endCtx, e.fence(t))
 	try := kgo.TryCommit
 	if err := e.sess.Client().Flush(endCtx); err != nil || t.failed() {
 		try = kgo.TryAbort
 	}
-	committed, err := e.sess.End(endCtx, try)
-	e.m.TxnDuration.Observe(time.Since(start).Seconds())
-	return committed, err
+	return e.sess.End(endCtx, try)
+}
+
+// recoverTxn handles a failed End: the outcome of the transaction is
+// unknown to us, so the client is told to abort (the documented retry,
+// which bumps the producer epoch and fences whatever may still be open).
+// If even that fails the client is unusable and the process must restart.
+func (e *Executor) recoverTxn(cause error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.TransactionTimeout)
+	defer cancel()
+	if err := e.sess.Client().EndTransaction(ctx, kgo.TryAbort); err != nil {
+		return fmt.Errorf("%w: transaction end failed (%w) and the abort too: %w", ErrFatal, cause, err)
+	}
+	return cause
+}
+
+// onCallbackBlocked runs when the group wants to revoke, assign or mark
+// partitions lost while our poll blocks it: drain at the end of the tick,
+// and stop waiting in a transaction end that cannot finish first.
+func (e *Executor) onCallbackBlocked(context.Context, *kgo.Client) {
+	e.rebalancePending.Store(true)
+	e.wake()
+	e.endMu.Lock()
+	defer e.endMu.Unlock()
+	if e.endCancel != nil {
+		e.endCancel()
+	}
 }
 
 func (e *Executor) commitHooks(t *tick) {

@@ -84,6 +84,21 @@ func applyCompensationStarted(rec *Record, ev Event) *Record {
 	return rec
 }
 
+// waitersAfterNotExecuted keeps the calls that still wait on a key whose
+// compensation never reached its tool: none when the key is settled.
+func waitersAfterNotExecuted(ws []Waiter, restored Status) []Waiter {
+	if restored.Settled() {
+		return nil
+	}
+	var keep []Waiter
+	for _, w := range ws {
+		if w.Type != InputCompensate.String() {
+			keep = append(keep, w)
+		}
+	}
+	return keep
+}
+
 func applyCompensationOutcome(rec *Record, ev Event) *Record {
 	if rec == nil || rec.Comp == nil || rec.Comp.Origin.IntentID != ev.CallID {
 		return rec
@@ -102,7 +117,10 @@ func applyCompensationOutcome(rec *Record, ev Event) *Record {
 		return rec
 	case StatusNotExecuted:
 		// The compensation never reached its tool: the key is as before.
+		// Its waiting commands are answered not_executed; the calls
+		// that waited are answered too if the key is settled.
 		rec.Status, rec.Comp = rec.Comp.PrevStatus, nil
+		rec.Waiters = waitersAfterNotExecuted(rec.Waiters, rec.Status)
 		return rec
 	}
 	rec.Comp.CompletedAt = ev.At

@@ -99,6 +99,6 @@ func settle(rec *Record, in Input, env Env, ev Event) Decision {
 	ack := Answer{To: in.waiter(env.Now), Tenant: rec.Tenant, Key: rec.Key, Tool: rec.Tool, Status: topics.StatusResolved,
 		OriginalIntentID: rec.Origin.IntentID, OriginalCalledAt: rec.CalledAt, CompletedAt: env.Now, Attempt: rec.Attempt}
 	d := Decision{Verdict: VerdictResolve, Events: []Event{ev}, Answers: []Answer{ack}}
-	d.Answers = append(d.Answers, answersOnChange(rec, next)...)
+	d.Answers = append(d.Answers, answersOnChange(rec, next, ev.Err)...)
 	return d
 }

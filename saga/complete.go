@@ -16,11 +16,7 @@ func Complete(rec *Record, c Completion, env Env) Decision {
 	ev := Event{Kind: kind, Tenant: rec.Tenant, Key: rec.Key, At: env.Now, IntentID: c.CallID,
 		CallID: c.CallID, Status: c.Status, Result: c.Result, Err: c.Err}
 	next := Apply(rec.Clone(), ev)
-	d := Decision{Verdict: VerdictRecord, Events: []Event{ev}, Answers: answersOnChange(rec, next)}
-	if c.Compensation && c.Status == StatusNotExecuted {
-		d.Answers = append(d.Answers, compensationNotExecuted(rec, c))
-	}
-	return d
+	return Decision{Verdict: VerdictRecord, Events: []Event{ev}, Answers: answersOnChange(rec, next, c.Err)}
 }
 
 func current(rec *Record, c Completion) bool {
@@ -35,10 +31,15 @@ func current(rec *Record, c Completion) bool {
 
 // answersOnChange lists the answers a transition from prev to next owes:
 // the final answer to everyone waiting when the key settles, and a
-// "pending" to everyone waiting when it falls into doubt.
-func answersOnChange(prev, next *Record) []Answer {
+// "pending" to everyone waiting when it falls into doubt. cause is the
+// error of the outcome, if any.
+func answersOnChange(prev, next *Record, cause *Error) []Answer {
 	switch {
-	case next == nil || prev.Status == next.Status:
+	case next == nil:
+		return nil
+	case prev.Comp != nil && next.Comp == nil:
+		return compensationNotExecutedAnswers(prev, next, cause)
+	case prev.Status == next.Status:
 		return nil
 	case next.Status.Settled() || next.Status == StatusNotExecuted:
 		return settleAnswers(prev, next)
@@ -76,11 +77,30 @@ func pendingAnswers(prev, next *Record) []Answer {
 	return out
 }
 
-func compensationNotExecuted(rec *Record, c Completion) Answer {
-	a := answerFor(rec, rec.Comp.Origin, topics.StatusNotExecuted)
+// compensationNotExecutedAnswers answers everyone who waited on a
+// compensation that never reached its tool, once: the compensate commands
+// get not_executed; the calls get the restored outcome when the key is
+// settled and are told again that they are parked when it is in doubt.
+func compensationNotExecutedAnswers(prev, next *Record, cause *Error) []Answer {
+	out := []Answer{compensationNotExecuted(prev, prev.Comp.Origin, cause)}
+	for _, w := range prev.Waiters {
+		switch {
+		case w.Type == InputCompensate.String():
+			out = append(out, compensationNotExecuted(prev, w, cause))
+		case next.Status.Settled():
+			out = append(out, settledAnswer(next, w))
+		default:
+			out = append(out, pendingAnswer(next, w))
+		}
+	}
+	return out
+}
+
+func compensationNotExecuted(rec *Record, to Waiter, cause *Error) Answer {
+	a := answerFor(rec, to, topics.StatusNotExecuted)
 	a.Err = &Error{Code: "compensation_not_executed", Message: "the compensating tool was never reached; the key is as before and the compensation may be sent again"}
-	if c.Err != nil {
-		a.Err.Message += ": " + c.Err.Message
+	if cause != nil {
+		a.Err.Message += ": " + cause.Message
 	}
 	return a
 }

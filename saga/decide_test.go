@@ -3,7 +3,6 @@ package saga_test
 import (
 	"crypto/sha256"
 	"fmt"
-	"os"
 	"reflect"
 	"sort"
 	"strings"
@@ -141,7 +140,6 @@ type step struct {
 
 type history struct {
 	name  string
-	bug   string // set when the history shows a bug in saga (see the report)
 	steps []step
 }
 
@@ -389,13 +387,13 @@ func TestDecideHistories(t *testing.T) {
 		{name: "same key with other arguments is a conflict and calls nothing", steps: []step{
 			startA, succeedA,
 			{at: 10, in: ptr(call("B", "y")), verdict: saga.VerdictConflict, events: []saga.EventKind{saga.EvConflicted},
-				answers: []ans{{to: "B", status: topics.StatusConflict, replay: true, orig: "A", calledAt: t0, attempt: 1, code: "args_mismatch"}},
+				answers: []ans{{to: "B", status: topics.StatusConflict, orig: "A", calledAt: t0, attempt: 1, code: "args_mismatch"}},
 				after:   saga.StatusSucceeded},
 		}},
 		{name: "same key with another tool while in flight is a conflict", steps: []step{
 			startA,
 			{at: 2, inFlight: true, in: ptr(callTool("B", "email", "x")), verdict: saga.VerdictConflict, events: []saga.EventKind{saga.EvConflicted},
-				answers: []ans{{to: "B", status: topics.StatusConflict, replay: true, orig: "A", calledAt: t0, attempt: 1, code: "args_mismatch"}},
+				answers: []ans{{to: "B", status: topics.StatusConflict, orig: "A", calledAt: t0, attempt: 1, code: "args_mismatch"}},
 				after:   saga.StatusStarted, check: wantWaiters()},
 		}},
 		{name: "started without a call in flight (crash window) answers pending and parks the waiter", steps: []step{
@@ -700,7 +698,6 @@ func TestDecideHistories(t *testing.T) {
 		// Bugs: see the report. Each history states the behaviour the
 		// promise asks for; remove the skip once saga is fixed.
 		{name: "a compensation not executed on a succeeded key answers its command once",
-			bug: "the compensate command gets two terminal answers (succeeded and not_executed)",
 			steps: []step{
 				startA, succeedA, compensateK,
 				{at: 20, done: &saga.Completion{CallID: "K", Compensation: true, Status: saga.StatusNotExecuted},
@@ -713,7 +710,6 @@ func TestDecideHistories(t *testing.T) {
 					}},
 			}},
 		{name: "a call coalesced with a compensation that was not executed is answered once",
-			bug: "the waiter stays in Waiters after its final answer and is answered again by the next compensation",
 			steps: []step{
 				startA, succeedA, compensateK,
 				{at: 15, inFlight: true, in: ptr(call("B", "x")), verdict: saga.VerdictCoalesce, events: []saga.EventKind{saga.EvCoalesced}, after: saga.StatusCompensating},
@@ -729,7 +725,6 @@ func TestDecideHistories(t *testing.T) {
 					after:   saga.StatusCompensated},
 			}},
 		{name: "a compensation in doubt resolved not_executed gives its command a terminal answer",
-			bug: "the compensate command is answered pending and then forgotten: it never gets a terminal answer",
 			steps: []step{
 				startA, unknownA, compensateK,
 				{at: 20, done: &saga.Completion{CallID: "K", Compensation: true, Status: saga.StatusUnknown},
@@ -748,7 +743,6 @@ func TestDecideHistories(t *testing.T) {
 					after: saga.StatusSucceeded},
 			}},
 		{name: "a compensation of a crashed call resolved not_executed gives its command a terminal answer",
-			bug: "the compensate command is answered pending and then forgotten: it never gets a terminal answer",
 			steps: []step{
 				startA,
 				{at: 100, in: ptr(compensate("K")), verdict: saga.VerdictCompensate, events: []saga.EventKind{saga.EvCompensationStarted},
@@ -759,7 +753,6 @@ func TestDecideHistories(t *testing.T) {
 					after: saga.StatusStarted},
 			}},
 		{name: "commands that waited on a compensation that was not executed are told so",
-			bug: "a compensate command coalesced with a compensation that was not executed keeps waiting on the call and gets its outcome instead",
 			steps: []step{
 				startA,
 				{at: 100, in: ptr(compensate("K")), verdict: saga.VerdictCompensate, events: []saga.EventKind{saga.EvCompensationStarted},
@@ -786,7 +779,6 @@ func TestDecideHistories(t *testing.T) {
 					after: saga.StatusCompensated, check: wantWaiters()},
 			}},
 		{name: "a re-delivered compensate command is not queued behind itself",
-			bug: "hasWaiter ignores Comp.Origin, so the command waits on its own compensation and is answered twice",
 			steps: []step{
 				startA, succeedA, compensateK,
 				{at: 15, inFlight: true, in: ptr(compensate("K")), verdict: saga.VerdictCoalesce, after: saga.StatusCompensating, check: wantWaiters()},
@@ -798,9 +790,6 @@ func TestDecideHistories(t *testing.T) {
 	}
 	for _, h := range histories {
 		t.Run(h.name, func(t *testing.T) {
-			if h.bug != "" && os.Getenv("SAGA_BUGS") == "" {
-				t.Skip("BUG: " + h.bug + " (SAGA_BUGS=1 runs it)")
-			}
 			h.run(t)
 		})
 	}

@@ -37,18 +37,18 @@ type Record struct {
 	Args     []byte `msgpack:"args,omitempty"` // canonical msgpack, kept for a retry with the same key
 	Status   Status `msgpack:"status"`
 
-	Origin         Waiter `msgpack:"origin"` // the intent that started the current call
-	OriginAnswered bool   `msgpack:"origin_answered,omitempty"`
-	Attempt        int    `msgpack:"attempt"`                 // calls started for this key; >1 only after not_executed
-	PrevStatus     Status `msgpack:"prev_status,omitempty"`   // not_executed when this attempt followed one
-	CalledAt       int64  `msgpack:"called_at"`               // unix ms of the started event
-	PendingUntil   int64  `msgpack:"pending_until"`           // in doubt past this; the reconciler takes over
-	RetentionMs    int64  `msgpack:"retention_ms"`            // how long the outcome is kept, from the started event
-	CompletedAt    int64  `msgpack:"completed_at,omitempty"`  // unix ms of the outcome
-	ExpiresAt      int64  `msgpack:"expires_at,omitempty"`    // the key is free again after this
-	Result         []byte `msgpack:"result,omitempty"`        // msgpack of the tool's result
-	Err            *Error `msgpack:"err,omitempty"`           // the tool's error on failure
-	ResolvedBy     string `msgpack:"resolved_by,omitempty"`   // operator or reconciler that settled it
+	Origin         Waiter        `msgpack:"origin"` // the intent that started the current call
+	OriginAnswered bool          `msgpack:"origin_answered,omitempty"`
+	Attempt        int           `msgpack:"attempt"`                // calls started for this key; >1 only after not_executed
+	PrevStatus     Status        `msgpack:"prev_status,omitempty"`  // not_executed when this attempt followed one
+	CalledAt       int64         `msgpack:"called_at"`              // unix ms of the started event
+	PendingUntil   int64         `msgpack:"pending_until"`          // in doubt past this; the reconciler takes over
+	RetentionMs    int64         `msgpack:"retention_ms"`           // how long the outcome is kept, from the started event
+	CompletedAt    int64         `msgpack:"completed_at,omitempty"` // unix ms of the outcome
+	ExpiresAt      int64         `msgpack:"expires_at,omitempty"`   // the key is free again after this
+	Result         []byte        `msgpack:"result,omitempty"`       // msgpack of the tool's result
+	Err            *Error        `msgpack:"err,omitempty"`          // the tool's error on failure
+	ResolvedBy     string        `msgpack:"resolved_by,omitempty"`  // operator or reconciler that settled it
 	Waiters        []Waiter      `msgpack:"waiters,omitempty"`
 	Comp           *Compensation `msgpack:"comp,omitempty"`
 	LastEventAt    int64         `msgpack:"last_event_at"`
@@ -84,6 +84,9 @@ func (r *Record) expired(now int64) bool {
 // the same id is not queued twice.
 func (r *Record) hasWaiter(id string) bool {
 	if r.Origin.IntentID == id {
+		return true
+	}
+	if r.Comp != nil && r.Comp.Origin.IntentID == id {
 		return true
 	}
 	for _, w := range r.Waiters {

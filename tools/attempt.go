@@ -109,7 +109,9 @@ func logHeader(s string) string {
 	return bound(s, 256)
 }
 
-// transportFailure classifies an error from client.Do.
+// transportFailure classifies an error from client.Do. reached errs on the
+// safe side: a reused keep-alive connection found dead before anything was
+// written still counts as reached, giving Unknown rather than NotExecuted.
 func (h *HTTP) transportFailure(ctx context.Context, err error, reached bool) (Outcome, bool) {
 	switch {
 	case ctx.Err() != nil && reached:

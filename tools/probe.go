@@ -26,8 +26,14 @@ type probeAnswer struct {
 //   - 200 {"status":"failed","error":...}: Failed, Code "probe_failed",
 //     Message the JSON of error.
 //   - 404: NotExecuted, Code "probe_not_found": the tool never saw the key.
-//   - anything else: Unknown, with a Code that says why.
+//   - anything else: Unknown, with a Code that says why. An empty or
+//     non-printable key is Unknown "bad_request" with no request made.
 func (h *HTTP) Probe(ctx context.Context, downstreamKey string) Outcome {
+	// Why refuse a bad key: the probe would answer 404 for it, which reads
+	// as NotExecuted and would allow running the call again.
+	if err := checkDownstreamKey(downstreamKey); err != nil {
+		return outcome(Unknown, CodeBadRequest, err.Error())
+	}
 	target, err := probeTarget(h.spec.ProbeURL, downstreamKey)
 	if err != nil {
 		return outcome(Unknown, CodeNoProbeURL, err.Error()) // Attempts 0: nothing asked

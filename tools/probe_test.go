@@ -78,6 +78,8 @@ func TestProbeNetworkErrors(t *testing.T) {
 	h, _ = newTestHTTP(spec, nil)
 	checkOutcome(t, h.Probe(context.Background(), "k"), Unknown, CodeTimeout, 1)
 
+	checkOutcome(t, h.Probe(context.Background(), ""), Unknown, CodeBadRequest, 0)
+
 	spec.ProbeURL = ""
 	h, _ = newTestHTTP(spec, nil)
 	checkOutcome(t, h.Probe(context.Background(), "k"), Unknown, CodeNoProbeURL, 0)

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atmostonce/toolexec/executor"
 	"github.com/atmostonce/toolexec/tools"
@@ -26,9 +27,9 @@ import (
 
 type runFlags struct {
 	brokers, embeddedAddr, dataDir, toolsFile, httpAddr, prefix, group string
-	partitions                                                        int
-	drain                                                             time.Duration
-	txnID                                                             string
+	partitions                                                         int
+	drain, session, rebalance, txnTimeout                              time.Duration
+	txnID, clientID                                                    string
 }
 
 func parseRunFlags(args []string) (*runFlags, error) {
@@ -43,6 +44,10 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.StringVar(&f.group, "group", "tool-executor", "consumer group of the executors")
 	fs.IntVar(&f.partitions, "partitions", 12, "partitions of intents, control and events when they are created")
 	fs.DurationVar(&f.drain, "drain-timeout", 10*time.Second, "how long calls in flight get on shutdown or rebalance")
+	fs.DurationVar(&f.session, "session-timeout", 10*time.Second, "group session timeout: how long a silent member keeps its partitions")
+	fs.DurationVar(&f.rebalance, "rebalance-timeout", 30*time.Second, "group rebalance timeout; must exceed --drain-timeout")
+	fs.DurationVar(&f.txnTimeout, "transaction-timeout", 20*time.Second, "Kafka transaction timeout")
+	fs.StringVar(&f.clientID, "client-id", "toolexec-executor", "Kafka client id, shown in group descriptions")
 	fs.StringVar(&f.txnID, "transactional-id", "", "stable transactional id of this instance (default: random per process)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -94,8 +99,9 @@ func serve(ctx context.Context, f *runFlags, brokers []string, reg *tools.Regist
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg := executor.Config{
 		Brokers: brokers, Names: topics.NamesWithPrefix(f.prefix), Group: f.group, DataDir: f.dataDir,
-		Tools: reg, DrainTimeout: f.drain, TransactionalID: f.txnID, Logger: log, Registerer: promReg,
+		Tools: reg, DrainTimeout: f.drain, SessionTimeout: f.session, RebalanceTimeout: f.rebalance, TransactionTimeout: f.txnTimeout, TransactionalID: f.txnID, Logger: log, Registerer: promReg,
 		Settings: topics.Settings{Partitions: int32(f.partitions)}, Hooks: hooksFromEnv(log),
+		ClientOpts: []kgo.Opt{kgo.ClientID(f.clientID)}, KafkaLogLevel: kafkaLogLevel(),
 	}
 	ex, err := executor.New(ctx, cfg)
 	if err != nil {
@@ -135,4 +141,18 @@ func startHTTP(addr string, reg *prometheus.Registry, ready func() bool, log *sl
 		}
 	}()
 	return srv, nil
+}
+
+// kafkaLogLevel reads TOOLEXEC_KAFKA_LOG (debug, info, warn, error):
+// franz-go's own logs, for chasing a group or transaction problem.
+func kafkaLogLevel() kgo.LogLevel {
+	switch os.Getenv("TOOLEXEC_KAFKA_LOG") {
+	case "debug":
+		return kgo.LogLevelDebug
+	case "info":
+		return kgo.LogLevelInfo
+	case "error":
+		return kgo.LogLevelError
+	}
+	return kgo.LogLevelWarn
 }

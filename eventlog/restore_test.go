@@ -1,0 +1,391 @@
+package eventlog_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/eventlog"
+	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/state"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+const rsTopic = "ev"
+
+type rsEnv struct {
+	t     *testing.T
+	seeds []string
+	adm   *kadm.Client
+	prod  *kgo.Client
+}
+
+func rsStart(t *testing.T) *rsEnv {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, rsTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	seeds := c.ListenAddrs()
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admCl.Close)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID("executor-p0"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prod.Close)
+	return &rsEnv{t: t, seeds: seeds, adm: kadm.NewClient(admCl), prod: prod}
+}
+
+// begin opens a transaction and produces evs into partition 0.
+func (e *rsEnv) begin(evs ...saga.Event) {
+	e.t.Helper()
+	if err := e.prod.BeginTransaction(); err != nil {
+		e.t.Fatal(err)
+	}
+	names := topics.Names{Events: rsTopic}
+	for _, ev := range evs {
+		b, err := eventlog.Encode(&ev)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		r := eventlog.EncodeRecord(names, 0, b, ev.Tenant, ev.Key, "00-trace")
+		if err := e.prod.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+func (e *rsEnv) end(commit bool) {
+	e.t.Helper()
+	how := kgo.TryAbort
+	if commit {
+		how = kgo.TryCommit
+	}
+	if err := e.prod.EndTransaction(context.Background(), how); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *rsEnv) txn(commit bool, evs ...saga.Event) {
+	e.t.Helper()
+	e.begin(evs...)
+	e.end(commit)
+}
+
+func (e *rsEnv) hwm() int64 {
+	e.t.Helper()
+	offs, err := e.adm.ListEndOffsets(context.Background(), rsTopic)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	o, _ := offs.Lookup(rsTopic, 0)
+	return o.Offset
+}
+
+func (e *rsEnv) restore(st *state.Store, flushEvery int) eventlog.RestoreStats {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stats, err := eventlog.RestoreInto(ctx, st, e.adm, 0, eventlog.RestoreOptions{
+		Seeds: e.seeds, Topic: rsTopic, SettleWait: 5 * time.Second, FlushEvery: flushEvery})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return stats
+}
+
+func rsStore(t *testing.T) *state.Store {
+	t.Helper()
+	st, err := state.Open(t.TempDir(), state.Options{CacheBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+func rsStarted(key, intent string, at int64) saga.Event {
+	return saga.Event{Kind: saga.EvStarted, Tenant: "acme", Key: key, At: at, IntentID: intent, Tool: "pay",
+		ArgsHash: []byte{0xaa}, Args: []byte{0x80}, PendingTTL: 30_000, RetentionMs: 60_000, Attempt: 1,
+		Waiter: &saga.Waiter{IntentID: intent, ReplyTo: "answers", Type: "call", At: at}}
+}
+
+func rsOutcome(key, call string, st saga.Status, at int64) saga.Event {
+	return saga.Event{Kind: saga.EvOutcome, Tenant: "acme", Key: key, At: at, IntentID: call, CallID: call, Status: st, Result: []byte{0xc3}}
+}
+
+func rsWaiting(key, intent string, at int64) saga.Event {
+	return saga.Event{Kind: saga.EvWaiting, Tenant: "acme", Key: key, At: at, IntentID: intent, Waiter: &saga.Waiter{IntentID: intent, At: at}}
+}
+
+func rsGet(t *testing.T, st *state.Store, key string) *saga.Record {
+	t.Helper()
+	r, err := st.Get("acme", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func rsStatus(t *testing.T, st *state.Store, key string) saga.Status {
+	t.Helper()
+	if r := rsGet(t, st, key); r != nil {
+		return r.Status
+	}
+	return saga.StatusNone
+}
+
+func rsDoubtKeys(t *testing.T, st *state.Store) []string {
+	t.Helper()
+	d, err := st.InDoubt(0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, x := range d {
+		keys = append(keys, x.Key)
+	}
+	return keys
+}
+
+func TestRestoreFoldsCommittedEventsOnly(t *testing.T) {
+	e := rsStart(t)
+	// Committed: k1 started and succeeded, k2 only started.
+	e.txn(true, rsStarted("k1", "i1", 1000), rsOutcome("k1", "i1", saga.StatusSucceeded, 2000), rsStarted("k2", "i2", 1500))
+	// Aborted: must never be folded (k3 never existed, k2 never settled).
+	e.txn(false, rsStarted("k3", "i3", 3000), rsOutcome("k2", "i2", saga.StatusSucceeded, 3000))
+	// Committed: k4 failed, a duplicate of k2 waits.
+	e.txn(true, rsStarted("k4", "i4", 4000), rsOutcome("k4", "i4", saga.StatusFailed, 4500), rsWaiting("k2", "dup-2", 4600))
+	// Aborted at the tail: the read must still reach the end (the abort
+	// marker is its last record).
+	e.txn(false, rsStarted("k5", "i5", 5000))
+
+	st := rsStore(t)
+	hwm := e.hwm()
+	stats := e.restore(st, 0)
+	if stats.Events != 6 {
+		t.Errorf("folded %d events, want 6 (the committed ones)", stats.Events)
+	}
+	if stats.From != 0 || stats.To != hwm {
+		t.Errorf("restored %d..%d, want 0..%d", stats.From, stats.To, hwm)
+	}
+	if c, _ := st.Checkpoint(rsTopic, 0); c != hwm {
+		t.Errorf("checkpoint %d, want %d", c, hwm)
+	}
+	k1 := rsGet(t, st, "k1")
+	if k1 == nil || k1.Status != saga.StatusSucceeded || k1.ExpiresAt != 2000+60_000 || k1.Origin.IntentID != "i1" {
+		t.Errorf("k1 = %+v", k1)
+	}
+	k2 := rsGet(t, st, "k2")
+	if k2 == nil || k2.Status != saga.StatusStarted || len(k2.Waiters) != 1 || k2.Waiters[0].IntentID != "dup-2" || k2.PendingUntil != 1500+30_000 {
+		t.Errorf("k2 = %+v", k2)
+	}
+	if s := rsStatus(t, st, "k3"); s != saga.StatusNone {
+		t.Errorf("k3 from an aborted transaction is %s", s)
+	}
+	if s := rsStatus(t, st, "k4"); s != saga.StatusFailed {
+		t.Errorf("k4 is %s", s)
+	}
+	if s := rsStatus(t, st, "k5"); s != saga.StatusNone {
+		t.Errorf("k5 from the aborted tail is %s", s)
+	}
+	if d := rsDoubtKeys(t, st); !reflect.DeepEqual(d, []string{"k2"}) {
+		t.Errorf("in doubt: %v, want [k2]", d)
+	}
+	if ex, _ := st.Expired(1<<50, 100); len(ex) != 2 {
+		t.Errorf("expiry index: %v, want k1 and k4", ex)
+	}
+
+	// More events: the next restore starts at the checkpoint and folds
+	// only them.
+	e.txn(true, rsOutcome("k2", "i2", saga.StatusSucceeded, 6000), rsStarted("k6", "i6", 6100),
+		rsStarted("k7", "i7", 6200), rsOutcome("k7", "i7", saga.StatusSucceeded, 6300),
+		saga.Event{Kind: saga.EvExpired, Tenant: "acme", Key: "k7", At: 6400, Reason: "retention passed"})
+	e.txn(false, rsOutcome("k6", "i6", saga.StatusFailed, 7000))
+	hwm2 := e.hwm()
+	stats = e.restore(st, 0)
+	if stats.Events != 5 || stats.From != hwm || stats.To != hwm2 {
+		t.Errorf("second restore: %+v, want 5 events from %d to %d", stats, hwm, hwm2)
+	}
+	k2 = rsGet(t, st, "k2")
+	if k2 == nil || k2.Status != saga.StatusSucceeded || k2.Waiters != nil || !k2.OriginAnswered {
+		t.Errorf("k2 after the outcome = %+v", k2)
+	}
+	if r := rsGet(t, st, "k7"); r != nil {
+		t.Errorf("expired k7 still stored: %+v", r)
+	}
+	if d := rsDoubtKeys(t, st); !reflect.DeepEqual(d, []string{"k6"}) {
+		t.Errorf("in doubt: %v, want [k6]", d)
+	}
+
+	// Nothing new: nothing folded, the checkpoint stays.
+	stats = e.restore(st, 0)
+	if stats.Events != 0 || stats.From != hwm2 || stats.To != hwm2 {
+		t.Errorf("idle restore: %+v", stats)
+	}
+
+	// The view is a pure fold: rebuilt from scratch, in small intermediate
+	// batches or one, it is the same.
+	for _, every := range []int{1, 2, 3, 0} {
+		fresh := rsStore(t)
+		stats := e.restore(fresh, every)
+		if stats.Events != 11 || stats.To != hwm2 {
+			t.Errorf("flush every %d: %+v", every, stats)
+		}
+		for _, k := range []string{"k1", "k2", "k3", "k4", "k5", "k6", "k7"} {
+			if a, b := rsGet(t, st, k), rsGet(t, fresh, k); !reflect.DeepEqual(a, b) {
+				t.Errorf("flush every %d: %s = %+v, incremental restore has %+v", every, k, b, a)
+			}
+		}
+		if d := rsDoubtKeys(t, fresh); !reflect.DeepEqual(d, []string{"k6"}) {
+			t.Errorf("flush every %d: in doubt %v", every, d)
+		}
+		a, _ := st.Expired(1<<50, 100)
+		b, _ := fresh.Expired(1<<50, 100)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("flush every %d: expiry index %v, incremental restore has %v", every, b, a)
+		}
+	}
+}
+
+// A bad event stops the restore where it is, with its offset: skipping it
+// could lose a started fence.
+func TestRestoreStopsAtABadEvent(t *testing.T) {
+	e := rsStart(t)
+	e.txn(true, rsStarted("k1", "i1", 1000))
+	badOffset := e.hwm() // after the event and its commit marker
+	if err := e.prod.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	bad := &kgo.Record{Topic: rsTopic, Partition: 0, Key: []byte("acme/k1"), Value: []byte{0xc1}}
+	if err := e.prod.ProduceSync(context.Background(), bad).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	e.end(true)
+	st := rsStore(t)
+	_, err := eventlog.RestoreInto(context.Background(), st, e.adm, 0, eventlog.RestoreOptions{Seeds: e.seeds, Topic: rsTopic, SettleWait: 5 * time.Second})
+	if !errors.Is(err, eventlog.ErrBadEvent) || !strings.Contains(err.Error(), fmt.Sprintf("offset %d", badOffset)) {
+		t.Errorf("err %v, want ErrBadEvent at offset %d", err, badOffset)
+	}
+	if c, _ := st.Checkpoint(rsTopic, 0); c != 0 {
+		t.Errorf("checkpoint moved to %d past a bad event", c)
+	}
+}
+
+// Target waits for a transaction that is open when it is called, so a
+// new owner never misses the previous owner's last commit.
+func TestTargetWaitsForOpenTransaction(t *testing.T) {
+	e := rsStart(t)
+	e.txn(true, rsStarted("k0", "i0", 500))
+	e.begin(rsStarted("k1", "i1", 1000), rsOutcome("k1", "i1", saga.StatusSucceeded, 1100), rsStarted("k2", "i2", 1200))
+	openHWM := e.hwm()
+
+	type res struct {
+		off int64
+		err error
+		at  time.Time
+	}
+	done := make(chan res, 1)
+	start := time.Now()
+	go func() {
+		off, err := eventlog.Target(context.Background(), e.adm, rsTopic, 0, 5*time.Second)
+		done <- res{off, err, time.Now()}
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("Target returned %d, %v while the transaction was open", r.off, r.err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	committedAt := time.Now()
+	e.end(true)
+	var r res
+	select {
+	case r = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Target did not return after the commit")
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.at.Before(committedAt) {
+		t.Errorf("Target returned %s before the commit", committedAt.Sub(r.at))
+	}
+	if r.off < openHWM {
+		t.Errorf("Target = %d, before the end of the committed events (%d)", r.off, openHWM)
+	}
+	t.Logf("Target waited %s and returned %d (events end at %d)", r.at.Sub(start), r.off, openHWM)
+
+	// The restore to that target sees the committed events.
+	st := rsStore(t)
+	stats := e.restore(st, 0)
+	if stats.Events != 4 || rsStatus(t, st, "k1") != saga.StatusSucceeded || rsStatus(t, st, "k2") != saga.StatusStarted {
+		t.Errorf("restore after the commit: %+v, k1 %s, k2 %s", stats, rsStatus(t, st, "k1"), rsStatus(t, st, "k2"))
+	}
+}
+
+func TestTargetTimesOutOnAStuckTransaction(t *testing.T) {
+	e := rsStart(t)
+	e.begin(rsStarted("k1", "i1", 1000))
+	_, err := eventlog.Target(context.Background(), e.adm, rsTopic, 0, 300*time.Millisecond)
+	if !errors.Is(err, eventlog.ErrRestoreTimeout) {
+		t.Errorf("err %v, want ErrRestoreTimeout", err)
+	}
+	// Cancelled context wins over the wait.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := eventlog.Target(ctx, e.adm, rsTopic, 0, 5*time.Second); err == nil {
+		t.Error("Target ignored the context")
+	}
+	e.end(false)
+	off, err := eventlog.Target(context.Background(), e.adm, rsTopic, 0, 5*time.Second)
+	if err != nil || off != e.hwm() {
+		t.Errorf("after the abort: %d, %v; want %d", off, err, e.hwm())
+	}
+}
+
+func TestReadFromTo(t *testing.T) {
+	e := rsStart(t)
+	e.txn(true, rsStarted("a", "1", 1), rsStarted("b", "2", 2), rsStarted("c", "3", 3))
+	e.txn(true, rsStarted("d", "4", 4))
+	var got []int64
+	apply := func(off int64, r *kgo.Record) error {
+		if string(r.Key) != "acme/"+map[int64]string{0: "a", 1: "b", 2: "c", 4: "d"}[off] {
+			t.Errorf("offset %d has key %q", off, r.Key)
+		}
+		if len(r.Headers) != 1 || r.Headers[0].Key != "traceparent" {
+			t.Errorf("offset %d: headers %v", off, r.Headers)
+		}
+		got = append(got, off)
+		return nil
+	}
+	// From 1 to 3: records 1 and 2 only.
+	next, err := eventlog.Read(context.Background(), e.seeds, rsTopic, 0, 1, 3, apply)
+	if err != nil || next != 3 || !reflect.DeepEqual(got, []int64{1, 2}) {
+		t.Errorf("Read 1..3 = %d, %v, applied %v", next, err, got)
+	}
+	// from >= to reads nothing.
+	got = nil
+	if next, err := eventlog.Read(context.Background(), e.seeds, rsTopic, 0, 5, 5, apply); err != nil || next != 5 || got != nil {
+		t.Errorf("empty Read = %d, %v, %v", next, err, got)
+	}
+	// An error from apply stops the read.
+	stop := errors.New("stop")
+	_, err = eventlog.Read(context.Background(), e.seeds, rsTopic, 0, 0, e.hwm(), func(int64, *kgo.Record) error { return stop })
+	if !errors.Is(err, stop) {
+		t.Errorf("apply error: %v", err)
+	}
+}

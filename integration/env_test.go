@@ -1,0 +1,334 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/executor"
+	"github.com/atmostonce/toolexec/tools"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// env is one test's private world on the shared broker.
+type env struct {
+	t          *testing.T
+	prefix     string
+	names      topics.Names
+	group      string
+	partitions int32
+	adm        *kadm.Client
+	raw        *kgo.Client
+}
+
+func newEnv(t *testing.T, partitions int32) *env {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	id := randHex(4)
+	e := &env{t: t, prefix: "it" + id + ".", group: "g" + id, partitions: partitions}
+	e.names = topics.NamesWithPrefix(e.prefix)
+	raw, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.raw, e.adm = raw, kadm.NewClient(raw)
+	t.Cleanup(raw.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := topics.Ensure(ctx, e.adm, e.names, topics.Settings{Partitions: partitions, MinEventRetention: 48 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// registry builds an HTTP tool registry from YAML.
+func registry(t *testing.T, yaml string) *tools.Registry {
+	t.Helper()
+	cfg, err := tools.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := tools.FromConfig(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// inproc is an executor running in the test process.
+type inproc struct {
+	ex     *executor.Executor
+	cancel context.CancelFunc
+	done   chan error
+	dir    string
+}
+
+func (e *env) startInproc(reg *tools.Registry, mod func(*executor.Config)) *inproc {
+	e.t.Helper()
+	dir := e.t.TempDir()
+	cfg := executor.Config{
+		Brokers: brokers, Names: e.names, Group: e.group, DataDir: dir, Tools: reg,
+		SessionTimeout: 3 * time.Second, RebalanceTimeout: 10 * time.Second, DrainTimeout: 5 * time.Second,
+		TransactionTimeout: 10 * time.Second,
+		Logger:             slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: logLevel()})),
+		Settings:           topics.Settings{Partitions: e.partitions},
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ex, err := executor.New(ctx, cfg)
+	cancel()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	p := &inproc{ex: ex, cancel: stop, done: make(chan error, 1), dir: cfg.DataDir}
+	go func() { p.done <- ex.Run(runCtx) }()
+	e.t.Cleanup(p.stop)
+	return p
+}
+
+// stop shuts the executor down gracefully (drain, leave). Idempotent.
+func (p *inproc) stop() {
+	if p.cancel == nil {
+		return
+	}
+	p.cancel()
+	<-p.done
+	p.ex.Close()
+	p.cancel = nil
+}
+
+// logLevel is warn unless IT_LOG=debug or IT_LOG=info.
+func logLevel() slog.Level {
+	switch os.Getenv("IT_LOG") {
+	case "debug":
+		return slog.LevelDebug
+	case "info":
+		return slog.LevelInfo
+	}
+	return slog.LevelWarn
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(string(bytes.TrimRight(b, "\n")))
+	return len(b), nil
+}
+
+// proc is an executor running as its own process.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  *bytes.Buffer
+	http string
+	mu   *sync.Mutex
+	done chan struct{}
+}
+
+// startProc runs the executor binary. extraEnv may set TOOLEXEC_FAULT.
+func (e *env) startProc(toolsYAML, dataDir string, extraEnv ...string) *proc {
+	return e.startNamedProc("x"+randHex(3), toolsYAML, dataDir, extraEnv...)
+}
+
+// startNamedProc runs the executor binary with client id name.
+func (e *env) startNamedProc(name, toolsYAML, dataDir string, extraEnv ...string) *proc {
+	e.t.Helper()
+	toolsFile := filepath.Join(e.t.TempDir(), "tools.yaml")
+	if err := os.WriteFile(toolsFile, []byte(toolsYAML), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	if dataDir == "" {
+		dataDir = e.t.TempDir()
+	}
+	addr := freeAddr(e.t)
+	cmd := exec.Command(binary, "--brokers", brokers[0], "--data-dir", dataDir, "--tools", toolsFile,
+		"--http-addr", addr, "--topic-prefix", e.prefix, "--group", e.group,
+		"--partitions", fmt.Sprint(e.partitions), "--session-timeout", "3s", "--rebalance-timeout", "12s",
+		"--drain-timeout", "8s", "--transaction-timeout", "10s", "--client-id", name)
+	cmd.Env = append(os.Environ(), extraEnv...)
+	p := &proc{name: name, cmd: cmd, log: &bytes.Buffer{}, http: addr, mu: &sync.Mutex{}, done: make(chan struct{})}
+	w := lockedWriter{p.mu, p.log}
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	e.t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Kill()
+		<-p.done
+		if e.t.Failed() {
+			e.t.Logf("executor log (pid %d):\n%s", cmd.Process.Pid, p.output())
+		}
+	})
+	p.waitReady(e.t)
+	return p
+}
+
+func (p *proc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+func (p *proc) waitReady(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.done:
+			t.Fatalf("executor exited during start:\n%s", p.output())
+		default:
+		}
+		resp, err := http.Get("http://" + p.http + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("executor not ready in 60s:\n%s", p.output())
+}
+
+// exited waits for the process to end.
+func (p *proc) exited(t *testing.T, within time.Duration) {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(within):
+		t.Fatalf("executor did not exit within %s:\n%s", within, p.output())
+	}
+}
+
+func (p *proc) signal(s os.Signal) { _ = p.cmd.Process.Signal(s) }
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// client returns an agent client for this env.
+func (e *env) client() *client.Client {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := client.New(ctx, client.Config{Brokers: brokers, Prefix: e.prefix})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(c.Close)
+	return c
+}
+
+// call runs one intent through the client and fails the test on error.
+func (e *env) call(c *client.Client, in topics.Intent, within time.Duration) *topics.Result {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	res, err := c.Call(ctx, in)
+	if err != nil {
+		e.t.Fatalf("call %s/%s (%s): %v (last answer %+v)", in.Tenant, in.Key, in.Tool, err, res)
+	}
+	return res
+}
+
+// callPending expects the key to be in doubt: a pending answer and no
+// terminal one within the wait.
+func (e *env) callPending(c *client.Client, in topics.Intent, within time.Duration) *topics.Result {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	res, err := c.Call(ctx, in)
+	if err == nil {
+		e.t.Fatalf("want the key in doubt, got a terminal answer %+v", res)
+	}
+	if res == nil || res.Status != topics.StatusPending {
+		e.t.Fatalf("want a pending answer, got %+v (err %v)", res, err)
+	}
+	return res
+}
+
+// owner waits until the group is stable with `members` members and returns
+// the client id of the member that owns partition p of the intents topic.
+func (e *env) owner(p int32, members int, within time.Duration) string {
+	e.t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if id := e.stableOwner(p, members); id != "" {
+			return id
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	e.t.Fatalf("group %s not stable with %d members within %s", e.group, members, within)
+	return ""
+}
+
+func (e *env) stableOwner(p int32, members int) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	gs, err := e.adm.DescribeGroups(ctx, e.group)
+	if err != nil {
+		return ""
+	}
+	g := gs[e.group]
+	if g.State != "Stable" || len(g.Members) != members {
+		return ""
+	}
+	for _, m := range g.Members {
+		a, ok := m.Assigned.AsConsumer()
+		if !ok {
+			continue
+		}
+		for _, t := range a.Topics {
+			if t.Topic == e.names.Intents && slices.Contains(t.Partitions, p) {
+				return m.ClientID
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,44 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/eventlog"
+	"github.com/atmostonce/toolexec/executor"
+	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+type executorConfig = executor.Config
+
+// history reads a key's committed events.
+func history(t *testing.T, e *env, tenant, key string) []*saga.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rk := topics.RoutingKey(tenant, key)
+	p := topics.Partition(rk, e.partitions)
+	end, err := eventlog.Target(ctx, e.adm, e.names.Events, p, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*saga.Event
+	_, err = eventlog.Read(ctx, brokers, e.names.Events, p, 0, end, func(_ int64, r *kgo.Record) error {
+		if string(r.Key) != rk {
+			return nil
+		}
+		ev, err := eventlog.Decode(r.Value)
+		if err == nil {
+			out = append(out, ev)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

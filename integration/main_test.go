@@ -1,0 +1,63 @@
+package integration
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+var (
+	brokers   []string
+	binary    string // the executor built with -tags faults
+	realKafka bool
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "toolexec-it-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if testing.Short() {
+		return m.Run()
+	}
+	binary = filepath.Join(dir, "executor")
+	if out, err := exec.Command("go", "build", "-tags", "faults", "-o", binary, "../cmd/executor").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build executor: %v\n%s", err, out)
+		return 1
+	}
+	if env := os.Getenv("KAFKA_BROKERS"); env != "" {
+		brokers, realKafka = strings.Split(env, ","), true
+		fmt.Fprintln(os.Stderr, "integration: real broker at", env)
+		return m.Run()
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(500*time.Millisecond))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kfake:", err)
+		return 1
+	}
+	defer c.Close()
+	brokers = c.ListenAddrs()
+	fmt.Fprintln(os.Stderr, "integration: kfake at", brokers)
+	return m.Run()
+}
+
+func brokerName() string {
+	if realKafka {
+		return "kafka"
+	}
+	return "kfake"
+}

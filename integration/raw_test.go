@@ -1,0 +1,115 @@
+package integration
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// produceRaw writes bytes to a topic partition as an agent in any language
+// might (partition -1: the owner by murmur2).
+func (e *env) produceRaw(topic string, partition int32, key string, value []byte, headers ...kgo.RecordHeader) {
+	e.t.Helper()
+	if partition < 0 {
+		partition = topics.Partition(key, e.partitions)
+	}
+	r := &kgo.Record{Topic: topic, Partition: partition, Key: []byte(key), Value: value, Headers: headers}
+	if key == "" {
+		r.Key = nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.raw.ProduceSync(ctx, r).FirstErr(); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func mustMsgpack(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := msgpack.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// collector reads a topic from the start, read-committed, in the
+// background, and indexes what it reads.
+type collector struct {
+	cl *kgo.Client
+	mu sync.Mutex
+	rs []*kgo.Record
+}
+
+func (e *env) collect(topic string) *collector {
+	e.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	c := &collector{cl: cl}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			fs := cl.PollFetches(context.Background())
+			if fs.IsClientClosed() {
+				return
+			}
+			fs.EachRecord(func(r *kgo.Record) { c.mu.Lock(); c.rs = append(c.rs, r); c.mu.Unlock() })
+		}
+	}()
+	e.t.Cleanup(func() { cl.Close(); <-done })
+	return c
+}
+
+func (c *collector) records() []*kgo.Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*kgo.Record(nil), c.rs...)
+}
+
+// results returns every answer to intentID seen so far.
+func (c *collector) results(intentID string) []*topics.Result {
+	var out []*topics.Result
+	for _, r := range c.records() {
+		if res, err := topics.DecodeResult(r.Value); err == nil && res.IntentID == intentID {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+// waitResult waits for a terminal answer to intentID.
+func (c *collector) waitResult(t *testing.T, intentID string, within time.Duration) *topics.Result {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		for _, res := range c.results(intentID) {
+			if topics.Terminal(res.Status) {
+				return res
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no terminal answer to %s within %s (saw %d answers)", intentID, within, len(c.results(intentID)))
+	return nil
+}
+
+// deadLetters decodes every dead letter seen so far.
+func (c *collector) deadLetters() []*topics.DeadLetter {
+	var out []*topics.DeadLetter
+	for _, r := range c.records() {
+		if d, err := topics.DecodeDeadLetter(r.Value); err == nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
