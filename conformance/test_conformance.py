@@ -565,8 +565,6 @@ def test_15_default_tenant(h):
 
 # -------------------------------------------------------------------- 16
 
-@pytest.mark.xfail(strict=True, reason="executor bug: a read_only tool's 5xx is answered 'pending' "
-                   "and no terminal answer ever follows (see 'Known deviations' in docs/wire-format.md)")
 def test_16_read_only_5xx_gets_a_terminal_answer(h):
     key, iid = h.key("ro-5xx"), h.new_id()
     h.send(wire.intent(iid, h.tenant, key, "conf.lookup-flaky", {"q": 1}))
@@ -577,9 +575,6 @@ def test_16_read_only_5xx_gets_a_terminal_answer(h):
 
 # -------------------------------------------------------------------- 17
 
-@pytest.mark.xfail(strict=True, reason="executor bug: JSON numbers of a tool's result are decoded as "
-                   "float64, so integers become floats and lose precision above 2^53 "
-                   "(see 'Known deviations' in docs/wire-format.md)")
 def test_17_tool_result_integers_are_kept(h):
     key, iid = h.key("bigint"), h.new_id()
     h.send(wire.intent(iid, h.tenant, key, "conf.bigint", {}))

@@ -60,6 +60,20 @@ func Check(ev *saga.Event) error {
 		return fmt.Errorf("%w: started without origin, tool or args hash", ErrBadEvent)
 	case (ev.Kind == saga.EvOutcome || ev.Kind == saga.EvResolved || ev.Kind == saga.EvCompensationOutcome) && ev.CallID == "":
 		return fmt.Errorf("%w: %s without call id", ErrBadEvent, ev.Kind)
+	case (ev.Kind == saga.EvOutcome || ev.Kind == saga.EvResolved || ev.Kind == saga.EvCompensationOutcome) && !outcomeStatus(ev.Status):
+		return fmt.Errorf("%w: %s with status %s", ErrBadEvent, ev.Kind, ev.Status)
+	case ev.Kind == saga.EvCompensationStarted && (ev.Waiter == nil || ev.Waiter.IntentID == "" || ev.Tool == ""):
+		return fmt.Errorf("%w: compensation_started without origin or tool", ErrBadEvent)
 	}
 	return nil
+}
+
+// outcomeStatus reports whether s is what a call or compensation can end
+// in (or, unknown, fall into doubt with).
+func outcomeStatus(s saga.Status) bool {
+	switch s {
+	case saga.StatusSucceeded, saga.StatusFailed, saga.StatusUnknown, saga.StatusNotExecuted:
+		return true
+	}
+	return false
 }

@@ -19,12 +19,7 @@ import (
 // transaction, which the restore relies on.
 func (e *Executor) fence(t *tick) func(*kmsg.TxnOffsetCommitRequest) error {
 	committed := e.sess.Client().CommittedOffsets()
-	touched := map[int32]bool{}
-	for _, r := range t.out {
-		if r.Topic == e.cfg.Names.Events {
-			touched[r.Partition] = true
-		}
-	}
+	touched := t.touched // records in t.out belong to the client once produced: never read them here
 	n := e.cfg.Names
 	return func(req *kmsg.TxnOffsetCommitRequest) error {
 		for p := range touched {

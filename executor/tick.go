@@ -26,6 +26,7 @@ type tick struct {
 	started  []job        // calls to dispatch after the commit
 	recorded []completion // completions this tick records
 	done     map[string]bool
+	touched  map[int32]bool // events partitions this tick writes
 	inputs   int
 	verdicts map[string]int
 
@@ -42,7 +43,7 @@ type entry struct {
 
 func (e *Executor) newTick(ctx context.Context) *tick {
 	return &tick{e: e, ctx: ctx, now: e.now(), overlay: map[string]*entry{}, done: map[string]bool{},
-		verdicts: map[string]int{}, lastOffset: map[int32]int64{}}
+		verdicts: map[string]int{}, lastOffset: map[int32]int64{}, touched: map[int32]bool{}}
 }
 
 // tick decides everything polled plus every finished call, commits it in
@@ -136,6 +137,7 @@ func (t *tick) emit(en *entry, d saga.Decision, traceparent string) error {
 		}
 		r := eventlog.EncodeRecord(t.e.cfg.Names, en.p, b, ev.Tenant, ev.Key, traceparent)
 		t.out = append(t.out, r)
+		t.touched[en.p] = true
 		en.cur = saga.Apply(en.cur, *ev)
 	}
 	for _, a := range d.Answers {

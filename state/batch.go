@@ -83,6 +83,10 @@ func (b *Batch) Commit(d Durability) error {
 		opts = pebble.Sync
 	}
 	defer b.b.Close()
+	if err := b.s.acquire(); err != nil {
+		return err
+	}
+	defer b.s.mu.RUnlock()
 	if err := b.s.db.Apply(b.b, opts); err != nil {
 		return fmt.Errorf("state: commit: %w", err)
 	}

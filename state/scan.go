@@ -15,6 +15,10 @@ type Doubt struct {
 
 // InDoubt lists up to limit keys in doubt in partition p.
 func (s *Store) InDoubt(p int32, limit int) ([]Doubt, error) {
+	if err := s.acquire(); err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
 	prefix := doubtPrefix(p)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
@@ -45,6 +49,10 @@ func (s *Store) CountInDoubt(p int32) (int, error) {
 // Expired lists up to limit (tenant, key) pairs whose retention ended at
 // or before now.
 func (s *Store) Expired(now int64, limit int) ([][2]string, error) {
+	if err := s.acquire(); err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
 	lower := []byte{spaceExpiry}
 	upper := binary.BigEndian.AppendUint64([]byte{spaceExpiry}, uint64(now)+1)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})

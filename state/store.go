@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
@@ -30,7 +31,20 @@ const (
 
 // Store is the Pebble view. Safe for concurrent use.
 type Store struct {
-	db *pebble.DB
+	mu     sync.RWMutex // read-held by every operation, write-held by Close
+	closed bool
+	db     *pebble.DB
+}
+
+// acquire read-locks the store for one operation; after Close it returns
+// ErrClosed instead of letting pebble panic. Release with s.mu.RUnlock.
+func (s *Store) acquire() error {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	return nil
 }
 
 // Options tune Open. The zero value is the production default.
@@ -63,6 +77,12 @@ func Open(dir string, o Options) (*Store, error) {
 
 // Close flushes and closes the store.
 func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.closed = true
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("state: close: %w", err)
 	}
@@ -71,6 +91,10 @@ func (s *Store) Close() error {
 
 // Get returns the record of (tenant, key), or nil when there is none.
 func (s *Store) Get(tenant, key string) (*saga.Record, error) {
+	if err := s.acquire(); err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
 	v, closer, err := s.db.Get(recordKey(tenant, key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, nil
@@ -85,6 +109,10 @@ func (s *Store) Get(tenant, key string) (*saga.Record, error) {
 // Checkpoint returns the next offset of topic/partition to apply (0 when
 // nothing was applied).
 func (s *Store) Checkpoint(topic string, partition int32) (int64, error) {
+	if err := s.acquire(); err != nil {
+		return 0, err
+	}
+	defer s.mu.RUnlock()
 	v, closer, err := s.db.Get(checkpointKey(topic, partition))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return 0, nil

@@ -477,7 +477,6 @@ func TestStoreCorruptValues(t *testing.T) {
 // ErrClosed says it "is returned after Close", but every read or write on
 // a closed store reaches pebble, which panics with "pebble: closed".
 func TestStoreClosedReturnsErrClosed(t *testing.T) {
-	t.Skip("BUG: ErrClosed is never returned; Get/Checkpoint/InDoubt/NewBatch after Close panic inside pebble; see the report")
 	s, err := Open(t.TempDir(), Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -126,7 +126,7 @@ func (h *HTTP) transportFailure(ctx context.Context, err error, reached bool) (O
 
 // retriesAmbiguous reports whether an outcome that may have reached the
 // tool may be retried: only when the downstream dedupes on our key.
-func (h *HTTP) retriesAmbiguous() bool { return h.spec.Class == NativeKey }
+func (h *HTTP) retriesAmbiguous() bool { return h.spec.Class == NativeKey || h.spec.Class == ReadOnly }
 
 // response maps an HTTP answer to an outcome.
 func (h *HTTP) response(ctx context.Context, resp *http.Response) (Outcome, bool) {
@@ -184,9 +184,34 @@ func decodeResult(data []byte) any {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil
 	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
 	var v any
-	if err := json.Unmarshal(data, &v); err != nil {
+	if err := d.Decode(&v); err != nil || d.More() {
 		return string(data)
+	}
+	return exactNumbers(v)
+}
+
+// exactNumbers replaces json.Number with int64 when the number is an
+// integer that fits, else float64: 9007199254740993 stays exact, and 120
+// stays an integer instead of becoming 120.0.
+func exactNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = exactNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = exactNumbers(e)
+		}
 	}
 	return v
 }

@@ -138,7 +138,7 @@ func TestHTTPSuccess(t *testing.T) {
 	req.Traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	out := h.Invoke(context.Background(), req)
 	checkOutcome(t, out, Succeeded, "", 1)
-	if want := map[string]any{"id": "r1", "n": 3.0}; !reflect.DeepEqual(out.Result, want) {
+	if want := map[string]any{"id": "r1", "n": int64(3)}; !reflect.DeepEqual(out.Result, want) {
 		t.Errorf("Result = %#v, want %#v", out.Result, want)
 	}
 	reqs := ts.requests()
@@ -180,7 +180,8 @@ func TestHTTPSuccessBodies(t *testing.T) {
 	}{
 		{"", nil},
 		{"  \n", nil},
-		{`[1,"x"]`, []any{1.0, "x"}},
+		{`[1,"x"]`, []any{int64(1), "x"}},
+		{`{"big":9007199254740993,"f":1.5}`, map[string]any{"big": int64(9007199254740993), "f": 1.5}},
 		{"plain text", "plain text"},
 		{`{"a":1} trailing`, `{"a":1} trailing`},
 	}
@@ -275,7 +276,7 @@ func TestHTTPTimeoutAfterSend(t *testing.T) {
 		class    Class
 		attempts int
 	}{
-		{Probe, 1}, {Irreversible, 1}, {Compensatable, 1}, {ReadOnly, 1}, {NativeKey, 4},
+		{Probe, 1}, {Irreversible, 1}, {Compensatable, 1}, {ReadOnly, 4}, {NativeKey, 4},
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.class), func(t *testing.T) {

@@ -148,9 +148,16 @@ func normaliseFloat(f float64) (any, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return nil, fmt.Errorf("%w: NaN or infinite number", ErrArgs)
 	}
-	// 2^63 itself is not representable as int64; stay strictly inside.
-	if f == math.Trunc(f) && f >= -9.2e18 && f <= 9.2e18 {
-		return int64(f), nil
+	// An integral float is the integer of the same value, exactly as
+	// normaliseNumber maps integers: int64 in [-2^63, 2^63), uint64 in
+	// [2^63, 2^64).
+	if f == math.Trunc(f) {
+		switch {
+		case f >= -0x1p63 && f < 0x1p63:
+			return int64(f), nil
+		case f >= 0x1p63 && f < 0x1p64:
+			return uint64(f), nil
+		}
 	}
 	return f, nil
 }

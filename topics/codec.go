@@ -39,6 +39,16 @@ func DecodeIntent(value []byte, recordKey []byte, src Source) (*Intent, *Reject)
 }
 
 func decodeIntentBytes(value []byte) (*Intent, *Reject) {
+	// Wire contract v1 messages are maps; msgpack would otherwise decode an
+	// array positionally into the struct.
+	if len(value) == 0 || !isMapCode(value[0]) {
+		return nil, reject(ReasonUndecodable, "not a msgpack intent map")
+	}
+	// Refuse what would make the decoder allocate or recurse without
+	// bound before anything decodes it (salvage included).
+	if err := checkShape(value, maxNesting); err != nil {
+		return nil, reject(ReasonUndecodable, "not a msgpack intent map: %v", err)
+	}
 	var in Intent
 	d := msgpack.NewDecoder(bytes.NewReader(value))
 	if err := d.Decode(&in); err != nil {
@@ -62,7 +72,38 @@ func salvage(value []byte, rej *Reject) {
 		partial.Tenant = DefaultTenant
 	}
 	rej.Reason = ReasonInvalidField
+	if f := wrongTypeField(m); f != "" {
+		rej.Detail = fmt.Sprintf("field %s has the wrong type (%s)", f, rej.Detail)
+	}
 	rej.from(partial)
+}
+
+// wrongTypeField names the first field of m whose msgpack type the
+// Intent cannot hold, or "" when none is found at the top level.
+func wrongTypeField(m map[string]any) string {
+	for _, k := range []string{"v", "type", "id", "tenant", "key", "tool", "args", "reply_to", "deadline_ms", "scope", "outcome", "error", "by", "reason"} {
+		v, ok := m[k]
+		if !ok || v == nil {
+			continue
+		}
+		switch k {
+		case "v", "deadline_ms":
+			switch v.(type) {
+			case int8, int16, int32, int64, uint8, uint16, uint32, uint64:
+				continue
+			}
+		case "args", "scope", "error":
+			if _, ok := v.(map[string]any); ok {
+				continue
+			}
+		default:
+			if _, ok := v.(string); ok {
+				continue
+			}
+		}
+		return k
+	}
+	return ""
 }
 
 func validateIntent(in *Intent, src Source) *Reject {
@@ -192,6 +233,12 @@ func EncodeResult(r *Result) ([]byte, error) {
 
 // DecodeResult decodes an answer; unknown fields are ignored.
 func DecodeResult(b []byte) (*Result, error) {
+	if len(b) == 0 || !isMapCode(b[0]) {
+		return nil, fmt.Errorf("topics: decode result: not a msgpack map")
+	}
+	if err := checkShape(b, maxNesting); err != nil {
+		return nil, fmt.Errorf("topics: decode result: %w", err)
+	}
 	var r Result
 	if err := msgpack.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("topics: decode result: %w", err)
