@@ -36,6 +36,7 @@ type Executor struct {
 	// callbacks, which BlockRebalanceOnPoll serialises with the loop.
 	owned      map[int32]*ownership
 	inflight   map[string]inflightCall // routing key -> call started and not yet recorded
+	unsettled  map[int32]int           // partition -> keys started, unknown or compensating in the view
 	unrecorded []completion            // finished calls whose outcome is not committed yet
 	lastSweep  time.Time
 
@@ -73,7 +74,7 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Executor{cfg: cfg, m: newMetrics(cfg.Registerer), owned: map[int32]*ownership{}, inflight: map[string]inflightCall{}, runDone: make(chan struct{})}
+	e := &Executor{cfg: cfg, m: newMetrics(cfg.Registerer), owned: map[int32]*ownership{}, inflight: map[string]inflightCall{}, unsettled: map[int32]int{}, runDone: make(chan struct{})}
 	if err := e.open(ctx); err != nil {
 		e.Close()
 		return nil, err

@@ -107,6 +107,7 @@ func (e *Executor) applyOwnershipChanges() {
 
 func (e *Executor) release(p int32) {
 	delete(e.owned, p)
+	delete(e.unsettled, p)
 	for rk, c := range e.inflight {
 		if c.partition == p {
 			delete(e.inflight, rk)
@@ -145,13 +146,21 @@ func (e *Executor) ensureRestored(ctx context.Context, p int32) error {
 	return nil
 }
 
-// refreshDoubt sets the keys-in-doubt gauge of p: unsettled keys with no
-// call running here.
+// refreshDoubt recounts the unsettled keys of p from the view's index
+// (after a restore) and publishes the gauge.
 func (e *Executor) refreshDoubt(p int32) {
 	n, err := e.store.CountInDoubt(p)
 	if err != nil {
 		return
 	}
+	e.unsettled[p] = n
+	e.publishDoubt(p)
+}
+
+// publishDoubt sets the keys-in-doubt gauge of p: unsettled keys with no
+// call running here.
+func (e *Executor) publishDoubt(p int32) {
+	n := e.unsettled[p]
 	for _, c := range e.inflight {
 		if c.partition == p {
 			n--

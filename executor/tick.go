@@ -259,13 +259,13 @@ func (e *Executor) afterCommit(t *tick) error {
 	for v, n := range t.verdicts {
 		e.m.Intents.WithLabelValues(v).Add(float64(n))
 	}
-	if err := e.materialise(t); err != nil {
-		e.cfg.Logger.Error("pebble write failed; the view will catch up from the log", "err", err)
-		e.needCatchUp(t)
-	}
 	e.unrecorded = nil
 	for _, c := range t.recorded {
 		delete(e.inflight, c.job.rk)
+	}
+	if err := e.materialise(t); err != nil {
+		e.cfg.Logger.Error("pebble write failed; the view will catch up from the log", "err", err)
+		e.needCatchUp(t)
 	}
 	for _, j := range t.started {
 		e.cfg.Hooks.at(PointAfterStartedCommit, j.rk)
@@ -290,7 +290,33 @@ func (e *Executor) materialise(t *tick) error {
 		}
 	}
 	e.m.Fsyncs.Inc()
-	return b.Commit(state.Sync)
+	if err := b.Commit(state.Sync); err != nil {
+		return err
+	}
+	e.countDoubt(t)
+	return nil
+}
+
+// countDoubt moves the per-partition count of unsettled keys by what the
+// tick changed, and republishes the gauge of the partitions it touched.
+func (e *Executor) countDoubt(t *tick) {
+	touched := map[int32]bool{}
+	for _, en := range t.overlay {
+		was := en.prev != nil && en.prev.Status.InDoubt()
+		is := en.cur != nil && en.cur.Status.InDoubt()
+		switch {
+		case is && !was:
+			e.unsettled[en.p]++
+		case was && !is:
+			e.unsettled[en.p]--
+		}
+		touched[en.p] = true
+	}
+	for p := range touched {
+		if _, ok := e.owned[p]; ok {
+			e.publishDoubt(p)
+		}
+	}
 }
 
 // afterAbort forgets the tick: its calls are not dispatched, its

@@ -20,6 +20,8 @@ func decideCompensate(rec *Record, in Input, env Env) Decision {
 		return wait(rec, in, env, VerdictCoalesce, EvCoalesced)
 	case rec.Status == StatusCompensating || rec.Status == StatusCompensationUnknown:
 		return wait(rec, in, env, VerdictPending, EvWaiting)
+	case !callInDoubt(rec, in):
+		return rejectInput(in, topics.ReasonInvalidCommand, movedOn(rec, in))
 	case rec.Status == StatusStarted && env.InFlight:
 		return rejectInput(in, topics.ReasonInvalidCommand, "the call is in flight; compensate after it settles")
 	case rec.Status == StatusSucceeded, rec.Status == StatusUnknown, rec.Status == StatusStarted:
@@ -52,8 +54,14 @@ func decideResolve(rec *Record, in Input, env Env) Decision {
 	}
 	switch rec.Status {
 	case StatusStarted, StatusUnknown:
+		if !callInDoubt(rec, in) {
+			return rejectInput(in, topics.ReasonInvalidCommand, movedOn(rec, in))
+		}
 		return resolveCall(rec, in, env)
 	case StatusCompensating, StatusCompensationUnknown:
+		if in.CallID != "" && in.CallID != rec.Comp.Origin.IntentID {
+			return rejectInput(in, topics.ReasonInvalidCommand, movedOn(rec, in))
+		}
 		return resolveCompensation(rec, in, env)
 	}
 	if rec.Status == in.Outcome {
@@ -101,4 +109,18 @@ func settle(rec *Record, in Input, env Env, ev Event) Decision {
 	d := Decision{Verdict: VerdictResolve, Events: []Event{ev}, Answers: []Answer{ack}}
 	d.Answers = append(d.Answers, answersOnChange(rec, next, ev.Err)...)
 	return d
+}
+
+// callInDoubt checks a command's CallID precondition against a key that is
+// not compensating: true when the command is unconditional, or names the
+// key's current call and that call is in doubt (started or unknown).
+func callInDoubt(rec *Record, in Input) bool {
+	if in.CallID == "" {
+		return true
+	}
+	return rec.Origin.IntentID == in.CallID && (rec.Status == StatusStarted || rec.Status == StatusUnknown)
+}
+
+func movedOn(rec *Record, in Input) string {
+	return fmt.Sprintf("the command is for call %q, but the key moved on (current call %q, %s)", in.CallID, rec.Origin.IntentID, rec.Status)
 }

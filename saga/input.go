@@ -42,6 +42,14 @@ type Input struct {
 	By      string
 	Reason  string
 
+	// CallID, on a resolve or compensate, makes the command conditional:
+	// it applies only while this call (or, for a resolve, this
+	// compensation) is the key's current one and in doubt. The reconciler
+	// sets it, so that a command decided on a view that just went stale
+	// (the call settled meanwhile) is refused instead of undoing a success
+	// or settling a newer call. Empty means unconditional (operators).
+	CallID string
+
 	// Routing: where it arrived and where it belongs.
 	Partition, Owner int32
 }

@@ -72,6 +72,24 @@ func (b *Batch) SetCheckpoint(topic string, partition int32, next int64) error {
 	return nil
 }
 
+// PutAux stores value under key in the auxiliary space: records a process
+// keeps next to the view that must commit atomically with it (the
+// reconciler's investigations). The store does not interpret them.
+func (b *Batch) PutAux(key, value []byte) error {
+	if err := b.b.Set(auxKey(key), value, nil); err != nil {
+		return fmt.Errorf("state: put aux: %w", err)
+	}
+	return nil
+}
+
+// DeleteAux removes key from the auxiliary space; a missing key is fine.
+func (b *Batch) DeleteAux(key []byte) error {
+	if err := b.b.Delete(auxKey(key), nil); err != nil {
+		return fmt.Errorf("state: delete aux: %w", err)
+	}
+	return nil
+}
+
 // Len is the batch's encoded size in bytes.
 func (b *Batch) Len() int { return b.b.Len() }
 

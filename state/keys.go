@@ -12,12 +12,18 @@ import (
 //	'c' <topic> 0x00 <partition u32>               -> next offset to apply (u64)
 //	'x' <expires_at u64> <tenant> 0x00 <key>      -> empty: expiry index
 //	'd' <partition u32> <tenant> 0x00 <key>        -> pending_until (u64): keys in doubt
+//	'a' <caller's key>                             -> caller's bytes: see Batch.PutAux
 const (
 	spaceRecord     = 'r'
 	spaceCheckpoint = 'c'
 	spaceExpiry     = 'x'
 	spaceDoubt      = 'd'
+	spaceAux        = 'a'
 )
+
+func auxKey(k []byte) []byte {
+	return append([]byte{spaceAux}, k...)
+}
 
 func recordKey(tenant, key string) []byte {
 	b := make([]byte, 0, 2+len(tenant)+len(key))

@@ -2,6 +2,7 @@ package state
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble"
@@ -69,4 +70,45 @@ func (s *Store) Expired(now int64, limit int) ([][2]string, error) {
 		out = append(out, [2]string{tenant, key})
 	}
 	return out, it.Error()
+}
+
+// Aux returns the value stored under key by Batch.PutAux, nil when absent.
+func (s *Store) Aux(key []byte) ([]byte, error) {
+	if err := s.acquire(); err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
+	v, closer, err := s.db.Get(auxKey(key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state: get aux: %w", err)
+	}
+	defer closer.Close()
+	return append([]byte(nil), v...), nil
+}
+
+// ScanAux calls fn for up to limit auxiliary entries whose key starts with
+// prefix, in key order. fn gets copies; an error from fn stops the scan.
+func (s *Store) ScanAux(prefix []byte, limit int, fn func(key, value []byte) error) error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	lower := auxKey(prefix)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
+	if err != nil {
+		return fmt.Errorf("state: scan aux: %w", err)
+	}
+	defer it.Close()
+	n := 0
+	for ok := it.First(); ok && n < limit; ok = it.Next() {
+		k := append([]byte(nil), it.Key()[1:]...)
+		if err := fn(k, append([]byte(nil), it.Value()...)); err != nil {
+			return err
+		}
+		n++
+	}
+	return it.Error()
 }

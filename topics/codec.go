@@ -81,7 +81,7 @@ func salvage(value []byte, rej *Reject) {
 // wrongTypeField names the first field of m whose msgpack type the
 // Intent cannot hold, or "" when none is found at the top level.
 func wrongTypeField(m map[string]any) string {
-	for _, k := range []string{"v", "type", "id", "tenant", "key", "tool", "args", "reply_to", "deadline_ms", "scope", "outcome", "error", "by", "reason"} {
+	for _, k := range []string{"v", "type", "id", "tenant", "key", "tool", "args", "reply_to", "deadline_ms", "scope", "outcome", "error", "by", "reason", "call_id"} {
 		v, ok := m[k]
 		if !ok || v == nil {
 			continue
@@ -157,6 +157,8 @@ func validateIdentity(in *Intent) *Reject {
 		return reject(ReasonInvalidField, "field key must be valid UTF-8")
 	case len(in.ReplyTo) > MaxReplyToBytes:
 		return reject(ReasonBadReplyTo, "field reply_to is longer than %d bytes", MaxReplyToBytes)
+	case len(in.CallID) > MaxIDBytes:
+		return reject(ReasonInvalidField, "field call_id is longer than %d bytes", MaxIDBytes)
 	}
 	return nil
 }

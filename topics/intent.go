@@ -57,6 +57,12 @@ type Intent struct {
 	Error   *ErrorInfo `msgpack:"error,omitempty"`
 	By      string     `msgpack:"by,omitempty"`
 	Reason  string     `msgpack:"reason,omitempty"`
+
+	// CallID (resolve, compensate) makes the command conditional: it
+	// applies only while that call (for a resolve of a compensation in
+	// doubt: that compensation) is the key's current one and in doubt,
+	// and is rejected (invalid_command) otherwise. The reconciler sets it.
+	CallID string `msgpack:"call_id,omitempty"`
 }
 
 // RoutingKey is the intent's Kafka key.
