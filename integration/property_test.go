@@ -71,6 +71,7 @@ type propHistory struct {
 	members []*inproc
 	sent    []sentIntent
 	dirs    []string
+	faults  map[string]int
 }
 
 type sentIntent struct{ id, key string }
@@ -84,7 +85,7 @@ func runHistory(t *testing.T, seed uint64) {
 	if err := reg.Register(spec, tools.Func(tool.invoke)); err != nil {
 		t.Fatal(err)
 	}
-	h := &propHistory{t: t, e: e, rng: rng, reg: reg, tool: tool}
+	h := &propHistory{t: t, e: e, rng: rng, reg: reg, tool: tool, faults: map[string]int{}}
 	res := e.collect(e.names.Results)
 	h.addMember()
 	for step := 0; step < 40; step++ {
@@ -142,6 +143,7 @@ func (h *propHistory) addMember() {
 		c.SessionTimeout = 2 * time.Second
 	})
 	h.members = append(h.members, m)
+	h.faults["join"]++
 }
 
 // crash kills a member as kill -9 would; sometimes its state is lost too.
@@ -152,8 +154,11 @@ func (h *propHistory) crash() {
 	m.ex.Crash()
 	m.ex.Close()
 	m.cancel = nil
+	h.faults["crash"]++
 	if h.rng.IntN(3) > 0 {
 		h.dirs = append(h.dirs, m.dir)
+	} else {
+		h.faults["state_loss"]++
 	}
 }
 
@@ -162,6 +167,7 @@ func (h *propHistory) removeMember() {
 	m := h.members[i]
 	h.members = append(h.members[:i], h.members[i+1:]...)
 	m.stop()
+	h.faults["leave"]++
 	h.dirs = append(h.dirs, m.dir)
 }
 
@@ -181,7 +187,7 @@ func (h *propHistory) check(res *collector) {
 	if left := h.unsettled(res); len(left) > 0 {
 		h.t.Errorf("%d of %d intents have neither a terminal answer nor an in-doubt key, e.g. %+v", len(left), len(h.sent), left[0])
 	}
-	h.t.Logf("intents %d, keys called %d, crashes and member changes included", len(h.sent), len(h.tool.calls))
+	h.t.Logf("intents %d, keys called %d, faults %v", len(h.sent), len(h.tool.calls), h.faults)
 }
 
 // unsettled lists the intents that have no terminal answer and whose key

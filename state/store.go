@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/cockroachdb/pebble"
@@ -65,6 +66,7 @@ func Open(dir string, o Options) (*Store, error) {
 	defer cache.Unref()
 	opts.Cache = cache
 	opts.MemTableSize = 16 << 20
+	opts.Logger = quietLogger{}
 	if o.FS != nil {
 		opts.FS = o.FS
 	}
@@ -164,4 +166,19 @@ func checkRecord(r *saga.Record) error {
 		return fmt.Errorf("%w: record %s/%s has no origin intent", ErrCorrupt, r.Tenant, r.Key)
 	}
 	return nil
+}
+
+// quietLogger drops Pebble's informational lines (WAL replay notes on
+// every open) and keeps errors on stderr; a fatal error still panics, as
+// Pebble expects.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...interface{}) {}
+
+func (quietLogger) Errorf(format string, args ...interface{}) {
+	fmt.Fprintf(os.Stderr, "pebble: "+format+"\n", args...)
+}
+
+func (quietLogger) Fatalf(format string, args ...interface{}) {
+	panic(fmt.Sprintf("pebble: "+format, args...))
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,10 +19,16 @@ import (
 //     coalesced with the call in flight.
 //   - demo.lost_reply performs its effect and then loses the reply, the
 //     crash window: the key is in doubt and duplicates are answered
-//     "pending" until it is settled.
+//     "pending" until it is settled. It is irreversible: the reconciler
+//     escalates it, and an operator settles it (reconciler resolve).
+//   - demo.lost_refund (native_key, pending_ttl 10s) refunds and loses the
+//     first answer of every key too, but honours the downstream key like
+//     Stripe does: the reconciler's retry with the same key gets the
+//     original refund back, and the key settles by itself.
 func demoTools() (*tools.Registry, error) {
 	reg := tools.NewRegistry()
 	var echoCalls, refundCalls, lostCalls atomic.Int64
+	lost := &lostRefunds{done: map[string]map[string]any{}}
 	specs := []struct {
 		spec tools.Spec
 		fn   tools.Func
@@ -42,6 +49,7 @@ func demoTools() (*tools.Registry, error) {
 			lostCalls.Add(1)
 			return tools.Outcome{Status: tools.Unknown, Code: "reply_lost", Attempts: 1, Message: "the effect happened but the reply never came (demo of the crash window)"}
 		}},
+		{demoSpec("demo.lost_refund", tools.NativeKey, 10*time.Second), lost.invoke},
 	}
 	for _, s := range specs {
 		if err := reg.Register(s.spec, s.fn); err != nil {
@@ -53,4 +61,28 @@ func demoTools() (*tools.Registry, error) {
 
 func demoSpec(name string, class tools.Class, pendingTTL time.Duration) tools.Spec {
 	return tools.Spec{Name: name, Class: class, Timeout: 5 * time.Second, PendingTTL: pendingTTL, Retention: 24 * time.Hour, MaxInFlight: 64}
+}
+
+// lostRefunds is demo.lost_refund's ledger: one refund per downstream key,
+// remembered like a Stripe idempotency key (bounded: a demo).
+type lostRefunds struct {
+	mu   sync.Mutex
+	done map[string]map[string]any
+}
+
+const maxLostRefunds = 10000
+
+func (l *lostRefunds) invoke(_ context.Context, r tools.Request) tools.Outcome {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if res, ok := l.done[r.DownstreamKey]; ok {
+		return tools.Outcome{Status: tools.Succeeded, Attempts: 1, Result: res}
+	}
+	if len(l.done) >= maxLostRefunds {
+		return tools.Outcome{Status: tools.NotExecuted, Code: "demo_full", Attempts: 1, Message: "the demo ledger is full; restart the executor"}
+	}
+	res := map[string]any{"refund_id": fmt.Sprintf("rf_lost_%d", len(l.done)+1), "amount": r.Args["amount"], "downstream_key": r.DownstreamKey}
+	l.done[r.DownstreamKey] = res
+	return tools.Outcome{Status: tools.Unknown, Code: "reply_lost", Attempts: 1,
+		Message: "the refund was made but its answer was lost (demo of the crash window); a retry with the same key gets it back"}
 }

@@ -30,6 +30,7 @@ type runFlags struct {
 	partitions                                                         int
 	drain, session, rebalance, txnTimeout                              time.Duration
 	txnID, clientID                                                    string
+	rec                                                                *reconcilerFlags
 }
 
 func parseRunFlags(args []string) (*runFlags, error) {
@@ -49,6 +50,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.DurationVar(&f.txnTimeout, "transaction-timeout", 20*time.Second, "Kafka transaction timeout")
 	fs.StringVar(&f.clientID, "client-id", "toolexec-executor", "Kafka client id, shown in group descriptions")
 	fs.StringVar(&f.txnID, "transactional-id", "", "stable transactional id of this instance (default: random per process)")
+	f.rec = addReconcilerFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -84,7 +86,7 @@ func brokersOrEmbedded(f *runFlags, log *slog.Logger) ([]string, func(), error) 
 
 func loadTools(path string, log *slog.Logger) (*tools.Registry, error) {
 	if path == "" {
-		log.Info("no --tools given: loading the built-in demo tools", "tools", "demo.echo, demo.refund, demo.lost_reply")
+		log.Info("no --tools given: loading the built-in demo tools", "tools", "demo.echo, demo.refund, demo.lost_reply, demo.lost_refund")
 		return demoTools()
 	}
 	cfg, err := tools.Load(path)
@@ -113,6 +115,11 @@ func serve(ctx context.Context, f *runFlags, brokers []string, reg *tools.Regist
 		return err
 	}
 	defer srv.Close()
+	stopReconciler, err := startReconciler(ctx, f, brokers, reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopReconciler()
 	log.Info("executor running", "brokers", strings.Join(brokers, ","), "group", f.group, "data_dir", f.dataDir, "http", f.httpAddr)
 	err = ex.Run(ctx)
 	log.Info("executor stopped", "err", err)

@@ -1,9 +1,12 @@
-// Command reconciler will settle keys left in doubt past their tool's
-// pending TTL (see ../shared/brief/ARCHITECTURE.md, "Reconciler").
+// Command reconciler settles keys left in doubt past their tool's
+// pending_ttl, by the tool's class: a retry with the same downstream key,
+// a probe, a compensation, or an escalation to an operator. It never
+// writes state: it sends resolve and compensate commands on the control
+// topic. See package reconciler and docs/DESIGN.md.
 //
-// STUB: this is not built yet; it is the subject of its own issue. Until it
-// lands, keys in doubt are listed by the executor's keys_in_doubt metric and
-// settled by hand with a resolve command on the control topic.
+//	reconciler [flags]                                 run the reconciler
+//	reconciler pending [--json]                        list the keys in doubt
+//	reconciler resolve --key K --outcome O [flags]     settle a key by hand
 package main
 
 import (
@@ -12,6 +15,18 @@ import (
 )
 
 func main() {
-	fmt.Fprintln(os.Stderr, "reconciler: not implemented yet (stub); keys in doubt must be resolved by hand for now")
-	os.Exit(2)
+	var err error
+	args := os.Args[1:]
+	switch {
+	case len(args) > 0 && args[0] == "pending":
+		err = pendingMain(args[1:])
+	case len(args) > 0 && args[0] == "resolve":
+		err = resolveMain(args[1:])
+	default:
+		err = runMain(args)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "reconciler:", err)
+		os.Exit(1)
+	}
 }

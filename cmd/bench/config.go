@@ -1,0 +1,131 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// config is the bench's configuration. Flags left unset take the full
+// defaults, or the quick ones under --quick.
+type config struct {
+	brokers      []string      // empty: an in-process kfake cluster
+	quick        bool          // fewer keys, shorter phases, one repeat
+	duration     time.Duration // measured part of each load phase
+	warm         time.Duration // unmeasured lead-in of each load phase
+	repeats      int           // rounds of the load scenarios; medians and spread are reported
+	partitions   int32         // of intents, control and events
+	window       int           // outstanding intents of a saturating (closed-loop) phase
+	dupFraction  float64       // share of intents in the replay phase that repeat a completed key
+	slowLatency  time.Duration // per call of the slow tool
+	slowInFlight int           // max_in_flight of the slow tool
+	keys         int           // keys in the restore and memory scenarios
+	cpuProfile   string        // path prefix of CPU profiles; empty: none
+	memProfile   string        // path prefix of heap (allocation) profiles; empty: none
+	keepTopics   bool          // leave the run's topics on the broker
+	skipRestore  bool          // skip scenarios 4 and 5b (keys in state)
+	skipLoad     bool          // skip scenarios 1, 2, 3, 5a and 6
+}
+
+type defaults struct {
+	duration, warm time.Duration
+	repeats, keys  int
+}
+
+var (
+	fullDefaults  = defaults{duration: 15 * time.Second, warm: 3 * time.Second, repeats: 3, keys: 1_000_000}
+	quickDefaults = defaults{duration: 4 * time.Second, warm: time.Second, repeats: 1, keys: 100_000}
+)
+
+func parseFlags(args []string) (config, error) {
+	var c config
+	var brokers string
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.StringVar(&brokers, "brokers", "", "comma-separated seed brokers; empty starts an in-process kfake cluster")
+	fs.BoolVar(&c.quick, "quick", false, "short run (under 2 minutes): 4s phases, 1 repeat, 100k keys")
+	fs.DurationVar(&c.duration, "duration", fullDefaults.duration, "measured part of each load phase (quick: 4s)")
+	fs.DurationVar(&c.warm, "warm", fullDefaults.warm, "unmeasured lead-in of each load phase (quick: 1s)")
+	fs.IntVar(&c.repeats, "repeats", fullDefaults.repeats, "rounds of the load scenarios, with fresh members and topics each (quick: 1)")
+	var parts int
+	fs.IntVar(&parts, "partitions", 12, "partitions of the intents, control and events topics")
+	fs.IntVar(&c.window, "window", 2000, "outstanding intents in a saturating phase (closed loop)")
+	fs.Float64Var(&c.dupFraction, "dup-fraction", 0.8, "share of the replay phase's intents that repeat a completed key (>= 0.5)")
+	fs.DurationVar(&c.slowLatency, "slow-latency", 50*time.Millisecond, "duration of one call of the slow tool")
+	fs.IntVar(&c.slowInFlight, "slow-max-in-flight", 64, "max_in_flight of the slow tool (the product default)")
+	fs.IntVar(&c.keys, "keys", fullDefaults.keys, "keys in the restore and memory scenarios (quick: 100000)")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write CPU profiles to <prefix>.{executor,baseline,executor-keys,restore}.pprof")
+	fs.StringVar(&c.memProfile, "memprofile", "", "write heap profiles (alloc_space) of the members to <prefix>.<member>.heap.pprof")
+	fs.BoolVar(&c.keepTopics, "keep-topics", false, "do not delete the run's topics at the end")
+	fs.BoolVar(&c.skipRestore, "skip-restore", false, "skip the restore scenario and the memory figure with keys in state")
+	fs.BoolVar(&c.skipLoad, "skip-load", false, "skip the load scenarios (unique, replay, slow tool, group commit)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	c.partitions = int32(parts)
+	if brokers != "" {
+		c.brokers = strings.Split(brokers, ",")
+	}
+	if c.quick {
+		c.applyQuick(setFlags(fs))
+	}
+	return c, c.validate()
+}
+
+func setFlags(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
+// applyQuick replaces the full defaults by the quick ones, except for
+// flags given explicitly.
+func (c *config) applyQuick(set map[string]bool) {
+	d := quickDefaults
+	if !set["duration"] {
+		c.duration = d.duration
+	}
+	if !set["warm"] {
+		c.warm = d.warm
+	}
+	if !set["repeats"] {
+		c.repeats = d.repeats
+	}
+	if !set["keys"] {
+		c.keys = d.keys
+	}
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.duration < time.Second:
+		return errors.New("--duration: at least 1s")
+	case c.warm < 0:
+		return errors.New("--warm: must not be negative")
+	case c.repeats < 1:
+		return errors.New("--repeats: at least 1")
+	case c.partitions < 1 || c.partitions > 1000:
+		return errors.New("--partitions: 1..1000")
+	case c.window < 1:
+		return errors.New("--window: at least 1")
+	case c.dupFraction < 0.5 || c.dupFraction > 1:
+		return errors.New("--dup-fraction: 0.5..1 (heavy duplication)")
+	case c.slowLatency <= 0 || c.slowInFlight < 1:
+		return errors.New("--slow-latency and --slow-max-in-flight: must be positive")
+	case c.keys < int(c.partitions):
+		return errors.New("--keys: at least one per partition")
+	}
+	return nil
+}
+
+// brokerName names the broker in the output.
+func (c *config) brokerName() string {
+	if len(c.brokers) == 0 {
+		return "kfake (in-process)"
+	}
+	return "kafka " + strings.Join(c.brokers, ",")
+}

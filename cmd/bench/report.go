@@ -1,0 +1,277 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// report gathers the rounds and the restore figures and prints them.
+type report struct {
+	cfg       config
+	runPrefix string
+	rounds    []*round
+	restore   *restoreResult
+	keys      *keysResult
+	elapsed   time.Duration
+}
+
+// stat is one figure over the rounds: the median is reported, with the
+// spread (min..max) when there is more than one round.
+type stat []float64
+
+func (s stat) med() float64 {
+	if len(s) == 0 {
+		return 0
+	}
+	c := slices.Clone([]float64(s))
+	slices.Sort(c)
+	if n := len(c); n%2 == 0 {
+		return (c[n/2-1] + c[n/2]) / 2
+	}
+	return c[len(c)/2]
+}
+
+// show formats the median with verb, and the spread when there is one.
+func (s stat) show(verb string) string {
+	if len(s) == 0 {
+		return "-"
+	}
+	out := fmt.Sprintf(verb, s.med())
+	if len(s) > 1 {
+		out += fmt.Sprintf(" ["+verb+".."+verb+"]", slices.Min(s), slices.Max(s))
+	}
+	return out
+}
+
+// over collects f of every round.
+func (r *report) over(f func(*round) float64) stat {
+	var s stat
+	for _, rd := range r.rounds {
+		s = append(s, f(rd))
+	}
+	return s
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func perOr0(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// figures are the headline numbers, medians over the rounds.
+type figures struct {
+	execRate, baseRate, ratio           stat
+	p50, p99, baseP50, baseP99          stat // at half the executor's saturating rate
+	satP50, satP99, baseSatP50, baseSP  stat
+	halfRate                            stat
+	replayRate, replayTotal, replayX    stat
+	slowRate, slowFrac                  stat
+	intentsPerTxn, intentsPerFsync      stat
+	inputsPerTxn, halfPerTxn            stat
+	execCPU, baseCPU, txnMs, basePerTxn stat // CPU µs per intent, ms per transaction end
+	loadMB, baseMB                      stat
+	execHost, baseHost                  stat // bench process CPU µs per answer
+}
+
+func (r *report) figures() figures {
+	return figures{
+		execRate:        r.over(func(d *round) float64 { return d.execSat.Rate }),
+		baseRate:        r.over(func(d *round) float64 { return d.baseSat.Rate }),
+		ratio:           r.over(func(d *round) float64 { return perOr0(d.execSat.Rate, d.baseSat.Rate) }),
+		p50:             r.over(func(d *round) float64 { return ms(d.execHalf.P50) }),
+		p99:             r.over(func(d *round) float64 { return ms(d.execHalf.P99) }),
+		baseP50:         r.over(func(d *round) float64 { return ms(d.baseHalf.P50) }),
+		baseP99:         r.over(func(d *round) float64 { return ms(d.baseHalf.P99) }),
+		satP50:          r.over(func(d *round) float64 { return ms(d.execSat.P50) }),
+		satP99:          r.over(func(d *round) float64 { return ms(d.execSat.P99) }),
+		baseSatP50:      r.over(func(d *round) float64 { return ms(d.baseSat.P50) }),
+		baseSP:          r.over(func(d *round) float64 { return ms(d.baseSat.P99) }),
+		halfRate:        r.over(func(d *round) float64 { return d.halfRate }),
+		replayRate:      r.over(func(d *round) float64 { return d.replay.ReplayRate }),
+		replayTotal:     r.over(func(d *round) float64 { return d.replay.Rate }),
+		replayX:         r.over(func(d *round) float64 { return perOr0(d.replay.ReplayRate, d.execSat.Rate) }),
+		slowRate:        r.over(func(d *round) float64 { return d.slow.Rate }),
+		slowFrac:        r.over(func(d *round) float64 { return perOr0(d.slow.Rate, d.slowLimit) }),
+		intentsPerTxn:   r.over(func(d *round) float64 { return perOr0(d.execSatC.Intents, d.execSatC.Txns) }),
+		intentsPerFsync: r.over(func(d *round) float64 { return perOr0(d.execSatC.Intents, d.execSatC.Fsyncs) }),
+		inputsPerTxn:    r.over(func(d *round) float64 { return perOr0(d.execSatC.TxnInputs, d.execSatC.Txns) }),
+		halfPerTxn:      r.over(func(d *round) float64 { return perOr0(d.execHalfC.Intents, d.execHalfC.Txns) }),
+		execCPU:         r.over(func(d *round) float64 { return 1e6 * perOr0(d.execSatC.CPUSec, d.execSatC.Intents) }),
+		baseCPU:         r.over(func(d *round) float64 { return 1e6 * perOr0(d.baseSatC.CPUSec, d.baseSatC.Intents) }),
+		txnMs:           r.over(func(d *round) float64 { return 1e3 * perOr0(d.execSatC.TxnSec, d.execSatC.Txns) }),
+		basePerTxn:      r.over(func(d *round) float64 { return perOr0(d.baseSatC.Intents, d.baseSatC.Txns) }),
+		loadMB:          r.over(func(d *round) float64 { return kbToMB(d.execHWMKB) }),
+		execHost:        r.over(func(d *round) float64 { return 1e6 * d.execSat.HostCPU }),
+		baseHost:        r.over(func(d *round) float64 { return 1e6 * d.baseSat.HostCPU }),
+		baseMB:          r.over(func(d *round) float64 { return kbToMB(d.baseHWMKB) }),
+	}
+}
+
+func kbToMB(kb int64) float64 { return float64(kb) / 1024 }
+
+func (r *report) print(w io.Writer) {
+	fmt.Fprintf(w, "toolexec bench: broker %s, %d partitions, phases %s + %s warm-up, %d round(s), quick=%v, %s\n\n",
+		r.cfg.brokerName(), r.cfg.partitions, r.cfg.duration, r.cfg.warm, len(r.rounds), r.cfg.quick, r.elapsed.Round(time.Second))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "scenario\tfigure\texecutor\tbaseline\tderived\ttarget\t")
+	if len(r.rounds) > 0 {
+		r.loadRows(tw, r.figures())
+	}
+	r.restoreRows(tw)
+	tw.Flush()
+	r.notes(w)
+	fmt.Fprintln(w, r.json())
+}
+
+func row(w io.Writer, cells ...string) { fmt.Fprintln(w, strings.Join(cells, "\t")+"\t") }
+
+func (r *report) loadRows(w io.Writer, f figures) {
+	row(w, "1 unique keys", "intents/s, saturated", f.execRate.show("%.0f"), f.baseRate.show("%.0f"), "ratio "+f.ratio.show("%.2f"), verdict(f.ratio.med() >= 0.7, ">= 0.70"))
+	row(w, "", "p50 / p99 ms, saturated", f.satP50.show("%.1f")+" / "+f.satP99.show("%.1f"), f.baseSatP50.show("%.1f")+" / "+f.baseSP.show("%.1f"), fmt.Sprintf("%d outstanding", r.cfg.window), "")
+	row(w, "", "p50 / p99 ms, half rate", f.p50.show("%.1f")+" / "+f.p99.show("%.1f"), f.baseP50.show("%.1f")+" / "+f.baseP99.show("%.1f"), "at "+f.halfRate.show("%.0f")+"/s", verdict(f.p99.med() < 50, "p99 < 50 ms"))
+	row(w, "", "CPU µs per intent (member)", f.execCPU.show("%.0f"), f.baseCPU.show("%.0f"), "ratio "+fmt.Sprintf("%.2f", perOr0(f.execCPU.med(), f.baseCPU.med())), "")
+	row(w, "", "CPU µs per answer (bench: load+broker)", f.execHost.show("%.0f"), f.baseHost.show("%.0f"), "", "")
+	row(w, "2 replay", "replays answered/s", f.replayRate.show("%.0f"), "", fmt.Sprintf("%.2f× unique; all answers %s/s (%.0f%% repeats)", f.replayX.med(), f.replayTotal.show("%.0f"), 100*r.cfg.dupFraction), verdict(f.replayX.med() >= 2, ">= 2× unique"))
+	limit := r.rounds[0].slowLimit
+	row(w, "3 slow tool", "calls/s", f.slowRate.show("%.0f"), "", fmt.Sprintf("%s of limit %.0f/s (%d/%s)", f.slowFrac.show("%.2f"), limit, min(r.cfg.slowInFlight, executorMaxInFlight), r.cfg.slowLatency), verdict(f.slowFrac.med() >= 0.8, ">= 0.80"))
+	row(w, "", "", "", "", fmt.Sprintf("one call per partition would cap at %.0f/s", float64(r.cfg.partitions)/r.cfg.slowLatency.Seconds()), "")
+	row(w, "5 memory", "peak RSS MB, scenario 1", f.loadMB.show("%.0f"), f.baseMB.show("%.0f"), "", "")
+	row(w, "6 group commit", "intents per txn / fsync, saturated", f.intentsPerTxn.show("%.1f")+" / "+f.intentsPerFsync.show("%.1f"), f.basePerTxn.show("%.1f")+" / -", "inputs+completions per txn "+f.inputsPerTxn.show("%.1f"), "")
+	row(w, "", "intents per txn, half rate", f.halfPerTxn.show("%.1f"), "", "txn end "+f.txnMs.show("%.1f")+" ms (saturated)", "")
+}
+
+func (r *report) restoreRows(w io.Writer) {
+	rr, kr := r.restore, r.keys
+	if rr == nil {
+		return
+	}
+	quick := ""
+	if rr.keys != 1_000_000 {
+		quick = fmt.Sprintf(" (%d keys, not 1,000,000)", rr.keys)
+	}
+	rate := float64(rr.records) / rr.restore.Seconds()
+	row(w, "4 restore", "records/s into empty Pebble"+quick, fmt.Sprintf("%.0f", rate), "", fmt.Sprintf("%d records in %.2fs; %.0f keys/s", rr.records, rr.restore.Seconds(), float64(rr.keys)/rr.restore.Seconds()), verdict(rate >= 200_000, ">= 200000"))
+	row(w, "", "records/s, partitions at once", fmt.Sprintf("%.0f", float64(rr.records)/rr.parallel.Seconds()), "", fmt.Sprintf("log written at %.0f records/s", float64(rr.records)/rr.produce.Seconds()), "")
+	if kr == nil {
+		return
+	}
+	mb := kbToMB(kr.hwmKB)
+	row(w, "5 memory", fmt.Sprintf("peak RSS MB, %d keys in state", kr.keys), fmt.Sprintf("%.0f", mb), "", fmt.Sprintf("take-over (restore) %.1fs; then %.0f replays/s over all keys", kr.takeover.Seconds(), kr.replay.Rate), verdict(mb <= 256, "<= 256 MB"))
+}
+
+func verdict(ok bool, target string) string {
+	if ok {
+		return target + "  ok"
+	}
+	return target + "  MISSED"
+}
+
+// notes lists anything that makes a figure doubtful: lost or duplicate
+// answers, unexpected statuses, aborted transactions.
+func (r *report) notes(w io.Writer) {
+	var notes []string
+	for i, d := range r.rounds {
+		for name, p := range map[string]phaseResult{"executor saturated": d.execSat, "baseline saturated": d.baseSat,
+			"executor half": d.execHalf, "baseline half": d.baseHalf, "replay": d.replay, "slow": d.slow} {
+			if p.Lost > 0 || p.Dups > 0 {
+				notes = append(notes, fmt.Sprintf("round %d %s: %d lost, %d duplicate answers", i+1, name, p.Lost, p.Dups))
+			}
+			if odd := oddStatuses(p.Statuses); odd != "" {
+				notes = append(notes, fmt.Sprintf("round %d %s: statuses %s", i+1, name, odd))
+			}
+		}
+		if a := d.execSatC.Aborts + d.replayC.Aborts + d.slowC.Aborts; a > 0 {
+			notes = append(notes, fmt.Sprintf("round %d: executor aborted %.0f transactions", i+1, a))
+		}
+	}
+	slices.Sort(notes)
+	for _, n := range notes {
+		fmt.Fprintln(w, "note:", n)
+	}
+	fmt.Fprintln(w)
+}
+
+func oddStatuses(m map[string]int) string {
+	var odd []string
+	for s, n := range m {
+		if s != "succeeded" {
+			odd = append(odd, fmt.Sprintf("%s=%d", s, n))
+		}
+	}
+	slices.Sort(odd)
+	return strings.Join(odd, " ")
+}
+
+// jsonReport is the last line of the output. Field names are the
+// contract; see docs/PERFORMANCE.md.
+type jsonReport struct {
+	Unique struct {
+		ExecutorPerS float64 `json:"executor_per_s"`
+		BaselinePerS float64 `json:"baseline_per_s"`
+		Ratio        float64 `json:"ratio"`
+		P50Ms        float64 `json:"p50_ms"`
+		P99Ms        float64 `json:"p99_ms"`
+	} `json:"unique"`
+	Replay struct {
+		PerS float64 `json:"per_s"`
+	} `json:"replay"`
+	SlowTool struct {
+		PerS            float64 `json:"per_s"`
+		FractionOfLimit float64 `json:"fraction_of_limit"`
+	} `json:"slow_tool"`
+	Restore struct {
+		RecordsPerS float64 `json:"records_per_s"`
+	} `json:"restore"`
+	RSSMB struct {
+		Load   float64 `json:"load"`
+		Keys1M float64 `json:"keys_1m"`
+	} `json:"rss_mb"`
+	GroupCommit struct {
+		IntentsPerTxn   float64 `json:"intents_per_txn"`
+		IntentsPerFsync float64 `json:"intents_per_fsync"`
+	} `json:"group_commit"`
+	Meta struct {
+		Broker string `json:"broker"`
+		Quick  bool   `json:"quick"`
+		Rounds int    `json:"rounds"`
+		Keys   int    `json:"keys"`
+	} `json:"meta"`
+}
+
+func (r *report) json() string {
+	var j jsonReport
+	if len(r.rounds) > 0 {
+		f := r.figures()
+		j.Unique.ExecutorPerS, j.Unique.BaselinePerS, j.Unique.Ratio = round0(f.execRate.med()), round0(f.baseRate.med()), round3(f.ratio.med())
+		j.Unique.P50Ms, j.Unique.P99Ms = round3(f.p50.med()), round3(f.p99.med())
+		j.Replay.PerS = round0(f.replayRate.med())
+		j.SlowTool.PerS, j.SlowTool.FractionOfLimit = round0(f.slowRate.med()), round3(f.slowFrac.med())
+		j.RSSMB.Load = round0(f.loadMB.med())
+		j.GroupCommit.IntentsPerTxn, j.GroupCommit.IntentsPerFsync = round3(f.intentsPerTxn.med()), round3(f.intentsPerFsync.med())
+	}
+	if r.restore != nil {
+		j.Restore.RecordsPerS = round0(float64(r.restore.records) / r.restore.restore.Seconds())
+		j.Meta.Keys = r.restore.keys
+	}
+	if r.keys != nil {
+		j.RSSMB.Keys1M = round0(kbToMB(r.keys.hwmKB))
+	}
+	j.Meta.Broker, j.Meta.Quick, j.Meta.Rounds = "kfake", r.cfg.quick, len(r.rounds)
+	if len(r.cfg.brokers) > 0 {
+		j.Meta.Broker = "kafka"
+	}
+	b, _ := json.Marshal(j)
+	return string(b)
+}
+
+func round0(x float64) float64 { return math.Round(x) }
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+)
+
+// bench is one run: one broker, one scratch directory, the results.
+type bench struct {
+	cfg config
+	br  *broker
+	dir string // data directories and member logs; removed at the end
+	rep report
+}
+
+var runStart = time.Now()
+
+// progress prints a line to stderr with the time since the start.
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[%5.1fs] %s\n", time.Since(runStart).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func run(ctx context.Context, cfg config) error {
+	br, err := startBroker(cfg.brokers)
+	if err != nil {
+		return err
+	}
+	defer br.close(cfg.keepTopics)
+	dir, err := os.MkdirTemp("", "toolexec-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	b := &bench{cfg: cfg, br: br, dir: dir, rep: report{cfg: cfg, runPrefix: br.runPrefix}}
+	progress("broker %s, topics %s*, scratch %s", cfg.brokerName(), br.runPrefix, dir)
+	if err := b.scenarios(ctx); err != nil {
+		return err
+	}
+	b.rep.elapsed = time.Since(runStart)
+	b.rep.print(os.Stdout)
+	return nil
+}
+
+func (b *bench) scenarios(ctx context.Context) error {
+	if !b.cfg.skipLoad {
+		for r := range b.cfg.repeats {
+			progress("round %d/%d: unique keys, replay, slow tool", r+1, b.cfg.repeats)
+			rd, err := b.loadRound(ctx, r)
+			if err != nil {
+				return fmt.Errorf("round %d: %w", r+1, err)
+			}
+			b.rep.rounds = append(b.rep.rounds, rd)
+		}
+	}
+	if b.cfg.skipRestore {
+		return nil
+	}
+	e, rr, err := b.restoreScenario(ctx)
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	b.rep.restore = &rr
+	kr, err := b.keysScenario(ctx, e)
+	if err != nil {
+		return fmt.Errorf("keys in state: %w", err)
+	}
+	b.rep.keys = &kr
+	return nil
+}

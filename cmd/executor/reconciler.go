@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/reconciler"
+	"github.com/atmostonce/toolexec/tools"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// reconcilerFlags configure the reconciler embedded in the executor
+// process: on by default, so the first run shows the whole system.
+type reconcilerFlags struct {
+	on              bool
+	httpAddr, group string
+}
+
+func addReconcilerFlags(fs *flag.FlagSet) *reconcilerFlags {
+	f := &reconcilerFlags{}
+	fs.BoolVar(&f.on, "reconciler", true, "also run the reconciler in this process (data under <data-dir>/reconciler); false when cmd/reconciler runs separately")
+	fs.StringVar(&f.httpAddr, "reconciler-http-addr", "127.0.0.1:9465", "the embedded reconciler's /metrics, /healthz, /readyz and /pending; empty: not served")
+	fs.StringVar(&f.group, "reconciler-group", "tool-reconciler", "consumer group of the embedded reconciler")
+	return f
+}
+
+// startReconciler runs the embedded reconciler next to the executor (the
+// topics exist by now: executor.New ensured them), with the executor's
+// tools and its own metrics registry. The returned stop waits for it after
+// ctx is cancelled and releases it.
+func startReconciler(ctx context.Context, f *runFlags, brokers []string, reg *tools.Registry, log *slog.Logger) (func(), error) {
+	if !f.rec.on {
+		return func() {}, nil
+	}
+	log = log.With("component", "reconciler")
+	promReg := prometheus.NewRegistry()
+	rc, err := reconciler.New(ctx, reconciler.Config{
+		Brokers: brokers, Names: topics.NamesWithPrefix(f.prefix), Group: f.rec.group,
+		DataDir: filepath.Join(f.dataDir, "reconciler"), Tools: reg, Logger: log, Registerer: promReg,
+		ClientOpts: []kgo.Opt{kgo.ClientID(f.clientID + "-reconciler")},
+	})
+	if err != nil {
+		return nil, err
+	}
+	stopHTTP := func() {}
+	if f.rec.httpAddr != "" {
+		srv, err := startServer(f.rec.httpAddr, rc.Handler(promReg), log)
+		if err != nil {
+			rc.Close()
+			return nil, errors.Join(err, errors.New("use --reconciler-http-addr, or --reconciler=false when a reconciler runs elsewhere"))
+		}
+		stopHTTP = func() { _ = srv.Close() }
+	}
+	done := make(chan error, 1)
+	go func() { done <- rc.Run(ctx) }()
+	log.Info("embedded reconciler running", "group", f.rec.group, "http", f.rec.httpAddr)
+	return func() {
+		select {
+		case err := <-done:
+			log.Info("embedded reconciler stopped", "err", err)
+		case <-time.After(30 * time.Second):
+			log.Error("embedded reconciler did not stop in 30s")
+		}
+		stopHTTP()
+		rc.Close()
+	}, nil
+}
+
+// startServer serves h on addr until the returned server is closed.
+func startServer(addr string, h http.Handler, log *slog.Logger) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("http listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server", "err", err)
+		}
+	}()
+	return srv, nil
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/atmostonce/toolexec/reconciler"
+	"github.com/atmostonce/toolexec/tools"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// pendingMain lists the keys in doubt: read from the event log (no running
+// reconciler needed), completed with what the running reconciler at
+// --http-addr knows (attempts, escalations, commands sent).
+func pendingMain(args []string) error {
+	fs := flag.NewFlagSet("reconciler pending", flag.ContinueOnError)
+	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
+	prefix := fs.String("topic-prefix", topics.DefaultPrefix, "prefix of the topic names")
+	toolsFile := fs.String("tools", "", "the executor's tool file, for classes and pending_ttl (optional)")
+	httpAddr := fs.String("http-addr", "127.0.0.1:9465", "the running reconciler's address; empty: the event log only")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	opts := reconciler.LogOptions{Brokers: strings.Split(*brokers, ","), Names: topics.NamesWithPrefix(*prefix)}
+	if *toolsFile != "" {
+		cfg, err := tools.Load(*toolsFile)
+		if err != nil {
+			return err
+		}
+		opts.Lookup = cfg.Lookup
+	}
+	rows, err := Pending(ctx, opts, *httpAddr, os.Stderr)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printRowsJSON(os.Stdout, rows, time.Now())
+	}
+	printRows(os.Stdout, rows, time.Now())
+	return nil
+}
+
+// Pending reads the log and merges what the reconciler at httpAddr (if
+// any) reports; a reconciler that cannot be reached is noted on warn.
+func Pending(ctx context.Context, opts reconciler.LogOptions, httpAddr string, warn io.Writer) ([]reconciler.Row, error) {
+	rows, err := reconciler.PendingFromLog(ctx, opts)
+	if err != nil || httpAddr == "" {
+		return rows, err
+	}
+	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	live, err := reconciler.FetchRows(hctx, httpAddr)
+	if err != nil {
+		fmt.Fprintf(warn, "note: %v; the state column is what the reconciler would do, attempts are unknown\n", err)
+	}
+	return reconciler.Merge(rows, live), nil
+}
+
+type jsonRow struct {
+	reconciler.Row
+	AgeSeconds     float64 `json:"age_seconds"`
+	PastTTLSeconds float64 `json:"past_ttl_seconds"`
+}
+
+func printRowsJSON(w io.Writer, rows []reconciler.Row, now time.Time) error {
+	out := make([]jsonRow, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, jsonRow{Row: r, AgeSeconds: seconds(now.UnixMilli() - r.CalledAt), PastTTLSeconds: seconds(max(0, now.UnixMilli()-r.Deadline))})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func printRows(w io.Writer, rows []reconciler.Row, now time.Time) {
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "no keys in doubt")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tTOOL\tCLASS\tPHASE\tSTATUS\tAGE\tPAST TTL\tSTATE\tATTEMPTS\tWAITERS\tREASON")
+	for _, r := range rows {
+		past := "-"
+		if d := now.UnixMilli() - r.Deadline; d >= 0 {
+			past = age(d)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.RoutingKey(), r.Tool, orDash(r.Class), r.Phase, r.Status,
+			age(now.UnixMilli()-r.CalledAt), past, r.State, r.Attempts, r.Waiters, clip(r.Reason, 80))
+	}
+	_ = tw.Flush()
+}
+
+func seconds(ms int64) float64 { return float64(ms) / 1000 }
+
+func age(ms int64) string {
+	return (time.Duration(ms) * time.Millisecond).Truncate(time.Second).String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+
+	"github.com/atmostonce/toolexec/reconciler"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// resolveMain settles a key in doubt by an operator's word and prints the
+// executor's answer (resolved, or rejected with the reason).
+func resolveMain(args []string) error {
+	fs := flag.NewFlagSet("reconciler resolve", flag.ContinueOnError)
+	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
+	prefix := fs.String("topic-prefix", topics.DefaultPrefix, "prefix of the topic names")
+	req := reconciler.ResolveRequest{}
+	fs.StringVar(&req.Key, "key", "", "idempotency key (required)")
+	fs.StringVar(&req.Tenant, "tenant", topics.DefaultTenant, "tenant")
+	fs.StringVar(&req.Outcome, "outcome", "", "succeeded, failed or not_executed (a compensation: compensated, compensation_failed, not_executed)")
+	result := fs.String("result", "", "the call's result as JSON (answered to every waiting intent)")
+	errCode := fs.String("error-code", "", "the call's error code (with --outcome failed)")
+	errMsg := fs.String("error-message", "", "the call's error message")
+	fs.StringVar(&req.By, "by", currentUser(), "who settles the key (recorded in the event log)")
+	fs.StringVar(&req.Reason, "reason", "settled by an operator", "why (recorded in the event log)")
+	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the executor's answer")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if req.Key == "" || req.Outcome == "" {
+		return errors.New("resolve: --key and --outcome are required")
+	}
+	if *result != "" {
+		if err := json.Unmarshal([]byte(*result), &req.Result); err != nil {
+			return fmt.Errorf("resolve: --result must be JSON: %w", err)
+		}
+	}
+	if *errCode != "" || *errMsg != "" {
+		req.Err = &topics.ErrorInfo{Code: *errCode, Message: *errMsg}
+	}
+	req.Brokers, req.Names = strings.Split(*brokers, ","), topics.NamesWithPrefix(*prefix)
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	res, err := reconciler.Resolve(ctx, req)
+	if res != nil {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(res)
+	}
+	if errors.Is(err, reconciler.ErrRejected) {
+		return errors.New("the executor rejected the resolve; its answer above says why")
+	}
+	return err
+}
+
+// currentUser is the default --by: the operator's login name.
+func currentUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return "operator"
+}

@@ -1,0 +1,95 @@
+package reconciler
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/tools"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// Config is the reconciler's configuration. Zero values take the defaults
+// documented on each field, applied by Validate.
+type Config struct {
+	Brokers []string     // required
+	Names   topics.Names // default topics.NamesWithPrefix("tool.")
+	Group   string       // consumer group of the reconcilers; default "tool-reconciler"
+	DataDir string       // required: the Pebble view lives in DataDir/view
+	// Tools must be the executor's tool configuration: the reconciler
+	// calls the same tools, with the same downstream keys.
+	Tools *tools.Registry
+	// By is recorded as the author of every command; default "reconciler".
+	By string
+
+	Policy Policy // defaults: 8 attempts, backoff 2s doubling to 5m, commands 1m
+
+	ScanInterval   time.Duration // how often keys in doubt are examined; default 1s
+	MaxConcurrent  int           // retries and probes running at once; default 16
+	MaxScan        int           // keys in doubt examined per partition per scan; default 100000
+	MaxPollRecords int           // events folded per poll; default 5000
+	SessionTimeout time.Duration // group session timeout; default 10s
+
+	Logger     *slog.Logger          // default slog.Default()
+	Registerer prometheus.Registerer // default: none (metrics kept, not exported)
+	Now        func() time.Time      // default time.Now; tests move time
+	Hooks      Hooks                 // fault points for tests
+	ClientOpts []kgo.Opt             // extra kgo options (tests)
+}
+
+// ErrConfig is wrapped by every validation error.
+var ErrConfig = errors.New("reconciler: invalid config")
+
+// Validate applies the defaults and reports the first bad field by name.
+func (c *Config) Validate() error {
+	switch {
+	case len(c.Brokers) == 0:
+		return fmt.Errorf("%w: brokers: at least one seed broker is required", ErrConfig)
+	case c.DataDir == "":
+		return fmt.Errorf("%w: data_dir: required", ErrConfig)
+	case c.Tools == nil:
+		return fmt.Errorf("%w: tools: the executor's tool registry is required", ErrConfig)
+	}
+	c.defaults()
+	switch {
+	case c.Policy.MaxAttempts < 1:
+		return fmt.Errorf("%w: policy.max_attempts: must be at least 1", ErrConfig)
+	case c.Policy.BackoffCap < c.Policy.BackoffBase:
+		return fmt.Errorf("%w: policy.backoff_cap (%s) is below backoff_base (%s)", ErrConfig, c.Policy.BackoffCap, c.Policy.BackoffBase)
+	}
+	return nil
+}
+
+func (c *Config) defaults() {
+	if c.Names.Events == "" {
+		c.Names = topics.NamesWithPrefix(topics.DefaultPrefix)
+	}
+	setDefault(&c.Group, "tool-reconciler")
+	setDefault(&c.By, "reconciler")
+	setDefault(&c.Policy.MaxAttempts, 8)
+	setDefault(&c.Policy.BackoffBase, 2*time.Second)
+	setDefault(&c.Policy.BackoffCap, 5*time.Minute)
+	setDefault(&c.Policy.CommandTimeout, time.Minute)
+	setDefault(&c.ScanInterval, time.Second)
+	setDefault(&c.MaxConcurrent, 16)
+	setDefault(&c.MaxScan, 100_000)
+	setDefault(&c.MaxPollRecords, 5000)
+	setDefault(&c.SessionTimeout, 10*time.Second)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+func setDefault[T comparable](p *T, v T) {
+	var zero T
+	if *p == zero {
+		*p = v
+	}
+}

@@ -1,0 +1,235 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/state"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// scan examines every key in doubt of every owned partition whose view has
+// caught up, plans a step for each one past its deadline (Plan) and
+// carries it out, then publishes the gauges and the rows of /pending.
+//
+// Why only caught-up partitions: a view that lags the log could take a key
+// that settled long ago for one in doubt. Commands carry their call id as
+// a precondition, so a stale decision is refused by the executor anyway;
+// waiting spares it the noise (and a native_key tool a needless retry).
+func (r *Reconciler) scan(ctx context.Context) error {
+	now := r.now()
+	g := newGauges()
+	var rows []Row
+	for _, p := range r.ownedPartitions() {
+		if !r.owned[p].caughtUp {
+			continue
+		}
+		if err := r.scanPartition(ctx, now, p, g, &rows); err != nil {
+			return err
+		}
+	}
+	r.m.publish(g)
+	r.snap.Lock()
+	r.snap.rows = rows
+	r.snap.Unlock()
+	return nil
+}
+
+func (r *Reconciler) scanPartition(ctx context.Context, now int64, p int32, g *gauges, rows *[]Row) error {
+	ds, err := r.store.InDoubt(p, r.cfg.MaxScan)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrFatal, err)
+	}
+	if len(ds) == r.cfg.MaxScan && !r.warned[p] {
+		r.warned[p] = true
+		r.cfg.Logger.Warn("reconciler: more keys in doubt than max_scan; the rest wait for later scans", "partition", p, "max_scan", r.cfg.MaxScan)
+	}
+	for _, d := range ds {
+		rec, err := r.store.Get(d.Tenant, d.Key)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrFatal, err)
+		}
+		if err := r.examine(ctx, now, p, rec, g, rows); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// examine plans and carries out the next step for one record in doubt.
+func (r *Reconciler) examine(ctx context.Context, now int64, p int32, rec *saga.Record, g *gauges, rows *[]Row) error {
+	subj, ok := subjectOf(rec, r.lookup)
+	if !ok {
+		return nil
+	}
+	if now < subj.Deadline {
+		// An executor call may still be running: not ours yet. A key known
+		// to be in doubt is listed (an answer was lost); one merely started
+		// is most likely a call in flight.
+		if subj.Status == saga.StatusUnknown || subj.Status == saga.StatusCompensationUnknown {
+			*rows = append(*rows, rowOf(now, subj, nil))
+		}
+		return nil
+	}
+	inv, err := r.investigation(subj)
+	if err != nil {
+		return err
+	}
+	step := Plan(now, subj, inv, r.cfg.Policy)
+	g.add(now, subj, step.Inv.Escalated)
+	*rows = append(*rows, rowOf(now, subj, &step.Inv))
+	if r.running[topics.RoutingKey(subj.Tenant, subj.Key)] {
+		return nil // a retry or probe of it is on its way
+	}
+	return r.carryOut(ctx, p, rec, subj, step)
+}
+
+// investigation loads what is remembered of subj's investigation; nil
+// when nothing is, or when it belongs to an earlier subject of the key.
+func (r *Reconciler) investigation(subj Subject) (*Investigation, error) {
+	b, err := r.store.Aux(investigationKey(subj.Tenant, subj.Key))
+	if err != nil || b == nil {
+		return nil, err
+	}
+	inv, err := decodeInvestigation(b)
+	if err != nil {
+		// Rebuildable knowledge: start the investigation afresh rather than
+		// stop every other one.
+		r.cfg.Logger.Error("reconciler: investigation unreadable; starting it again", "key", topics.RoutingKey(subj.Tenant, subj.Key), "err", err)
+		return nil, nil
+	}
+	if !inv.matches(subj) {
+		return nil, nil
+	}
+	return inv, nil
+}
+
+// carryOut does what step says. The investigation is stored (synced)
+// before anything leaves the process, so a crash after a command was
+// produced finds it remembered.
+func (r *Reconciler) carryOut(ctx context.Context, p int32, rec *saga.Record, subj Subject, step Step) error {
+	switch step.Kind {
+	case StepRetry, StepProbe:
+		return r.startJob(p, rec, subj, step)
+	case StepCompensate, StepResolve:
+		return r.send(ctx, subj, step)
+	case StepEscalate:
+		return r.escalate(subj, step)
+	}
+	if step.Changed {
+		return r.remember(subj, &step.Inv)
+	}
+	return nil
+}
+
+func (r *Reconciler) startJob(p int32, rec *saga.Record, subj Subject, step Step) error {
+	j := job{subj: subj, inv: step.Inv, kind: step.Kind, args: rec.Args, traceparent: rec.Origin.Traceparent,
+		partition: p, epoch: r.owned[p].epoch}
+	if !r.work.submit(j) {
+		return nil // every slot is busy: the next scan tries again
+	}
+	r.running[j.routingKey()] = true
+	return nil
+}
+
+// finish judges a finished retry or probe, unless its answer is stale: the
+// partition moved, or the key's subject changed while it was asked.
+func (r *Reconciler) finish(ctx context.Context, res result) error {
+	rk := res.job.routingKey()
+	delete(r.running, rk)
+	if res.crash != nil {
+		r.crashed.Store(true)
+		return res.crash
+	}
+	if o, ok := r.owned[res.job.partition]; !ok || o.epoch != res.job.epoch {
+		return nil
+	}
+	rec, err := r.store.Get(res.job.subj.Tenant, res.job.subj.Key)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrFatal, err)
+	}
+	subj, ok := subjectOf(rec, r.lookup)
+	if !ok || subj.Phase != res.job.subj.Phase || subj.CallID != res.job.subj.CallID {
+		return nil
+	}
+	step := Judge(r.now(), subj, res.job.inv, res.job.kind, res.out, r.cfg.Policy)
+	r.m.Investigations.WithLabelValues(subj.Tool, string(subj.Class), judged(step, res)).Inc()
+	r.cfg.Logger.Info("reconciler: investigated", "key", rk, "tool", subj.Tool, "how", res.job.kind.String(),
+		"answer", res.out.Status.String(), "code", res.out.Code, "next", step.Kind.String(), "attempts", step.Inv.Attempts)
+	return r.carryOut(ctx, res.job.partition, rec, subj, step)
+}
+
+// judged is the outcome label of an investigation round.
+func judged(step Step, res result) string {
+	switch step.Kind {
+	case StepResolve:
+		return step.Cmd.Outcome
+	case StepEscalate:
+		return "escalated"
+	}
+	return "ambiguous"
+}
+
+// send remembers the command, then produces it. A failed produce leaves
+// it remembered as sent: after CommandTimeout the round counts as failed
+// and Plan sends again (the same id for a compensate).
+func (r *Reconciler) send(ctx context.Context, subj Subject, step Step) error {
+	if err := r.remember(subj, &step.Inv); err != nil {
+		return err
+	}
+	rk := topics.RoutingKey(subj.Tenant, subj.Key)
+	if err := r.cfg.Hooks.at(PointCommandRecorded, rk); err != nil {
+		r.crashed.Store(true)
+		return err
+	}
+	if step.Kind == StepCompensate {
+		r.m.Investigations.WithLabelValues(subj.Tool, string(subj.Class), "compensate").Inc()
+	}
+	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := produceCommand(pctx, r.cl, r.cfg.Names, r.nControl, step.Cmd.intent(r.cfg.By)); err != nil {
+		r.m.CommandErrors.WithLabelValues(step.Cmd.Type).Inc()
+		r.cfg.Logger.Error("reconciler: command not sent; retried after the command timeout", "key", rk, "type", step.Cmd.Type, "err", err)
+		return nil
+	}
+	if err := r.cfg.Hooks.at(PointCommandSent, rk); err != nil {
+		r.crashed.Store(true)
+		return err
+	}
+	r.m.CommandsSent.WithLabelValues(step.Cmd.Type).Inc()
+	r.cfg.Logger.Info("reconciler: command sent", "key", rk, "type", step.Cmd.Type, "id", step.Cmd.ID,
+		"outcome", step.Cmd.Outcome, "call_id", subj.CallID, "reason", step.Cmd.Reason)
+	return nil
+}
+
+func (r *Reconciler) escalate(subj Subject, step Step) error {
+	if err := r.remember(subj, &step.Inv); err != nil {
+		return err
+	}
+	r.m.Escalations.WithLabelValues(subj.Tool, string(subj.Class)).Inc()
+	r.m.Investigations.WithLabelValues(subj.Tool, string(subj.Class), "escalated").Inc()
+	r.cfg.Logger.Warn("reconciler: key escalated; an operator must settle it with `reconciler resolve`",
+		"key", topics.RoutingKey(subj.Tenant, subj.Key), "tool", subj.Tool, "class", string(subj.Class),
+		"phase", subj.Phase.String(), "call_id", subj.CallID, "status", subj.Status.String(),
+		"since", time.UnixMilli(subj.CalledAt).UTC().Format(time.RFC3339), "reason", step.Inv.Reason)
+	return nil
+}
+
+// remember stores inv, synced.
+func (r *Reconciler) remember(subj Subject, inv *Investigation) error {
+	v, err := encodeInvestigation(inv)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrFatal, err)
+	}
+	b := r.store.NewBatch()
+	if err := b.PutAux(investigationKey(subj.Tenant, subj.Key), v); err != nil {
+		b.Discard()
+		return fmt.Errorf("%w: %w", ErrFatal, err)
+	}
+	if err := b.Commit(state.Sync); err != nil {
+		return fmt.Errorf("%w: %w", ErrFatal, err)
+	}
+	return nil
+}

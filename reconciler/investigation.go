@@ -1,0 +1,99 @@
+package reconciler
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// ErrCorrupt marks a stored investigation that fails its read-side check.
+// Investigations live next to the view and are as rebuildable: deleting the
+// data directory loses only attempt counts and escalation flags.
+var ErrCorrupt = errors.New("reconciler: corrupt investigation")
+
+// Investigation is what the reconciler remembers about one subject in
+// doubt, in Pebble next to the view (state's auxiliary space), so that a
+// restart resumes the investigation instead of starting it again: how many
+// rounds failed, when the next may start, whether it was escalated, and
+// the command it sent. It belongs to one (Phase, CallID); when the key's
+// subject changes the view's fold deletes it in the same batch.
+type Investigation struct {
+	Phase  Phase  `msgpack:"phase"`
+	CallID string `msgpack:"call_id"`
+	// Attempts counts rounds that did not settle the key: an ambiguous
+	// retry or probe, or a command that did not show in the log in time.
+	Attempts    int    `msgpack:"attempts"`
+	StartedAt   int64  `msgpack:"started_at"`             // unix ms of the first round
+	NextAt      int64  `msgpack:"next_at,omitempty"`      // no new round before this (unix ms)
+	Escalated   bool   `msgpack:"escalated,omitempty"`    // parked for an operator
+	EscalatedAt int64  `msgpack:"escalated_at,omitempty"` // unix ms
+	Reason      string `msgpack:"reason,omitempty"`       // the last finding, or why it was escalated
+	Sent        *Sent  `msgpack:"sent,omitempty"`         // the command of this investigation, once sent
+}
+
+// Sent is a command the reconciler produced for a subject. It is written
+// (synced) before the command is produced, so a restart never sends a
+// second command for the subject while the first may still land.
+type Sent struct {
+	Type    string `msgpack:"type"`              // topics.TypeResolve or TypeCompensate
+	ID      string `msgpack:"id"`                // the command's intent id (deterministic, see commandID)
+	Outcome string `msgpack:"outcome,omitempty"` // resolve only
+	At      int64  `msgpack:"at"`                // unix ms
+}
+
+// matches reports whether inv is the investigation of s.
+func (inv *Investigation) matches(s Subject) bool {
+	return inv != nil && inv.Phase == s.Phase && inv.CallID == s.CallID
+}
+
+// investigationKey is the auxiliary-space key of a key's investigation.
+// One per key: a key has at most one subject at a time.
+func investigationKey(tenant, key string) []byte {
+	b := make([]byte, 0, 5+len(tenant)+len(key))
+	b = append(b, "inv/"...)
+	b = append(b, tenant...)
+	b = append(b, 0)
+	return append(b, key...)
+}
+
+// investigationPrefix is the prefix of every investigation key.
+var investigationPrefix = []byte("inv/")
+
+func encodeInvestigation(inv *Investigation) ([]byte, error) {
+	if err := checkInvestigation(inv); err != nil {
+		return nil, err
+	}
+	b, err := msgpack.Marshal(inv)
+	if err != nil {
+		return nil, fmt.Errorf("reconciler: encode investigation: %w", err)
+	}
+	return b, nil
+}
+
+func decodeInvestigation(b []byte) (*Investigation, error) {
+	var inv Investigation
+	if err := msgpack.Unmarshal(b, &inv); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if err := checkInvestigation(&inv); err != nil {
+		return nil, err
+	}
+	return &inv, nil
+}
+
+// checkInvestigation is the pair assertion run before a write and after a
+// read.
+func checkInvestigation(inv *Investigation) error {
+	switch {
+	case inv.Phase != PhaseCall && inv.Phase != PhaseCompensation:
+		return fmt.Errorf("%w: phase %d", ErrCorrupt, inv.Phase)
+	case inv.CallID == "":
+		return fmt.Errorf("%w: no call id", ErrCorrupt)
+	case inv.Attempts < 0:
+		return fmt.Errorf("%w: %d attempts", ErrCorrupt, inv.Attempts)
+	case inv.Sent != nil && (inv.Sent.ID == "" || inv.Sent.Type == ""):
+		return fmt.Errorf("%w: a sent command without id or type", ErrCorrupt)
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package reconciler
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ownershipChanges queues what the group callbacks report, for the loop to
+// apply after its next poll. Why a queue and not a direct update: the
+// callbacks run on franz-go's group goroutine; the loop owns the
+// partition map and must not share it.
+type ownershipChanges struct {
+	mu    sync.Mutex
+	queue []ownershipChange
+}
+
+type ownershipChange struct {
+	partitions []int32
+	assigned   bool
+}
+
+func (c *ownershipChanges) push(ch ownershipChange) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.queue = append(c.queue, ch)
+}
+
+func (c *ownershipChanges) take() []ownershipChange {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := c.queue
+	c.queue = nil
+	return q
+}
+
+func (r *Reconciler) onAssigned(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+	r.changes.push(ownershipChange{partitions: slices.Clone(m[r.cfg.Names.Events]), assigned: true})
+	r.joined.Store(true)
+}
+
+func (r *Reconciler) onRevoked(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+	r.changes.push(ownershipChange{partitions: slices.Clone(m[r.cfg.Names.Events])})
+	r.ready.Store(false)
+}
+
+// resumeOffsets starts every assigned partition at the view's checkpoint,
+// whatever the group has committed. Runs on the group goroutine; the store
+// is safe for concurrent use.
+func (r *Reconciler) resumeOffsets(_ context.Context, offs map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	topic := r.cfg.Names.Events
+	for p := range offs[topic] {
+		next, err := r.store.Checkpoint(topic, p)
+		if err != nil {
+			return nil, err
+		}
+		// Epoch -1: the offset is ours, not one the broker handed out, so
+		// franz-go must not run its truncation check against it.
+		offs[topic][p] = kgo.NewOffset().At(next).WithEpoch(-1)
+	}
+	return offs, nil
+}
+
+// applyOwnership applies the queued group changes. Loop only.
+func (r *Reconciler) applyOwnership() error {
+	for _, ch := range r.changes.take() {
+		for _, p := range ch.partitions {
+			if !ch.assigned {
+				delete(r.owned, p)
+				r.m.Lag.DeleteLabelValues(strconv.Itoa(int(p)))
+				continue
+			}
+			next, err := r.store.Checkpoint(r.cfg.Names.Events, p)
+			if err != nil {
+				return err
+			}
+			r.owned[p] = &partition{epoch: epochs.Add(1), next: next}
+		}
+	}
+	r.m.Owned.Set(float64(len(r.owned)))
+	return nil
+}
+
+// ownedPartitions lists the owned partitions in order, so scans and logs
+// are deterministic.
+func (r *Reconciler) ownedPartitions() []int32 {
+	ps := make([]int32, 0, len(r.owned))
+	for p := range r.owned {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	return ps
+}

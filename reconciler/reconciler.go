@@ -1,0 +1,182 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/state"
+)
+
+// ErrFatal wraps errors after which the reconciler stops: a bad event in
+// the log (skipping it could hide a key in doubt), a failing store.
+var ErrFatal = errors.New("reconciler: fatal")
+
+// ErrTopics is returned by New when the executor's topics are missing.
+var ErrTopics = errors.New("reconciler: topics not found")
+
+// Reconciler is one member of the reconciler group. Run it once; it is not
+// safe to call Run concurrently. Ready, Rows, Metrics and Handler are safe
+// for concurrent use.
+type Reconciler struct {
+	cfg      Config
+	m        *Metrics
+	cl       *kgo.Client
+	adm      *kadm.Client
+	store    *state.Store
+	lookup   Lookup
+	nControl int32 // partitions of the control topic, for routing commands
+	work     *workers
+
+	// Loop-owned: touched only by the loop goroutine.
+	owned    map[int32]*partition
+	running  map[string]bool // routing key -> a retry or probe runs for it
+	lastScan time.Time
+	warned   map[int32]bool // partitions whose doubt index exceeded MaxScan
+
+	changes ownershipChanges
+	joined  atomic.Bool // the group assigned this member partitions at least once
+	ready   atomic.Bool
+	crashed atomic.Bool
+	runDone chan struct{}
+	wakeMu  sync.Mutex
+	wakeFn  context.CancelFunc
+
+	snap struct {
+		sync.Mutex
+		rows []Row
+	}
+}
+
+// partition is this member's hold on one events partition.
+type partition struct {
+	epoch    uint64 // bumped at every assignment: results of older epochs are dropped
+	next     int64  // next offset to fold; equal to the stored checkpoint
+	caughtUp bool   // the view reached the log's stable end once since the assignment
+}
+
+var epochs atomic.Uint64
+
+// New validates cfg, opens the view and checks that the executor's topics
+// exist. It joins nothing: the group is joined when Run polls.
+func New(ctx context.Context, cfg Config) (*Reconciler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r := &Reconciler{cfg: cfg, m: newMetrics(cfg.Registerer), lookup: RegistryLookup(cfg.Tools),
+		owned: map[int32]*partition{}, running: map[string]bool{}, warned: map[int32]bool{}, runDone: make(chan struct{})}
+	if err := r.open(ctx); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Reconciler) open(ctx context.Context) error {
+	st, err := state.Open(filepath.Join(r.cfg.DataDir, "view"), state.Options{CacheBytes: 8 << 20})
+	if err != nil {
+		return err
+	}
+	r.store = st
+	cl, err := kgo.NewClient(r.clientOpts()...)
+	if err != nil {
+		return fmt.Errorf("reconciler: client: %w", err)
+	}
+	r.cl, r.adm = cl, kadm.NewClient(cl)
+	if r.nControl, err = r.layout(ctx); err != nil {
+		return err
+	}
+	r.work = newWorkers(r.cfg, r.wake)
+	return nil
+}
+
+// layout returns the control topic's partition count, checking that the
+// event log is co-partitioned with it.
+func (r *Reconciler) layout(ctx context.Context) (int32, error) {
+	n := r.cfg.Names
+	td, err := r.adm.ListTopics(ctx, n.Events, n.Control)
+	if err != nil {
+		return 0, fmt.Errorf("reconciler: list topics: %w", err)
+	}
+	ev, ctl := td[n.Events], td[n.Control]
+	if ev.Err != nil || ctl.Err != nil || len(ev.Partitions) == 0 || len(ctl.Partitions) == 0 {
+		return 0, fmt.Errorf("%w: %s and %s must exist (the executor creates them at start)", ErrTopics, n.Events, n.Control)
+	}
+	if len(ev.Partitions) != len(ctl.Partitions) {
+		return 0, fmt.Errorf("%w: %s has %d partitions and %s %d; they must be co-partitioned", ErrTopics, n.Events, len(ev.Partitions), n.Control, len(ctl.Partitions))
+	}
+	return int32(len(ctl.Partitions)), nil
+}
+
+func (r *Reconciler) clientOpts() []kgo.Opt {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(r.cfg.Brokers...),
+		kgo.ConsumerGroup(r.cfg.Group),
+		kgo.ConsumeTopics(r.cfg.Names.Events),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Transaction markers come through, so the fold's position reaches
+		// the stable end of a partition and "caught up" can be told.
+		kgo.KeepControlRecords(),
+		// The view's checkpoint, not the group's committed offset, is where
+		// a member resumes (resumeOffsets): it commits in the same Pebble
+		// batch as the records it covers.
+		kgo.DisableAutoCommit(),
+		kgo.AdjustFetchOffsetsFn(r.resumeOffsets),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(r.onAssigned),
+		kgo.OnPartitionsRevoked(r.onRevoked),
+		kgo.OnPartitionsLost(r.onRevoked),
+		kgo.SessionTimeout(r.cfg.SessionTimeout),
+		kgo.HeartbeatInterval(min(3*time.Second, r.cfg.SessionTimeout/4)),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+	}
+	return append(opts, r.cfg.ClientOpts...)
+}
+
+// Ready reports whether the member joined the group and its view of every
+// partition it owns has caught up with the log.
+func (r *Reconciler) Ready() bool { return r.ready.Load() }
+
+// Metrics returns the reconciler's collectors.
+func (r *Reconciler) Metrics() *Metrics { return r.m }
+
+// Rows returns the keys in doubt past their deadline, as of the last scan,
+// in the partitions this member owns.
+func (r *Reconciler) Rows() []Row {
+	r.snap.Lock()
+	defer r.snap.Unlock()
+	return append([]Row(nil), r.snap.rows...)
+}
+
+// Close releases the client and the store. Call it after Run returned.
+func (r *Reconciler) Close() {
+	if r.work != nil {
+		r.work.stop()
+	}
+	if r.cl != nil {
+		r.cl.Close()
+	}
+	if r.store != nil {
+		_ = r.store.Close()
+	}
+}
+
+// Crash abandons the reconciler as a kill -9 would, for tests: the client
+// is closed under the loop, running retries and probes are cancelled and
+// their answers dropped. It waits for Run to return; call Close after.
+func (r *Reconciler) Crash() {
+	r.crashed.Store(true)
+	r.work.stop()
+	r.cl.Close()
+	<-r.runDone
+}
+
+func (r *Reconciler) now() int64 { return r.cfg.Now().UnixMilli() }

@@ -1,0 +1,129 @@
+package reconciler
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// Row is one key in doubt as an operator sees it (reconciler pending, and
+// the /pending endpoint as JSON).
+type Row struct {
+	Tenant   string `json:"tenant"`
+	Key      string `json:"key"`
+	Tool     string `json:"tool"`
+	Class    string `json:"class,omitempty"`
+	Phase    string `json:"phase"`  // call or compensation
+	Status   string `json:"status"` // the saga status of the key
+	CallID   string `json:"call_id"`
+	CalledAt int64  `json:"called_at"` // unix ms the call (compensation) started
+	Deadline int64  `json:"deadline"`  // unix ms it became the reconciler's
+	Waiters  int    `json:"waiters"`   // intents waiting for the final answer
+	// State: within_ttl (an executor call may still run), retry, probe,
+	// compensate (being investigated so), command_sent, escalated.
+	State    string `json:"state"`
+	Attempts int    `json:"attempts"`
+	NextAt   int64  `json:"next_at,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Command  string `json:"command,omitempty"` // the command sent: "<type> <outcome> <id>"
+	// Investigated is true when the state comes from a running reconciler,
+	// false when it is what its policy would do (it was not reachable).
+	Investigated bool `json:"investigated"`
+}
+
+// RoutingKey is the row's key as on the wire.
+func (w *Row) RoutingKey() string { return topics.RoutingKey(w.Tenant, w.Key) }
+
+// rowOf describes subj and what is known of its investigation. Pure.
+func rowOf(now int64, subj Subject, inv *Investigation) Row {
+	w := Row{Tenant: subj.Tenant, Key: subj.Key, Tool: subj.Tool, Class: string(subj.Class), Phase: subj.Phase.String(),
+		Status: subj.Status.String(), CallID: subj.CallID, CalledAt: subj.CalledAt, Deadline: subj.Deadline, Waiters: subj.Waiters}
+	if now < subj.Deadline {
+		w.State = "within_ttl"
+		return w
+	}
+	w.State = stateOf(subj, inv)
+	if inv != nil && inv.matches(subj) {
+		w.Attempts, w.NextAt, w.Reason = inv.Attempts, inv.NextAt, inv.Reason
+		if inv.Sent != nil {
+			w.Command = fmt.Sprintf("%s %s %s", inv.Sent.Type, inv.Sent.Outcome, inv.Sent.ID)
+		}
+	}
+	return w
+}
+
+func stateOf(subj Subject, inv *Investigation) string {
+	switch {
+	case inv != nil && inv.matches(subj) && inv.Escalated:
+		return "escalated"
+	case inv != nil && inv.matches(subj) && inv.Sent != nil:
+		return "command_sent"
+	}
+	switch step := byClass(0, subj, Investigation{}, Policy{}); step.Kind {
+	case StepEscalate:
+		return "escalated"
+	default:
+		return step.Kind.String()
+	}
+}
+
+// Merge completes rows read from the log with what a running reconciler
+// reported for the same subjects (state, attempts, the command sent). Rows
+// are sorted oldest first.
+func Merge(fromLog, fromReconciler []Row) []Row {
+	seen := make(map[string]Row, len(fromReconciler))
+	for _, w := range fromReconciler {
+		seen[w.RoutingKey()+"\x00"+w.CallID] = w
+	}
+	out := slices.Clone(fromLog)
+	for i := range out {
+		w, ok := seen[out[i].RoutingKey()+"\x00"+out[i].CallID]
+		if !ok {
+			continue
+		}
+		out[i].State, out[i].Attempts, out[i].NextAt, out[i].Reason, out[i].Command = w.State, w.Attempts, w.NextAt, w.Reason, w.Command
+		out[i].Investigated = true
+		if out[i].Class == "" {
+			out[i].Class = w.Class
+		}
+	}
+	sortRows(out)
+	return out
+}
+
+func sortRows(rows []Row) {
+	slices.SortFunc(rows, func(a, b Row) int {
+		return cmp.Or(cmp.Compare(a.CalledAt, b.CalledAt), cmp.Compare(a.RoutingKey(), b.RoutingKey()))
+	})
+}
+
+// Handler serves /pending (the rows of the last scan as JSON), /healthz,
+// /readyz and, when reg is not nil, /metrics from reg.
+func (r *Reconciler) Handler(reg *prometheus.Registry) http.Handler {
+	mux := http.NewServeMux()
+	if reg != nil {
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	}
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !r.Ready() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	mux.HandleFunc("/pending", func(w http.ResponseWriter, _ *http.Request) {
+		rows := r.Rows()
+		sortRows(rows)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"rows": rows})
+	})
+	return mux
+}

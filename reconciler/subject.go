@@ -1,0 +1,101 @@
+package reconciler
+
+import (
+	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/tools"
+)
+
+// Phase tells what of a key is in doubt: its call, or the compensation of
+// its call.
+type Phase uint8
+
+const (
+	PhaseCall Phase = iota + 1
+	PhaseCompensation
+)
+
+func (p Phase) String() string {
+	switch p {
+	case PhaseCall:
+		return "call"
+	case PhaseCompensation:
+		return "compensation"
+	}
+	return "none"
+}
+
+// Subject is what one investigation is about: one call, or one
+// compensation, of one key that has no outcome. It is derived from the
+// key's record and the tool configuration only (subjectOf), so the loop,
+// the operator's pending list and the tests all see the same thing.
+type Subject struct {
+	Tenant, Key string
+	Phase       Phase
+	// CallID is the intent id of the call (Record.Origin) or of the
+	// compensation (Record.Comp.Origin) in doubt. Commands carry it as
+	// their precondition, and an investigation belongs to one CallID.
+	CallID string
+	// Tool is the tool whose effect is in doubt: the call's tool, or the
+	// compensating tool. Its class decides the investigation.
+	Tool  string
+	Class tools.Class // "" when the tool is not in this configuration
+	// CompensateWith is the call's compensating tool (call phase only).
+	CompensateWith string
+	Status         saga.Status
+	CalledAt       int64 // unix ms the call or compensation started
+	// Deadline (unix ms) is when the key becomes the reconciler's: the
+	// call's PendingUntil, or the compensation's start plus the
+	// compensating tool's pending_ttl. No executor call outlives it.
+	Deadline int64
+	Waiters  int // intents waiting for the key's final answer
+}
+
+// Lookup finds a tool's spec; false when it is not configured.
+type Lookup func(tool string) (tools.Spec, bool)
+
+// RegistryLookup adapts a tools.Registry to Lookup.
+func RegistryLookup(reg *tools.Registry) Lookup {
+	return func(tool string) (tools.Spec, bool) {
+		spec, _, ok := reg.Lookup(tool)
+		return spec, ok
+	}
+}
+
+// subjectOf returns what of rec is in doubt, or false when rec has an
+// outcome (or is nil). It is pure.
+func subjectOf(rec *saga.Record, lookup Lookup) (Subject, bool) {
+	if rec == nil || !rec.Status.InDoubt() {
+		return Subject{}, false
+	}
+	s := Subject{Tenant: rec.Tenant, Key: rec.Key, Status: rec.Status, Waiters: len(rec.Waiters)}
+	if rec.Comp != nil && (rec.Status == saga.StatusCompensating || rec.Status == saga.StatusCompensationUnknown) {
+		spec, ok := lookup(rec.Comp.Tool)
+		ttl := tools.DefaultPendingTTL
+		if ok {
+			s.Class, ttl = spec.Class, spec.PendingTTL
+		}
+		s.Phase, s.CallID, s.Tool = PhaseCompensation, rec.Comp.Origin.IntentID, rec.Comp.Tool
+		s.CalledAt, s.Deadline = rec.Comp.StartedAt, rec.Comp.StartedAt+ttl.Milliseconds()
+		return s, true
+	}
+	if spec, ok := lookup(rec.Tool); ok {
+		s.Class, s.CompensateWith = spec.Class, spec.CompensateWith
+	}
+	s.Phase, s.CallID, s.Tool = PhaseCall, rec.Origin.IntentID, rec.Tool
+	s.CalledAt, s.Deadline = rec.CalledAt, rec.PendingUntil
+	return s, true
+}
+
+// identity names the investigation a record calls for: the phase and the
+// call id of what is in doubt, or "" when nothing is. When a key's
+// identity changes, whatever was known about its previous investigation
+// is obsolete.
+func identity(rec *saga.Record) string {
+	if rec == nil || !rec.Status.InDoubt() {
+		return ""
+	}
+	if rec.Comp != nil && (rec.Status == saga.StatusCompensating || rec.Status == saga.StatusCompensationUnknown) {
+		return PhaseCompensation.String() + "/" + rec.Comp.Origin.IntentID
+	}
+	return PhaseCall.String() + "/" + rec.Origin.IntentID
+}

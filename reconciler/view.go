@@ -1,0 +1,118 @@
+package reconciler
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/eventlog"
+	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/state"
+)
+
+// fold folds every polled event of an owned partition into the view: one
+// synced Pebble batch per partition, holding the records, the new
+// checkpoint, and the deletion of investigations whose subject is gone.
+// The view is the same fold of the same log as the executor's (saga.Apply),
+// so it can lag but never disagree.
+func (r *Reconciler) fold(fs kgo.Fetches) error {
+	var err error
+	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+		o, ok := r.owned[fp.Partition]
+		if err != nil || !ok || fp.Topic != r.cfg.Names.Events || len(fp.Records) == 0 {
+			return
+		}
+		err = r.foldPartition(fp.Partition, o, fp.Records)
+	})
+	return err
+}
+
+func (r *Reconciler) foldPartition(p int32, o *partition, recs []*kgo.Record) error {
+	f := &folder{st: r.store, prev: map[string]*saga.Record{}, cur: map[string]*saga.Record{}}
+	next := o.next
+	for _, rec := range recs {
+		if rec.Offset < o.next {
+			continue // folded before (a re-fetch after a rebalance)
+		}
+		next = rec.Offset + 1
+		if rec.Attrs.IsControl() {
+			continue
+		}
+		if err := f.apply(rec); err != nil {
+			// Skipping a bad event could hide a key in doubt; the executor's
+			// restore stops on it too.
+			return fmt.Errorf("%w: %s/%d offset %d: %w", ErrFatal, rec.Topic, p, rec.Offset, err)
+		}
+	}
+	if next == o.next {
+		return nil
+	}
+	if err := f.commit(r.cfg.Names.Events, p, next); err != nil {
+		return fmt.Errorf("%w: %w", ErrFatal, err)
+	}
+	o.next = next
+	return nil
+}
+
+// folder is one partition's overlay of the records a poll touched.
+type folder struct {
+	st   *state.Store
+	prev map[string]*saga.Record // as stored before this poll
+	cur  map[string]*saga.Record
+}
+
+func (f *folder) apply(rec *kgo.Record) error {
+	ev, err := eventlog.Decode(rec.Value)
+	if err != nil {
+		return err
+	}
+	rk := ev.Tenant + "\x00" + ev.Key
+	cur, ok := f.cur[rk]
+	if !ok {
+		stored, err := f.st.Get(ev.Tenant, ev.Key)
+		if err != nil {
+			return err
+		}
+		f.prev[rk], cur = stored, stored.Clone()
+	}
+	f.cur[rk] = saga.Apply(cur, *ev)
+	return nil
+}
+
+// commit writes the overlay and the checkpoint in one synced batch. An
+// investigation whose key no longer has the same subject in doubt (it
+// settled, or a compensation started, or a new call did) is obsolete and
+// goes in the same batch: a restart can never act on it.
+func (f *folder) commit(topic string, p int32, next int64) error {
+	b := f.st.NewBatch()
+	for rk, cur := range f.cur {
+		prev := f.prev[rk]
+		if err := b.Put(p, prev, cur); err != nil {
+			b.Discard()
+			return err
+		}
+		if id := identity(prev); id != "" && id != identity(cur) {
+			tenant, key := splitRK(rk)
+			if err := b.DeleteAux(investigationKey(tenant, key)); err != nil {
+				b.Discard()
+				return err
+			}
+		}
+	}
+	if err := b.SetCheckpoint(topic, p, next); err != nil {
+		b.Discard()
+		return err
+	}
+	return b.Commit(state.Sync)
+}
+
+// splitRK splits the overlay key "<tenant> 0x00 <key>"; tenants never hold
+// 0x00 (topics.ValidTenant).
+func splitRK(rk string) (string, string) {
+	for i := 0; i < len(rk); i++ {
+		if rk[i] == 0 {
+			return rk[:i], rk[i+1:]
+		}
+	}
+	return rk, ""
+}
