@@ -172,7 +172,9 @@ func (e *env) startNamedProc(name, toolsYAML, dataDir string, extraEnv ...string
 	cmd := exec.Command(binary, "--brokers", brokers[0], "--data-dir", dataDir, "--tools", toolsFile,
 		"--http-addr", addr, "--topic-prefix", e.prefix, "--group", e.group,
 		"--partitions", fmt.Sprint(e.partitions), "--session-timeout", "3s", "--rebalance-timeout", "12s",
-		"--drain-timeout", "8s", "--transaction-timeout", "10s", "--client-id", name)
+		"--drain-timeout", "8s", "--transaction-timeout", "10s", "--client-id", name,
+		// The suite runs reconcilers itself, where it wants them.
+		"--reconciler=false")
 	cmd.Env = append(os.Environ(), extraEnv...)
 	p := &proc{name: name, cmd: cmd, log: &bytes.Buffer{}, http: addr, mu: &sync.Mutex{}, done: make(chan struct{})}
 	w := lockedWriter{p.mu, p.log}

@@ -62,20 +62,16 @@ func topicConfigs(n Names, s Settings, topic string) map[string]*string {
 	return map[string]*string{"retention.ms": kadm.StringPtr(week)}
 }
 
+// createMissing creates every topic and ignores TOPIC_ALREADY_EXISTS.
+// Why not list first and create the missing ones: kadm serves listings
+// from the client's metadata cache, so a topic seen missing just before
+// its creation would stay "missing" for the cache's minimum age.
 func createMissing(ctx context.Context, adm *kadm.Client, n Names, s Settings) error {
-	existing, err := adm.ListTopics(ctx, n.All()...)
-	if err != nil {
-		return fmt.Errorf("topics: list: %w", err)
-	}
 	for _, t := range n.All() {
-		if d, ok := existing[t]; ok && d.Err == nil {
-			continue
-		}
-		resp, err := adm.CreateTopic(ctx, s.Partitions, s.ReplicationFactor, topicConfigs(n, s, t), t)
+		_, err := adm.CreateTopic(ctx, s.Partitions, s.ReplicationFactor, topicConfigs(n, s, t), t)
 		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			return fmt.Errorf("topics: create %s: %w", t, err)
 		}
-		_ = resp
 	}
 	return waitVisible(ctx, adm, n)
 }

@@ -1,0 +1,735 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/atmostonce/toolexec/reconciler"
+	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/tools"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// effects is a real HTTP tool server that records every effect per
+// Idempotency-Key. By default the first request of a key performs the
+// effect and then never answers (the executor's attempt times out): the
+// crash window, made on purpose.
+//
+//	POST /native   honours the key like Stripe: a later request with the
+//	               same key gets the stored answer, without a second effect
+//	POST /plain    does not: every request is an effect
+//	GET  /status   the probe: 200 {"status":"succeeded","result":...} for a
+//	               key that had an effect, 404 otherwise; blocks while gated
+//	POST /refund   the compensating tool: one compensation per request
+type effects struct {
+	srv  *httptest.Server
+	lose atomic.Bool // the first request of a key hangs after its effect
+
+	mu       sync.Mutex
+	effect   map[string]int // tool path + key -> effects performed
+	answer   map[string]any // key -> the answer of its first effect
+	requests map[string]int // tool path + key -> requests received
+	probes   int
+	gate     chan struct{} // probes wait while it is open (not nil, not closed)
+	probed   chan string
+}
+
+func newEffects(t *testing.T) *effects {
+	s := &effects{effect: map[string]int{}, answer: map[string]any{}, requests: map[string]int{}, probed: make(chan string, 64)}
+	s.lose.Store(true)
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(func() {
+		s.openGate()
+		s.srv.CloseClientConnections()
+		s.srv.Close()
+	})
+	return s
+}
+
+func (s *effects) serve(w http.ResponseWriter, r *http.Request) {
+	key := r.Header.Get("Idempotency-Key")
+	if r.URL.Path == "/status" {
+		s.probe(w, r)
+		return
+	}
+	var args map[string]any
+	_ = json.NewDecoder(r.Body).Decode(&args)
+	ans, first := s.act(r.URL.Path, key, args)
+	if first && s.lose.Load() && r.URL.Path != "/refund" {
+		<-r.Context().Done() // the effect happened; the answer never comes
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(ans)
+}
+
+// act performs (or, for /native with a known key, replays) one effect.
+func (s *effects) act(path, key string, args map[string]any) (any, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests[path+" "+key]++
+	if prev, ok := s.answer[key]; ok && path == "/native" {
+		return prev, false
+	}
+	s.effect[path+" "+key]++
+	n := s.effect[path+" "+key]
+	ans := map[string]any{"effect_id": fmt.Sprintf("fx-%s-%d", key[len(key)-6:], n), "args": args}
+	if path == "/refund" {
+		ans = map[string]any{"refunded": true}
+	}
+	if _, ok := s.answer[key]; !ok {
+		s.answer[key] = ans
+	}
+	return ans, n == 1
+}
+
+func (s *effects) probe(w http.ResponseWriter, r *http.Request) {
+	key := r.URL.Query().Get("key")
+	s.mu.Lock()
+	s.probes++
+	gate := s.gate
+	s.mu.Unlock()
+	select {
+	case s.probed <- key:
+	default:
+	}
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	s.mu.Lock()
+	ans, ok := s.answer[key]
+	s.mu.Unlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"status": "succeeded", "result": ans})
+}
+
+func (s *effects) closeGate() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gate = make(chan struct{})
+}
+
+func (s *effects) openGate() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gate != nil {
+		select {
+		case <-s.gate:
+		default:
+			close(s.gate)
+		}
+	}
+}
+
+// effectsOf is the number of effects tool path performed for (tenant,
+// tool, key): the ledger that must show exactly one.
+func (s *effects) effectsOf(path, tenant, tool, key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.effect[path+" "+tools.DownstreamKey(tenant, tool, key)]
+}
+
+func (s *effects) requestsOf(path, tenant, tool, key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests[path+" "+tools.DownstreamKey(tenant, tool, key)]
+}
+
+func (s *effects) probeCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.probes
+}
+
+// toolsYAML: a tool of every class that investigates, each with a short
+// pending_ttl and an attempt timeout below it.
+func (s *effects) toolsYAML() string {
+	u := s.srv.URL
+	entry := func(name, class, path, extra string) string {
+		return fmt.Sprintf("  - name: %s\n    class: %s\n    url: %q\n    timeout: 1s\n    pending_ttl: 3s\n    retention: 1h\n    retries: 0\n%s",
+			name, class, u+path, extra)
+	}
+	return "tools:\n" +
+		entry("r.native", "native_key", "/native", "") +
+		entry("r.probe", "probe", "/plain", fmt.Sprintf("    probe_url: %q\n", u+"/status")) +
+		entry("r.comp", "compensatable", "/plain", "    compensate_with: r.refund\n") +
+		entry("r.refund", "native_key", "/refund", "") +
+		entry("r.irrev", "irreversible", "/plain", "")
+}
+
+// recon is a reconciler running in the test process.
+type recon struct {
+	rc     *reconciler.Reconciler
+	reg    *prometheus.Registry
+	cancel context.CancelFunc
+	done   chan error
+	dir    string
+}
+
+// testPolicy investigates quickly: the tests wait seconds, not minutes.
+var testPolicy = reconciler.Policy{MaxAttempts: 5, BackoffBase: 300 * time.Millisecond, BackoffCap: 2 * time.Second, CommandTimeout: 20 * time.Second}
+
+func (e *env) startReconciler(reg *tools.Registry, dir string, mod func(*reconciler.Config)) *recon {
+	e.t.Helper()
+	if dir == "" {
+		dir = e.t.TempDir()
+	}
+	preg := prometheus.NewRegistry()
+	cfg := reconciler.Config{
+		Brokers: brokers, Names: e.names, Group: e.group + "-rec", DataDir: dir, Tools: reg, Policy: testPolicy,
+		ScanInterval: 200 * time.Millisecond, SessionTimeout: 3 * time.Second, Registerer: preg,
+		Logger: slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: logLevel()})),
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	rc, err := reconciler.New(ctx, cfg)
+	cancel()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	r := &recon{rc: rc, reg: preg, cancel: stop, done: make(chan error, 1), dir: dir}
+	go func() { r.done <- rc.Run(runCtx) }()
+	e.t.Cleanup(r.stop)
+	return r
+}
+
+// stop shuts the reconciler down and returns Run's error. Idempotent.
+func (r *recon) stop() {
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
+	r.rc.Close()
+	r.cancel = nil
+}
+
+// crashed waits for Run to end after a fault hook and releases it.
+func (r *recon) crashed(t *testing.T, within time.Duration) {
+	t.Helper()
+	select {
+	case err := <-r.done:
+		if !errors.Is(err, reconciler.ErrCrashed) {
+			t.Fatalf("reconciler ended with %v, want ErrCrashed", err)
+		}
+	case <-time.After(within):
+		t.Fatalf("the reconciler did not crash within %s", within)
+	}
+	r.rc.Close()
+	r.cancel()
+	r.cancel = nil
+}
+
+// send produces a call intent (as any agent would) and returns its id.
+func (e *env) send(in topics.Intent) string {
+	e.t.Helper()
+	in.V, in.Type = topics.Version, topics.TypeCall
+	if in.Tenant == "" {
+		in.Tenant = topics.DefaultTenant
+	}
+	if in.ID == "" {
+		in.ID = "i-" + randHex(6)
+	}
+	b, err := topics.EncodeIntent(&in)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.produceRaw(e.names.Intents, -1, in.RoutingKey(), b)
+	return in.ID
+}
+
+// waitPending waits until intentID was answered pending: parked in doubt.
+func waitPending(t *testing.T, c *collector, intentID string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		for _, res := range c.results(intentID) {
+			if !topics.Terminal(res.Status) {
+				return
+			}
+			t.Fatalf("%s got a terminal answer, want pending first: %+v", intentID, res)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no pending answer to %s within %s", intentID, within)
+}
+
+// inDoubtPair sends an intent and a duplicate and waits until both are
+// parked: the key is in doubt and the duplicate waits for it.
+func (e *env) inDoubtPair(res *collector, in topics.Intent) (first, dup string) {
+	e.t.Helper()
+	first = e.send(in)
+	waitPending(e.t, res, first, 60*time.Second)
+	dup = e.send(in)
+	waitPending(e.t, res, dup, 30*time.Second)
+	return first, dup
+}
+
+// commands decodes the commands on the control topic for (tenant, key).
+func commands(c *collector, tenant, key string) []topics.Intent {
+	var out []topics.Intent
+	for _, r := range c.records() {
+		var in topics.Intent
+		if msgpack.Unmarshal(r.Value, &in) == nil && in.Tenant == tenant && in.Key == key {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+func countType(cmds []topics.Intent, typ string) int {
+	n := 0
+	for _, c := range cmds {
+		if c.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// settledBy finds the event that settled the key and checks its author.
+func settledBy(t *testing.T, e *env, key string, kind saga.EventKind, by string) *saga.Event {
+	t.Helper()
+	for _, ev := range history(t, e, topics.DefaultTenant, key) {
+		if ev.Kind == kind {
+			if ev.By != by {
+				t.Fatalf("%s of %s by %q, want %q (%+v)", kind, key, ev.By, by, ev)
+			}
+			return ev
+		}
+	}
+	t.Fatalf("no %s event for %s", kind, key)
+	return nil
+}
+
+// metricValue reads one gauge or counter.
+func metricValue(t *testing.T, m prometheus.Metric) float64 {
+	t.Helper()
+	var d dto.Metric
+	if err := m.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Gauge != nil {
+		return d.Gauge.GetValue()
+	}
+	return d.Counter.GetValue()
+}
+
+// native_key: the tool acted and its answer was lost. The reconciler
+// retries with the same downstream key; the tool answers the first call's
+// result without acting again; both waiting intents get it.
+func TestReconcileNativeKeyRetriesWithSameKey(t *testing.T) {
+	e := newEnv(t, 2)
+	fx := newEffects(t)
+	reg := registry(t, fx.toolsYAML())
+	e.startInproc(reg, nil)
+	res := e.collect(e.names.Results)
+	in := topics.Intent{Tool: "r.native", Key: "nk-1", Args: map[string]any{"amount": 7}}
+	first, dup := e.inDoubtPair(res, in)
+
+	r := e.startReconciler(reg, "", nil)
+	a, b := res.waitResult(t, first, 60*time.Second), res.waitResult(t, dup, 30*time.Second)
+	for _, x := range []*topics.Result{a, b} {
+		if x.Status != topics.StatusSucceeded || x.OriginalIntentID != first {
+			t.Fatalf("answer %+v", x)
+		}
+	}
+	if a.WasReplay || !b.WasReplay || fmt.Sprint(a.Result) != fmt.Sprint(b.Result) || !strings.Contains(fmt.Sprint(a.Result), "fx-") {
+		t.Fatalf("answers differ or were not the tool's: %+v / %+v", a, b)
+	}
+	if n := fx.effectsOf("/native", "default", "r.native", "nk-1"); n != 1 {
+		t.Fatalf("effects %d, want exactly 1", n)
+	}
+	if n := fx.requestsOf("/native", "default", "r.native", "nk-1"); n != 2 {
+		t.Fatalf("requests %d, want 2: the call and the reconciler's retry with the same key", n)
+	}
+	settledBy(t, e, "nk-1", saga.EvResolved, "reconciler")
+	m := r.rc.Metrics()
+	if v := metricValue(t, m.Investigations.WithLabelValues("r.native", "native_key", "succeeded")); v != 1 {
+		t.Fatalf("investigations succeeded = %v", v)
+	}
+	if v := metricValue(t, m.CommandsSent.WithLabelValues(topics.TypeResolve)); v != 1 {
+		t.Fatalf("resolve commands sent = %v", v)
+	}
+}
+
+// probe: the executor is killed after the tool acted and before the outcome
+// is recorded. The next owner parks the key; the reconciler's probe finds
+// the effect and settles it as succeeded with the tool's result.
+func TestReconcileProbeFindsTheEffect(t *testing.T) {
+	e := newEnv(t, 2)
+	fx := newEffects(t)
+	yaml := fx.toolsYAML()
+	reg := registry(t, yaml)
+	res := e.collect(e.names.Results)
+	a := e.startProc(yaml, "", "TOOLEXEC_FAULT=after_call:exit:pr-1")
+	in := topics.Intent{Tool: "r.probe", Key: "pr-1", Args: map[string]any{"deploy": "api"}}
+	first := e.send(in)
+	a.exited(t, 60*time.Second)
+	if n := fx.effectsOf("/plain", "default", "r.probe", "pr-1"); n != 1 {
+		t.Fatalf("effects before the crash %d, want 1", n)
+	}
+	e.startProc(yaml, "")
+	dup := e.send(in)
+	waitPending(t, res, dup, 60*time.Second)
+
+	e.startReconciler(reg, "", nil)
+	for _, id := range []string{first, dup} {
+		got := res.waitResult(t, id, 60*time.Second)
+		if got.Status != topics.StatusSucceeded || !strings.Contains(fmt.Sprint(got.Result), "fx-") {
+			t.Fatalf("answer to %s: %+v", id, got)
+		}
+	}
+	if n := fx.effectsOf("/plain", "default", "r.probe", "pr-1"); n != 1 {
+		t.Fatalf("effects %d, want exactly 1", n)
+	}
+	ev := settledBy(t, e, "pr-1", saga.EvResolved, "reconciler")
+	if ev.Status != saga.StatusSucceeded || ev.CallID != first {
+		t.Fatalf("resolved event %+v", ev)
+	}
+}
+
+// probe, never reached: the executor dies after committing started and
+// before calling. The probe answers 404, the key is settled not_executed,
+// and a later intent with the same key runs and says so.
+func TestReconcileProbeNotExecuted(t *testing.T) {
+	e := newEnv(t, 2)
+	fx := newEffects(t)
+	yaml := fx.toolsYAML()
+	reg := registry(t, yaml)
+	res := e.collect(e.names.Results)
+	a := e.startProc(yaml, "", "TOOLEXEC_FAULT=after_started_commit:exit:pn-1")
+	in := topics.Intent{Tool: "r.probe", Key: "pn-1", Args: map[string]any{"deploy": "web"}}
+	first := e.send(in)
+	a.exited(t, 60*time.Second)
+	e.startProc(yaml, "")
+	dup := e.send(in)
+	waitPending(t, res, dup, 60*time.Second)
+
+	e.startReconciler(reg, "", nil)
+	for _, id := range []string{first, dup} {
+		if got := res.waitResult(t, id, 60*time.Second); got.Status != topics.StatusNotExecuted {
+			t.Fatalf("answer to %s: %+v", id, got)
+		}
+	}
+	if fx.probeCount() == 0 || fx.requestsOf("/plain", "default", "r.probe", "pn-1") != 0 {
+		t.Fatalf("probes %d, tool requests %d: want the probe asked and the tool never reached", fx.probeCount(), fx.requestsOf("/plain", "default", "r.probe", "pn-1"))
+	}
+	fx.lose.Store(false)
+	again := res.waitResult(t, e.send(in), 60*time.Second)
+	if again.Status != topics.StatusSucceeded || again.PreviousStatus != topics.StatusNotExecuted || again.Attempt != 2 {
+		t.Fatalf("the next intent: %+v", again)
+	}
+	if n := fx.effectsOf("/plain", "default", "r.probe", "pn-1"); n != 1 {
+		t.Fatalf("effects %d, want exactly 1", n)
+	}
+}
+
+// compensatable: the reconciler cannot learn whether the call acted, so it
+// asks the executor to compensate; the compensation runs once, under the
+// compensating tool's own key, and every waiting intent is answered.
+func TestReconcileCompensatableCompensatesOnce(t *testing.T) {
+	e := newEnv(t, 2)
+	fx := newEffects(t)
+	reg := registry(t, fx.toolsYAML())
+	e.startInproc(reg, nil)
+	res := e.collect(e.names.Results)
+	ctl := e.collect(e.names.Control)
+	in := topics.Intent{Tool: "r.comp", Key: "cp-1", Args: map[string]any{"amount": 12}}
+	first, dup := e.inDoubtPair(res, in)
+
+	e.startReconciler(reg, "", nil)
+	for _, id := range []string{first, dup} {
+		if got := res.waitResult(t, id, 60*time.Second); got.Status != topics.StatusCompensated {
+			t.Fatalf("answer to %s: %+v", id, got)
+		}
+	}
+	if n := fx.effectsOf("/plain", "default", "r.comp", "cp-1"); n != 1 {
+		t.Fatalf("effects %d, want exactly 1", n)
+	}
+	if n := fx.effectsOf("/refund", "default", "r.refund", "cp-1"); n != 1 {
+		t.Fatalf("compensations %d, want exactly 1", n)
+	}
+	ev := settledBy(t, e, "cp-1", saga.EvCompensationStarted, "reconciler")
+	if cmds := commands(ctl, "default", "cp-1"); countType(cmds, topics.TypeCompensate) != 1 || cmds[0].CallID != first || cmds[0].ID != ev.IntentID {
+		t.Fatalf("compensate commands %+v, want one for call %s", cmds, first)
+	}
+}
+
+// irreversible: nothing can be asked; the key is escalated (metric, pending
+// list) and stays parked until an operator resolves it with the CLI; then
+// every waiting intent gets the operator's answer.
+func TestReconcileIrreversibleEscalatesUntilResolved(t *testing.T) {
+	e := newEnv(t, 2)
+	fx := newEffects(t)
+	yaml := fx.toolsYAML()
+	reg := registry(t, yaml)
+	e.startInproc(reg, nil)
+	res := e.collect(e.names.Results)
+	in := topics.Intent{Tool: "r.irrev", Key: "ir-1", Args: map[string]any{"page": "oncall"}}
+	first, dup := e.inDoubtPair(res, in)
+
+	r := e.startReconciler(reg, "", nil)
+	m := r.rc.Metrics()
+	waitFor(t, 60*time.Second, "the escalation", func() bool { return metricValue(t, m.Escalated.WithLabelValues("r.irrev")) == 1 })
+	if v := metricValue(t, m.Escalations.WithLabelValues("r.irrev", "irreversible")); v != 1 {
+		t.Fatalf("escalations_total = %v", v)
+	}
+	api := httptest.NewServer(r.rc.Handler(r.reg))
+	defer api.Close()
+	toolsFile := filepath.Join(t.TempDir(), "tools.yaml")
+	if err := os.WriteFile(toolsFile, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := runReconcilerCLI(t, "pending", "--json", "--brokers", brokers[0], "--topic-prefix", e.prefix,
+		"--tools", toolsFile, "--http-addr", strings.TrimPrefix(api.URL, "http://"))
+	var rows []reconciler.Row
+	if err := json.Unmarshal(out, &rows); err != nil || len(rows) != 1 {
+		t.Fatalf("pending --json: %v\n%s", err, out)
+	}
+	if w := rows[0]; w.Key != "ir-1" || w.State != "escalated" || !w.Investigated || w.Class != "irreversible" || w.Waiters != 1 || w.CallID != first {
+		t.Fatalf("pending row %+v", w)
+	}
+	if got := res.results(dup); len(got) != 1 || got[0].Status != topics.StatusPending {
+		t.Fatalf("the duplicate was answered %+v while escalated", got)
+	}
+
+	runReconcilerCLI(t, "resolve", "--brokers", brokers[0], "--topic-prefix", e.prefix, "--key", "ir-1",
+		"--outcome", "succeeded", "--result", `{"paged":"alice"}`, "--by", "alice", "--reason", "checked the pager")
+	for _, id := range []string{first, dup} {
+		got := res.waitResult(t, id, 30*time.Second)
+		if got.Status != topics.StatusSucceeded || fmt.Sprint(got.Result) != "map[paged:alice]" {
+			t.Fatalf("answer to %s: %+v", id, got)
+		}
+	}
+	settledBy(t, e, "ir-1", saga.EvResolved, "alice")
+	waitFor(t, 30*time.Second, "the escalated gauge to drop", func() bool { return metricValue(t, m.Escalated.WithLabelValues("r.irrev")) == 0 })
+	if n := fx.effectsOf("/plain", "default", "r.irrev", "ir-1"); n != 1 {
+		t.Fatalf("effects %d, want exactly 1", n)
+	}
+}
+
+// A reconciler killed (kill -9) while its probe is blocked, and restarted
+// on the same data directory, probes again and settles the key once: no
+// second effect, one resolve.
+func TestReconcilerKilledDuringProbe(t *testing.T) {
+	e := newEnv(t, 2)
+	fx := newEffects(t)
+	yaml := fx.toolsYAML()
+	reg := registry(t, yaml)
+	e.startInproc(reg, nil)
+	res := e.collect(e.names.Results)
+	ctl := e.collect(e.names.Control)
+	in := topics.Intent{Tool: "r.probe", Key: "kp-1", Args: map[string]any{"n": 1}}
+	first, dup := e.inDoubtPair(res, in)
+
+	fx.closeGate()
+	dir := t.TempDir()
+	a := e.startReconcilerProc(yaml, dir)
+	waitProbe(t, fx, 60*time.Second)
+	a.signal(syscall.SIGKILL)
+	a.exited(t, 10*time.Second)
+	if n := len(commands(ctl, "default", "kp-1")); n != 0 {
+		t.Fatalf("%d commands before the probe answered", n)
+	}
+	e.startReconcilerProc(yaml, dir)
+	waitProbe(t, fx, 60*time.Second)
+	fx.openGate()
+	for _, id := range []string{first, dup} {
+		if got := res.waitResult(t, id, 60*time.Second); got.Status != topics.StatusSucceeded {
+			t.Fatalf("answer to %s: %+v", id, got)
+		}
+	}
+	time.Sleep(time.Second) // a second resolve would be produced by now
+	if n := countType(commands(ctl, "default", "kp-1"), topics.TypeResolve); n != 1 {
+		t.Fatalf("%d resolve commands, want 1", n)
+	}
+	if n := fx.effectsOf("/plain", "default", "r.probe", "kp-1"); n != 1 {
+		t.Fatalf("effects %d, want exactly 1", n)
+	}
+	_ = reg
+}
+
+// A reconciler that crashes right after it sent (or only recorded) a
+// compensate, with no executor running to apply it, and restarts on the
+// same data directory: the control topic holds exactly one compensate
+// (the same command id either way), and the executor compensates once.
+func TestReconcilerCrashAroundCompensate(t *testing.T) {
+	cases := []struct {
+		point   reconciler.Point
+		timeout time.Duration // the command timeout: how soon an unseen command is sent again
+		before  int           // compensate commands on the topic right after the crash
+	}{
+		{point: reconciler.PointCommandSent, timeout: time.Minute, before: 1},
+		{point: reconciler.PointCommandRecorded, timeout: 2 * time.Second, before: 0},
+	}
+	for _, c := range cases {
+		t.Run(string(c.point), func(t *testing.T) {
+			e := newEnv(t, 2)
+			fx := newEffects(t)
+			reg := registry(t, fx.toolsYAML())
+			ex := e.startInproc(reg, nil)
+			res := e.collect(e.names.Results)
+			ctl := e.collect(e.names.Control)
+			in := topics.Intent{Tool: "r.comp", Key: "cc-1", Args: map[string]any{"amount": 3}}
+			first, dup := e.inDoubtPair(res, in)
+			ex.stop() // nobody applies the command while the reconciler crashes
+
+			dir := t.TempDir()
+			policy := func(cfg *reconciler.Config) { cfg.Policy.CommandTimeout = c.timeout }
+			r := e.startReconciler(reg, dir, func(cfg *reconciler.Config) {
+				policy(cfg)
+				cfg.Hooks.At = func(p reconciler.Point, rk string) error {
+					if p == c.point && strings.HasSuffix(rk, "/cc-1") {
+						return errors.New("crash at " + string(p))
+					}
+					return nil
+				}
+			})
+			r.crashed(t, 60*time.Second)
+			time.Sleep(time.Second)
+			if n := countType(commands(ctl, "default", "cc-1"), topics.TypeCompensate); n != c.before {
+				t.Fatalf("%d compensate commands after the crash, want %d", n, c.before)
+			}
+			e.startReconciler(reg, dir, policy)
+			waitFor(t, 30*time.Second, "one compensate command", func() bool {
+				return countType(commands(ctl, "default", "cc-1"), topics.TypeCompensate) >= 1
+			})
+			time.Sleep(3 * time.Second) // many scans: a second command would be sent by now
+			cmds := commands(ctl, "default", "cc-1")
+			if countType(cmds, topics.TypeCompensate) != 1 {
+				t.Fatalf("compensate commands %+v, want exactly 1", cmds)
+			}
+			e.startInproc(reg, nil)
+			for _, id := range []string{first, dup} {
+				if got := res.waitResult(t, id, 60*time.Second); got.Status != topics.StatusCompensated {
+					t.Fatalf("answer to %s: %+v", id, got)
+				}
+			}
+			if ev := settledBy(t, e, "cc-1", saga.EvCompensationStarted, "reconciler"); ev.IntentID != cmds[0].ID {
+				t.Fatalf("the compensation was started by %s, the command was %s", ev.IntentID, cmds[0].ID)
+			}
+			if n := fx.effectsOf("/refund", "default", "r.refund", "cc-1"); n != 1 {
+				t.Fatalf("compensations %d, want exactly 1", n)
+			}
+			if n := fx.effectsOf("/plain", "default", "r.comp", "cc-1"); n != 1 {
+				t.Fatalf("effects %d, want exactly 1", n)
+			}
+		})
+	}
+}
+
+func waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %s", what, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func waitProbe(t *testing.T, fx *effects, within time.Duration) {
+	t.Helper()
+	select {
+	case <-fx.probed:
+	case <-time.After(within):
+		t.Fatalf("no probe within %s", within)
+	}
+}
+
+var (
+	reconcilerBinOnce sync.Once
+	reconcilerBin     string
+	reconcilerBinErr  error
+)
+
+// reconcilerBinary builds cmd/reconciler once, next to the executor binary.
+func reconcilerBinary(t *testing.T) string {
+	t.Helper()
+	reconcilerBinOnce.Do(func() {
+		reconcilerBin = filepath.Join(filepath.Dir(binary), "reconciler")
+		if out, err := exec.Command("go", "build", "-o", reconcilerBin, "../cmd/reconciler").CombinedOutput(); err != nil {
+			reconcilerBinErr = fmt.Errorf("build reconciler: %v\n%s", err, out)
+		}
+	})
+	if reconcilerBinErr != nil {
+		t.Fatal(reconcilerBinErr)
+	}
+	return reconcilerBin
+}
+
+// runReconcilerCLI runs an operator subcommand and returns its stdout.
+func runReconcilerCLI(t *testing.T, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, reconcilerBinary(t), args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("reconciler %s: %v\n%s\n%s", args[0], err, out, stderr.String())
+	}
+	return out
+}
+
+// startReconcilerProc runs the reconciler binary on dataDir.
+func (e *env) startReconcilerProc(toolsYAML, dataDir string) *proc {
+	e.t.Helper()
+	toolsFile := filepath.Join(e.t.TempDir(), "tools.yaml")
+	if err := os.WriteFile(toolsFile, []byte(toolsYAML), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	addr := freeAddr(e.t)
+	cmd := exec.Command(reconcilerBinary(e.t), "--brokers", brokers[0], "--tools", toolsFile, "--data-dir", dataDir,
+		"--http-addr", addr, "--topic-prefix", e.prefix, "--group", e.group+"-rec", "--session-timeout", "3s",
+		"--scan-interval", "200ms", "--backoff", "300ms", "--backoff-cap", "2s", "--command-timeout", "20s")
+	p := &proc{name: "reconciler", cmd: cmd, log: &bytes.Buffer{}, http: addr, mu: &sync.Mutex{}, done: make(chan struct{})}
+	w := lockedWriter{p.mu, p.log}
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	e.t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+		if e.t.Failed() {
+			e.t.Logf("reconciler log (pid %d):\n%s", cmd.Process.Pid, p.output())
+		}
+	})
+	p.waitReady(e.t)
+	return p
+}
