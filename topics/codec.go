@@ -262,6 +262,12 @@ func EncodeDeadLetter(d *DeadLetter) ([]byte, error) {
 
 // DecodeDeadLetter decodes a dead-letter record.
 func DecodeDeadLetter(b []byte) (*DeadLetter, error) {
+	if len(b) == 0 || !isMapCode(b[0]) {
+		return nil, fmt.Errorf("topics: decode dead letter: not a msgpack map")
+	}
+	if err := checkShape(b, maxNesting); err != nil {
+		return nil, fmt.Errorf("topics: decode dead letter: %w", err)
+	}
 	var d DeadLetter
 	if err := msgpack.Unmarshal(b, &d); err != nil {
 		return nil, fmt.Errorf("topics: decode dead letter: %w", err)

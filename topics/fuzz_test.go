@@ -394,3 +394,26 @@ func FuzzDecodeResult(f *testing.F) {
 		}
 	})
 }
+
+func FuzzDecodeDeadLetter(f *testing.F) {
+	b, err := topics.EncodeDeadLetter(&topics.DeadLetter{Reason: "undecodable", Detail: "d", Topic: "t", Value: []byte{1, 2}, Headers: map[string]string{"a": "b"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte{0x80})
+	f.Add([]byte{0xdf, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := topics.DecodeDeadLetter(data)
+		if err != nil {
+			return
+		}
+		again, err := topics.EncodeDeadLetter(d)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		if _, err := topics.DecodeDeadLetter(again); err != nil {
+			t.Fatalf("a re-encoded dead letter does not decode: %v", err)
+		}
+	})
+}
