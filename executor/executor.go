@@ -39,6 +39,7 @@ type Executor struct {
 	unsettled  map[int32]int           // partition -> keys started, unknown or compensating in the view
 	unrecorded []completion            // finished calls whose outcome is not committed yet
 	lastSweep  time.Time
+	epochSeq   uint64 // last ownership epoch handed out
 
 	rebalancePending atomic.Bool
 	dirty            atomic.Bool // a group callback ran: reset the session before the next transaction
@@ -62,8 +63,6 @@ type inflightCall struct {
 	partition int32
 	epoch     uint64
 }
-
-var epochs atomic.Uint64
 
 // ErrFatal wraps errors after which the executor must stop.
 var ErrFatal = errors.New("executor: fatal")

@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/atmostonce/toolexec/eventlog"
-	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/tools"
 )
 
@@ -96,7 +95,8 @@ func (e *Executor) applyOwnershipChanges() {
 		for _, p := range ch.partitions {
 			if ch.assigned {
 				if _, ok := e.owned[p]; !ok {
-					e.owned[p] = &ownership{epoch: epochs.Add(1)}
+					e.epochSeq++
+					e.owned[p] = &ownership{epoch: e.epochSeq}
 				}
 				continue
 			}
@@ -233,5 +233,3 @@ func (e *Executor) shutdown() error {
 	e.cancelCall()
 	return err
 }
-
-var _ = saga.StatusNone
