@@ -20,13 +20,13 @@ const (
 // the loop goroutine (PointInvestigating: on the worker) and may block.
 type Hooks struct {
 	// At may return an error to make the reconciler stop on the spot, as a
-	// kill -9 would leave it: Run returns ErrCrashed and nothing after the
-	// point happens (no write, no command, no drain). Call Close after.
+	// kill -9 would leave it: Run returns an error wrapping ErrCrashed, and
+	// nothing after the point happens (no write, no command). Call Close
+	// after.
 	At func(p Point, routingKey string) error
 }
 
-// ErrCrashed is returned by Run after a hook asked for a crash, or after
-// Crash.
+// ErrCrashed is wrapped by Run's error after a hook asked for a crash.
 var ErrCrashed = errors.New("reconciler: crashed (fault injection)")
 
 func (h Hooks) at(p Point, rk string) error {

@@ -31,9 +31,9 @@ func (r *Reconciler) scan(ctx context.Context) error {
 		}
 	}
 	r.m.publish(g)
-	r.snap.Lock()
-	r.snap.rows = rows
-	r.snap.Unlock()
+	r.mu.Lock()
+	r.mu.rows = rows
+	r.mu.Unlock()
 	return nil
 }
 
@@ -140,7 +140,6 @@ func (r *Reconciler) finish(ctx context.Context, res result) error {
 	rk := res.job.routingKey()
 	delete(r.running, rk)
 	if res.crash != nil {
-		r.crashed.Store(true)
 		return res.crash
 	}
 	if o, ok := r.owned[res.job.partition]; !ok || o.epoch != res.job.epoch {
@@ -181,7 +180,6 @@ func (r *Reconciler) send(ctx context.Context, subj Subject, step Step) error {
 	}
 	rk := topics.RoutingKey(subj.Tenant, subj.Key)
 	if err := r.cfg.Hooks.at(PointCommandRecorded, rk); err != nil {
-		r.crashed.Store(true)
 		return err
 	}
 	if step.Kind == StepCompensate {
@@ -195,7 +193,6 @@ func (r *Reconciler) send(ctx context.Context, subj Subject, step Step) error {
 		return nil
 	}
 	if err := r.cfg.Hooks.at(PointCommandSent, rk); err != nil {
-		r.crashed.Store(true)
 		return err
 	}
 	r.m.CommandsSent.WithLabelValues(step.Cmd.Type).Inc()

@@ -15,16 +15,13 @@ const maxPollWait = 250 * time.Millisecond
 // Run follows the event log and investigates keys in doubt until ctx is
 // cancelled; then it stops the running retries and probes (their answers
 // are dropped: the next run asks again) and returns nil. It returns an
-// error wrapping ErrFatal when it cannot go on, and ErrCrashed after a
-// fault hook or Crash. It blocks; call Close after it returned.
+// error wrapping ErrFatal when it cannot go on, and one wrapping
+// ErrCrashed after a fault hook asked for it. It blocks; call Close after
+// it returned.
 func (r *Reconciler) Run(ctx context.Context) error {
-	defer close(r.runDone)
 	err := r.loop(ctx)
 	r.work.stop()
 	r.ready.Store(false)
-	if r.crashed.Load() && err == nil {
-		err = ErrCrashed
-	}
 	return err
 }
 
@@ -44,11 +41,8 @@ func (r *Reconciler) loop(ctx context.Context) error {
 func (r *Reconciler) iterate(ctx context.Context) error {
 	fs := r.poll(ctx)
 	defer r.cl.AllowRebalance()
-	if fs.IsClientClosed() || r.crashed.Load() {
-		if r.crashed.Load() {
-			return ErrCrashed
-		}
-		return nil
+	if fs.IsClientClosed() {
+		return ErrClosed
 	}
 	if err := r.applyOwnership(); err != nil {
 		return err

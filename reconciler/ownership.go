@@ -77,7 +77,8 @@ func (r *Reconciler) applyOwnership() error {
 			if err != nil {
 				return err
 			}
-			r.owned[p] = &partition{epoch: epochs.Add(1), next: next}
+			r.epochs++
+			r.owned[p] = &partition{epoch: r.epochs, next: next}
 		}
 	}
 	r.m.Owned.Set(float64(len(r.owned)))

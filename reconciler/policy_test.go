@@ -36,7 +36,7 @@ func inv(f func(*Investigation)) *Investigation {
 	return i
 }
 
-func TestPlan(t *testing.T) {
+func TestReconcilerPlan(t *testing.T) {
 	compensateID := commandID(subj(tools.Compensatable, PhaseCall), topics.TypeCompensate, 0)
 	cases := []struct {
 		name    string
@@ -94,7 +94,9 @@ func TestPlan(t *testing.T) {
 				}
 			}},
 		{name: "a resolve that never showed is not repeated blindly: the key is asked again", now: t0 + 60_000, subj: subj(tools.Probe, PhaseCall),
-			inv:  inv(func(i *Investigation) { i.Sent = &Sent{Type: topics.TypeResolve, ID: "rc-x", Outcome: "not_executed", At: t0} }),
+			inv: inv(func(i *Investigation) {
+				i.Sent = &Sent{Type: topics.TypeResolve, ID: "rc-x", Outcome: "not_executed", At: t0}
+			}),
 			kind: StepProbe, changed: true, check: func(t *testing.T, s Step) {
 				if s.Inv.Sent != nil || s.Inv.Attempts != 1 {
 					t.Errorf("inv %+v", s.Inv)
@@ -151,7 +153,7 @@ func wantEscalated(at int64, reason string) func(*testing.T, Step) {
 	}
 }
 
-func TestJudge(t *testing.T) {
+func TestReconcilerJudge(t *testing.T) {
 	ok := tools.Outcome{Status: tools.Succeeded, Result: map[string]any{"id": "ch_1"}, Attempts: 1}
 	declined := tools.Outcome{Status: tools.Failed, Code: "http_402", Message: "declined"}
 	cases := []struct {
@@ -214,7 +216,7 @@ func TestJudge(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
+func TestReconcilerBackoff(t *testing.T) {
 	p := Policy{BackoffBase: time.Second, BackoffCap: 10 * time.Second}
 	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
 	for i, w := range want {
@@ -229,7 +231,7 @@ func TestBackoff(t *testing.T) {
 
 // Command ids are deterministic per subject, type and round, and differ
 // across them: a resent compensate is the same command to the executor.
-func TestCommandID(t *testing.T) {
+func TestReconcilerCommandID(t *testing.T) {
 	s := subj(tools.Compensatable, PhaseCall)
 	id := commandID(s, topics.TypeCompensate, 0)
 	if id != commandID(s, topics.TypeCompensate, 0) || !strings.HasPrefix(id, "rc-") || len(id) > topics.MaxIDBytes {
@@ -247,7 +249,7 @@ func TestCommandID(t *testing.T) {
 	}
 }
 
-func TestSubjectOf(t *testing.T) {
+func TestReconcilerSubjectOf(t *testing.T) {
 	specs := map[string]tools.Spec{
 		"pay":    {Name: "pay", Class: tools.Compensatable, CompensateWith: "refund", PendingTTL: time.Minute},
 		"refund": {Name: "refund", Class: tools.NativeKey, PendingTTL: 10 * time.Second},
@@ -282,7 +284,7 @@ func TestSubjectOf(t *testing.T) {
 	}
 }
 
-func TestInvestigationCodec(t *testing.T) {
+func TestReconcilerInvestigationCodec(t *testing.T) {
 	in := &Investigation{Phase: PhaseCall, CallID: "A", Attempts: 2, StartedAt: t0, NextAt: t0 + 5, Reason: "probe: timeout",
 		Sent: &Sent{Type: topics.TypeResolve, ID: "rc-1", Outcome: "succeeded", At: t0}}
 	b, err := encodeInvestigation(in)
@@ -304,7 +306,7 @@ func TestInvestigationCodec(t *testing.T) {
 	}
 }
 
-func TestMergeAndState(t *testing.T) {
+func TestReconcilerMergeAndState(t *testing.T) {
 	s := subj(tools.Irreversible, PhaseCall)
 	logRow := rowOf(t0+10, s, nil)
 	if logRow.State != "escalated" || logRow.Investigated {

@@ -22,6 +22,9 @@ var ErrFatal = errors.New("reconciler: fatal")
 // ErrTopics is returned by New when the executor's topics are missing.
 var ErrTopics = errors.New("reconciler: topics not found")
 
+// ErrClosed is returned by Run when the client was closed under it.
+var ErrClosed = errors.New("reconciler: closed")
+
 // Reconciler is one member of the reconciler group. Run it once; it is not
 // safe to call Run concurrently. Ready, Rows, Metrics and Handler are safe
 // for concurrent use.
@@ -37,6 +40,7 @@ type Reconciler struct {
 
 	// Loop-owned: touched only by the loop goroutine.
 	owned    map[int32]*partition
+	epochs   uint64          // assignments so far: the next partition.epoch
 	running  map[string]bool // routing key -> a retry or probe runs for it
 	lastScan time.Time
 	warned   map[int32]bool // partitions whose doubt index exceeded MaxScan
@@ -44,14 +48,12 @@ type Reconciler struct {
 	changes ownershipChanges
 	joined  atomic.Bool // the group assigned this member partitions at least once
 	ready   atomic.Bool
-	crashed atomic.Bool
-	runDone chan struct{}
 	wakeMu  sync.Mutex
 	wakeFn  context.CancelFunc
 
-	snap struct {
+	mu struct {
 		sync.Mutex
-		rows []Row
+		rows []Row // the last scan's, for /pending
 	}
 }
 
@@ -62,8 +64,6 @@ type partition struct {
 	caughtUp bool   // the view reached the log's stable end once since the assignment
 }
 
-var epochs atomic.Uint64
-
 // New validates cfg, opens the view and checks that the executor's topics
 // exist. It joins nothing: the group is joined when Run polls.
 func New(ctx context.Context, cfg Config) (*Reconciler, error) {
@@ -71,7 +71,7 @@ func New(ctx context.Context, cfg Config) (*Reconciler, error) {
 		return nil, err
 	}
 	r := &Reconciler{cfg: cfg, m: newMetrics(cfg.Registerer), lookup: RegistryLookup(cfg.Tools),
-		owned: map[int32]*partition{}, running: map[string]bool{}, warned: map[int32]bool{}, runDone: make(chan struct{})}
+		owned: map[int32]*partition{}, running: map[string]bool{}, warned: map[int32]bool{}}
 	if err := r.open(ctx); err != nil {
 		r.Close()
 		return nil, err
@@ -151,9 +151,9 @@ func (r *Reconciler) Metrics() *Metrics { return r.m }
 // Rows returns the keys in doubt past their deadline, as of the last scan,
 // in the partitions this member owns.
 func (r *Reconciler) Rows() []Row {
-	r.snap.Lock()
-	defer r.snap.Unlock()
-	return append([]Row(nil), r.snap.rows...)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Row(nil), r.mu.rows...)
 }
 
 // Close releases the client and the store. Call it after Run returned.
@@ -167,16 +167,6 @@ func (r *Reconciler) Close() {
 	if r.store != nil {
 		_ = r.store.Close()
 	}
-}
-
-// Crash abandons the reconciler as a kill -9 would, for tests: the client
-// is closed under the loop, running retries and probes are cancelled and
-// their answers dropped. It waits for Run to return; call Close after.
-func (r *Reconciler) Crash() {
-	r.crashed.Store(true)
-	r.work.stop()
-	r.cl.Close()
-	<-r.runDone
 }
 
 func (r *Reconciler) now() int64 { return r.cfg.Now().UnixMilli() }

@@ -75,8 +75,19 @@ func (f *folder) apply(rec *kgo.Record) error {
 		}
 		f.prev[rk], cur = stored, stored.Clone()
 	}
-	f.cur[rk] = saga.Apply(cur, *ev)
+	f.cur[rk] = slimSettled(saga.Apply(cur, *ev))
 	return nil
+}
+
+// slimSettled drops the result of a settled record: the reconciler never
+// answers anyone, and a result may be half a megabyte. Everything a later
+// event needs stays (the arguments: a compensation in doubt is retried
+// with them).
+func slimSettled(rec *saga.Record) *saga.Record {
+	if rec != nil && rec.Status.Settled() {
+		rec.Result = nil
+	}
+	return rec
 }
 
 // commit writes the overlay and the checkpoint in one synced batch. An

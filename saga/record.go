@@ -13,8 +13,8 @@ type Waiter struct {
 
 // Error is a machine-readable code and a message.
 type Error struct {
-	Code    string `msgpack:"code"`
-	Message string `msgpack:"message,omitempty"`
+	Code    string `msgpack:"code" json:"code"`
+	Message string `msgpack:"message,omitempty" json:"message,omitempty"`
 }
 
 // Compensation is the sub-state of a key whose effect is being undone.

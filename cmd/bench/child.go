@@ -54,6 +54,7 @@ func startChild(name string, o memberOpts, logPath string) (*child, error) {
 	go c.readLines(stdout)
 	if _, err := c.reply(2 * time.Minute); err != nil {
 		c.kill()
+		_ = cmd.Wait()
 		return nil, err
 	}
 	return c, nil

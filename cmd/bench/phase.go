@@ -143,6 +143,9 @@ type phaseResult struct {
 	// HostCPU is this process's CPU time per answer over the whole phase:
 	// the load generator and, with kfake, the broker.
 	HostCPU float64
+	// Wall is the time between the two counter snapshots around the phase
+	// (warm-up, measured window and drain).
+	Wall time.Duration
 }
 
 func (ph *phase) result() phaseResult {

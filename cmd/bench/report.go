@@ -80,6 +80,8 @@ type figures struct {
 	execCPU, baseCPU, txnMs, basePerTxn stat // CPU µs per intent, ms per transaction end
 	loadMB, baseMB                      stat
 	execHost, baseHost                  stat // bench process CPU µs per answer
+	replayCPU                           stat // executor CPU µs per intent in the replay phase
+	tickMs, loopBusy, txnShare          stat // saturated: ms per committed tick, tick time / wall, txn end / tick time
 }
 
 func (r *report) figures() figures {
@@ -111,6 +113,10 @@ func (r *report) figures() figures {
 		basePerTxn:      r.over(func(d *round) float64 { return perOr0(d.baseSatC.Intents, d.baseSatC.Txns) }),
 		loadMB:          r.over(func(d *round) float64 { return kbToMB(d.execHWMKB) }),
 		execHost:        r.over(func(d *round) float64 { return 1e6 * d.execSat.HostCPU }),
+		replayCPU:       r.over(func(d *round) float64 { return 1e6 * perOr0(d.replayC.CPUSec, d.replayC.Intents) }),
+		tickMs:          r.over(func(d *round) float64 { return 1e3 * perOr0(d.execSatC.TickSec, d.execSatC.Txns) }),
+		loopBusy:        r.over(func(d *round) float64 { return perOr0(d.execSatC.TickSec, d.execSat.Wall.Seconds()) }),
+		txnShare:        r.over(func(d *round) float64 { return perOr0(d.execSatC.TxnSec, d.execSatC.TickSec) }),
 		baseHost:        r.over(func(d *round) float64 { return 1e6 * d.baseSat.HostCPU }),
 		baseMB:          r.over(func(d *round) float64 { return kbToMB(d.baseHWMKB) }),
 	}
@@ -141,12 +147,14 @@ func (r *report) loadRows(w io.Writer, f figures) {
 	row(w, "", "CPU µs per intent (member)", f.execCPU.show("%.0f"), f.baseCPU.show("%.0f"), "ratio "+fmt.Sprintf("%.2f", perOr0(f.execCPU.med(), f.baseCPU.med())), "")
 	row(w, "", "CPU µs per answer (bench: load+broker)", f.execHost.show("%.0f"), f.baseHost.show("%.0f"), "", "")
 	row(w, "2 replay", "replays answered/s", f.replayRate.show("%.0f"), "", fmt.Sprintf("%.2f× unique; all answers %s/s (%.0f%% repeats)", f.replayX.med(), f.replayTotal.show("%.0f"), 100*r.cfg.dupFraction), verdict(f.replayX.med() >= 2, ">= 2× unique"))
+	row(w, "", "CPU µs per intent (member)", f.replayCPU.show("%.0f"), "", fmt.Sprintf("%.2f× unique's", perOr0(f.replayCPU.med(), f.execCPU.med())), "")
 	limit := r.rounds[0].slowLimit
 	row(w, "3 slow tool", "calls/s", f.slowRate.show("%.0f"), "", fmt.Sprintf("%s of limit %.0f/s (%d/%s)", f.slowFrac.show("%.2f"), limit, min(r.cfg.slowInFlight, executorMaxInFlight), r.cfg.slowLatency), verdict(f.slowFrac.med() >= 0.8, ">= 0.80"))
 	row(w, "", "", "", "", fmt.Sprintf("one call per partition would cap at %.0f/s", float64(r.cfg.partitions)/r.cfg.slowLatency.Seconds()), "")
 	row(w, "5 memory", "peak RSS MB, scenario 1", f.loadMB.show("%.0f"), f.baseMB.show("%.0f"), "", "")
 	row(w, "6 group commit", "intents per txn / fsync, saturated", f.intentsPerTxn.show("%.1f")+" / "+f.intentsPerFsync.show("%.1f"), f.basePerTxn.show("%.1f")+" / -", "inputs+completions per txn "+f.inputsPerTxn.show("%.1f"), "")
-	row(w, "", "intents per txn, half rate", f.halfPerTxn.show("%.1f"), "", "txn end "+f.txnMs.show("%.1f")+" ms (saturated)", "")
+	row(w, "", "intents per txn, half rate", f.halfPerTxn.show("%.1f"), "", "", "")
+	row(w, "", "tick ms / txn end ms, saturated", f.tickMs.show("%.1f")+" / "+f.txnMs.show("%.1f"), "", fmt.Sprintf("loop in ticks %.0f%% of wall; txn end %.0f%% of tick", 100*f.loopBusy.med(), 100*f.txnShare.med()), "")
 }
 
 func (r *report) restoreRows(w io.Writer) {

@@ -236,7 +236,7 @@ func (b *bench) measure(ctx context.Context, s *side, tag string, load func(*pha
 	if err != nil {
 		return phaseResult{}, counters{}, err
 	}
-	host := selfCPU()
+	host, start := selfCPU(), time.Now()
 	ph := newPhase(tag, b.cfg.warm, b.cfg.duration)
 	if err := load(ph); err != nil {
 		return phaseResult{}, counters{}, err
@@ -248,6 +248,7 @@ func (b *bench) measure(ctx context.Context, s *side, tag string, load func(*pha
 	}
 	res := ph.result()
 	res.HostCPU = perOr0(selfCPU()-host, float64(res.Answers))
+	res.Wall = time.Since(start)
 	if res.Err != nil {
 		return res, counters{}, fmt.Errorf("%s phase %s: produce: %w", s.name, tag, res.Err)
 	}
