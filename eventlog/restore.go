@@ -116,7 +116,16 @@ func readLoop(ctx context.Context, cl *kgo.Client, next, to int64, apply Applier
 		}
 		var aerr error
 		fs.EachRecord(func(r *kgo.Record) {
-			if aerr != nil || r.Offset >= to {
+			if aerr != nil {
+				return
+			}
+			if r.Offset >= to {
+				// Records come in offset order: one at or past the target
+				// means everything below it was delivered. This is how a
+				// read ends when the last records below the target were
+				// aborted (filtered out) and their abort marker was written
+				// past the target, after the target was taken.
+				next = max(next, to)
 				return
 			}
 			next = r.Offset + 1

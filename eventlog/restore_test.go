@@ -389,3 +389,37 @@ func TestReadFromTo(t *testing.T) {
 		t.Errorf("apply error: %v", err)
 	}
 }
+
+// A restore whose target was taken while the tail of the log was an open
+// transaction that then aborted must still end: the aborted records are
+// filtered out and their abort marker lies at the target, not below it.
+// (Regression: the read waited for an offset it could never see.)
+func TestRestoreEndsWhenTheTailAbortedAfterTheTarget(t *testing.T) {
+	e := rsStart(t)
+	e.txn(true, rsStarted("k0", "i0", 500))
+	e.begin(rsStarted("k1", "i1", 1000), rsStarted("k2", "i2", 1100))
+	done := make(chan int64, 1)
+	go func() {
+		off, err := eventlog.Target(context.Background(), e.adm, rsTopic, 0, 5*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- off
+	}()
+	time.Sleep(300 * time.Millisecond)
+	e.end(false) // abort: the marker goes after the two aborted events
+	target := <-done
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var seen []string
+	next, err := eventlog.Read(ctx, e.seeds, rsTopic, 0, 0, target, func(_ int64, r *kgo.Record) error {
+		seen = append(seen, string(r.Key))
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("read to %d did not end: %v (next %d)", target, err, next)
+	}
+	if len(seen) != 1 || next < target {
+		t.Fatalf("read %v, next %d, target %d: want only k0's event", seen, next, target)
+	}
+}
