@@ -131,6 +131,14 @@ func (t *tick) startCall(p int32, c saga.Call) {
 func (t *tick) complete(c completion) error {
 	t.e.m.Calls.WithLabelValues(c.job.call.Tool, c.outcome.Status.String()).Inc()
 	t.e.m.CallDuration.WithLabelValues(c.job.call.Tool).Observe(c.dur.Seconds())
+	if c.job.call.Kind == saga.CallReadOnly {
+		// A read-only answer changes no state, so it is sent whoever owns
+		// the partition now: its intent's offset is already committed and
+		// nobody else would ever answer it.
+		t.recorded = append(t.recorded, c)
+		t.answer(readOnlyAnswer(c, t.now))
+		return nil
+	}
 	if o, ok := t.e.owned[c.job.partition]; !ok || o.epoch != c.job.epoch {
 		t.e.m.OutcomesLost.Inc()
 		t.e.cfg.Logger.Warn("outcome not recorded: partition moved; the key is in doubt for its owner", "key", c.job.rk, "status", c.outcome.Status.String())
@@ -138,10 +146,6 @@ func (t *tick) complete(c completion) error {
 	}
 	t.recorded = append(t.recorded, c)
 	t.done[c.job.rk] = true
-	if c.job.call.Kind == saga.CallReadOnly {
-		t.answer(readOnlyAnswer(c, t.now))
-		return nil
-	}
 	en, err := t.load(c.job.partition, c.job.call.Tenant, c.job.call.Key)
 	if err != nil {
 		return err

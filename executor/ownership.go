@@ -183,11 +183,13 @@ func (e *Executor) drain(timeout time.Duration) error {
 		e.cfg.Logger.Warn("this member was fenced out of the group; nothing can be recorded, keys with calls running stay in doubt", "calls", len(e.inflight))
 		return nil
 	}
-	for len(e.inflight) > 0 || len(e.unrecorded) > 0 {
+	// Read-only calls are not in inflight (they have no record) but their
+	// intents' offsets are committed: their answers must go out too.
+	for e.callsPending() {
 		if err := e.tick(ctx, nil); err != nil {
 			return err
 		}
-		if len(e.inflight) == 0 || e.waitCompletion(ctx) != nil {
+		if !e.callsPending() || e.waitCompletion(ctx) != nil {
 			break
 		}
 	}
@@ -195,6 +197,14 @@ func (e *Executor) drain(timeout time.Duration) error {
 		e.cfg.Logger.Warn("drain timed out; keys with calls still running stay in doubt", "calls", n, "timeout", timeout)
 	}
 	return nil
+}
+
+// callsPending reports whether any call still owes an outcome or an
+// answer: running or queued in the dispatcher, finished but not collected
+// (a call sends its completion before it frees its slot), or collected
+// but not committed.
+func (e *Executor) callsPending() bool {
+	return len(e.inflight) > 0 || len(e.unrecorded) > 0 || e.disp.queued() > 0 || len(e.disp.out) > 0
 }
 
 // stillMember asks the coordinator whether this member's generation is
@@ -216,10 +226,15 @@ func (e *Executor) stillMember(ctx context.Context) bool {
 	return err == nil || errors.Is(err, kerr.RebalanceInProgress)
 }
 
+// waitCompletion waits for one finished call, or 50 ms (a call's slot is
+// released just after its completion is sent, so the drain re-checks), or
+// the end of ctx, which it reports.
 func (e *Executor) waitCompletion(ctx context.Context) error {
 	select {
 	case c := <-e.disp.out:
 		e.unrecorded = append(e.unrecorded, c)
+		return nil
+	case <-time.After(50 * time.Millisecond):
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

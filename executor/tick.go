@@ -190,19 +190,37 @@ func (e *Executor) end(t *tick) (bool, error) {
 	defer func() { e.endMu.Lock(); e.endCancel = nil; e.endMu.Unlock() }()
 	endCtx = kgo.PreTxnCommitFnContext(endCtx, e.fence(t))
 	try := kgo.TryCommit
-	if err := e.sess.Client().Flush(endCtx); err != nil || t.failed() {
+	if err := e.flush(t.ctx); err != nil || t.failed() {
 		try = kgo.TryAbort
 	}
 	return e.sess.End(endCtx, try)
+}
+
+// flush waits until every record of the tick is acknowledged, bounded by
+// the transaction timeout but not by the group: only End can be stuck on
+// a heartbeat, and a flush cut short would leave records buffered.
+func (e *Executor) flush(ctx context.Context) error {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.TransactionTimeout)
+	defer cancel()
+	return e.sess.Client().Flush(fctx)
 }
 
 // recoverTxn handles a failed End: the outcome of the transaction is
 // unknown to us, so the client is told to abort (the documented retry,
 // which bumps the producer epoch and fences whatever may still be open).
 // If even that fails the client is unusable and the process must restart.
+//
+// Records still buffered are dropped first. Why: when End's context is
+// cancelled (a blocked group callback) before the flush completes, End
+// returns without aborting them, and they would otherwise leave with the
+// next transaction: a started event of an aborted tick committed behind
+// the view's back, with no call ever dispatched for it.
 func (e *Executor) recoverTxn(cause error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.TransactionTimeout)
 	defer cancel()
+	if err := e.sess.Client().AbortBufferedRecords(ctx); err != nil {
+		return fmt.Errorf("%w: transaction end failed (%w) and buffered records could not be dropped: %w", ErrFatal, cause, err)
+	}
 	if err := e.sess.Client().EndTransaction(ctx, kgo.TryAbort); err != nil {
 		return fmt.Errorf("%w: transaction end failed (%w) and the abort too: %w", ErrFatal, cause, err)
 	}

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,5 +140,37 @@ func TestSigtermDrainsCalls(t *testing.T) {
 	}
 	if l.total() != len(keys) {
 		t.Fatalf("tool requests %d, want %d", l.total(), len(keys))
+	}
+}
+
+// A read-only call keeps no record and its intent's offset is committed
+// when the call starts, so a shutdown must still answer it: the drain
+// waits for read-only calls too. (Regression: the chaos harness saw
+// read-only intents lose their answer on every restart.)
+func TestSigtermAnswersReadOnlyCalls(t *testing.T) {
+	e := newEnv(t, 2)
+	l := newLedger(t)
+	a := e.startProc(l.toolsYAML(""), "")
+	c := e.client()
+	answers := make(chan *topics.Result, 3)
+	for i := 0; i < 3; i++ {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			res, err := c.Call(ctx, topics.Intent{Tool: "t.roslow", Key: fmt.Sprintf("ro-%d", i), Args: map[string]any{}})
+			if err != nil {
+				t.Logf("call ro-%d: %v", i, err)
+			}
+			answers <- res
+		}()
+	}
+	l.waitArrivals(t, 3, 30*time.Second)
+	a.signal(syscall.SIGTERM)
+	a.exited(t, 20*time.Second)
+	for i := 0; i < 3; i++ {
+		res := <-answers
+		if res == nil || res.Status != topics.StatusSucceeded {
+			t.Fatalf("a read-only call in flight at SIGTERM: %+v", res)
+		}
 	}
 }

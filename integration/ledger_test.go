@@ -155,6 +155,7 @@ func (l *ledger) toolsYAML(extra string) string {
 		toolEntry("t.err503", "irreversible", u+"/err503", "5s", "") +
 		toolEntry("t.refused", "native_key", "http://127.0.0.1:1/x", "1s", "    retries: 2\n") +
 		toolEntry("t.small", "native_key", u+"/ok", "5s", "    max_args_bytes: 64\n") +
+		toolEntry("t.roslow", "read_only", u+"/slow?ms=1500", "10s", "") +
 		extra
 }
 

@@ -1,0 +1,66 @@
+package chaos
+
+import (
+	"fmt"
+	"time"
+)
+
+// The tools of the run, one per class, all served by the Ledger.
+const (
+	ToolNative = "c.native"
+	ToolProbe  = "c.probe"
+	ToolComp   = "c.comp"
+	ToolUndo   = "c.undo"
+	ToolIrrev  = "c.irrev"
+	ToolRead   = "c.read"
+)
+
+// classOf is the class of each tool, as in toolsYAML.
+var classOf = map[string]string{ToolNative: "native_key", ToolProbe: "probe", ToolComp: "compensatable",
+	ToolUndo: "native_key", ToolIrrev: "irreversible", ToolRead: "read_only"}
+
+// pathOf is the ledger path of each tool.
+var pathOf = map[string]string{ToolNative: "/native", ToolProbe: "/probe", ToolComp: "/comp", ToolUndo: "/undo",
+	ToolIrrev: "/irrev", ToolRead: "/read"}
+
+// Config is one run. The zero value is not usable: see cmd/chaos for the
+// defaults.
+type Config struct {
+	Repo      string // module root (deploy/kafka, ./cmd/...)
+	Brokers   string // used when OwnBroker is false
+	OwnBroker bool   // start a private broker on BrokerPort, bounce it, stop it at the end
+	// BrokerPort and its controller port BrokerPort+1; run dir BrokerRunDir.
+	BrokerPort   int
+	BrokerRunDir string
+	Duration     time.Duration // of the load and the faults
+	Settle       time.Duration // longest wait for the reconciler afterwards
+	Seed         uint64
+	Executors    int
+	Partitions   int
+	Rate         float64 // intents per second (bursts come on top)
+	FaultGap     time.Duration
+	DropEvery    uint32 // the ledger drops the answer of about one key in DropEvery
+	WorkDir      string // binaries, data dirs, logs; a temp dir when empty
+	Keep         bool   // keep WorkDir
+	Verbose      bool
+}
+
+// sessionTimeout of the executors: a zombie is stopped longer than this.
+const sessionTimeout = 3 * time.Second
+
+// toolsYAML is the tool file of the run; base is the ledger's address as
+// the executors reach it (through the network proxy).
+func toolsYAML(base string) string {
+	u := "http://" + base
+	entry := func(name, extra string) string {
+		return fmt.Sprintf("  - name: %s\n    class: %s\n    url: %s%s\n    timeout: 1s\n    pending_ttl: 6s\n    retention: 1h\n    retries: 2\n%s",
+			name, classOf[name], u, pathOf[name], extra)
+	}
+	return "tools:\n" +
+		entry(ToolNative, "") +
+		entry(ToolProbe, "    probe_url: "+u+"/probe/status\n") +
+		entry(ToolComp, "    compensate_with: "+ToolUndo+"\n") +
+		entry(ToolUndo, "") +
+		entry(ToolIrrev, "") +
+		entry(ToolRead, "")
+}

@@ -1,0 +1,24 @@
+// Package chaos is the fault harness behind cmd/chaos: it runs the product
+// as real processes (executors built with -tags faults, the reconciler), a
+// ledger tool server that is the judge of effects, agent-like load, and
+// faults arriving at random (kill -9, kills at each protocol point,
+// zombies, scale changes, broker bounces, network toxics, state loss), then
+// checks the promise against the ledger, the results topic and the event
+// log. See docs/RELIABILITY.md.
+//
+// A caller's duties, in order:
+//
+//  1. Fill a Config (cmd/chaos has the defaults). With OwnBroker the
+//     harness starts, bounces, stops and wipes a broker of its own with
+//     deploy/kafka; never point it at a broker others use with OwnBroker.
+//  2. Call Run once; it blocks for Duration plus the settle time and
+//     cleans up every process it started, also when ctx is cancelled.
+//  3. Read the Report: any entry in Violations is a broken promise. An
+//     error from Run means the harness could not judge (the report is nil).
+//
+// Files: run.go (orchestration, settle), fleet.go and procs.go (processes,
+// supervisor, broker scripts), faults.go (the injector), netfault.go
+// (toxiproxy), ledger.go (the tool server), load.go (agents), track.go
+// (intents and answers), eventscan.go (the event log), check.go (the
+// verdict), diagnose.go (what to look at when a run does not settle).
+package chaos

@@ -1,0 +1,115 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/eventlog"
+	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// keyHistory is what the committed event log says of one key.
+type keyHistory struct {
+	Tool        string
+	Rec         *saga.Record // the fold (saga.Apply), nil when none
+	Started     int          // started events (attempts)
+	CompStarted int
+	Unknown     int // outcomes with status unknown (the call's answer was lost)
+	// Resolved events by author, and their statuses.
+	ResolvedBy  map[string]int
+	ResolvedSt  []saga.Status
+	CompInDoubt int // compensations started while the key was in doubt
+	// ResolvedComp counts resolves of a compensation in doubt.
+	ResolvedComp int
+	LastStatus   saga.Status
+}
+
+// scanEvents reads every events partition to its end (waiting until no
+// transaction is open on it) and folds each key.
+func scanEvents(ctx context.Context, brokers []string, names topics.Names) (map[string]*keyHistory, []string, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	td, err := adm.ListTopics(ctx, names.Events)
+	if err != nil || td[names.Events].Err != nil {
+		return nil, nil, fmt.Errorf("chaos: topic %s: %v %v", names.Events, err, td[names.Events].Err)
+	}
+	out := map[string]*keyHistory{}
+	var stuck []string
+	for p := range td[names.Events].Partitions {
+		end, err := eventlog.Target(ctx, adm, names.Events, p, 60*time.Second)
+		if err != nil {
+			// An open transaction that never ends: read what is committed
+			// (up to the LSO) and report the partition.
+			stuck = append(stuck, err.Error())
+			if end, err = lastStable(ctx, adm, names.Events, p); err != nil {
+				return nil, nil, err
+			}
+		}
+		_, err = eventlog.Read(ctx, brokers, names.Events, p, 0, end, func(_ int64, r *kgo.Record) error {
+			ev, err := eventlog.Decode(r.Value)
+			if err != nil {
+				return fmt.Errorf("chaos: undecodable event at %s/%d: %w", names.Events, p, err)
+			}
+			foldEvent(out, string(r.Key), ev)
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return out, stuck, nil
+}
+
+// lastStable is the partition's last stable offset (read-committed end).
+func lastStable(ctx context.Context, adm *kadm.Client, topic string, p int32) (int64, error) {
+	ends, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	o, ok := ends.Lookup(topic, p)
+	if !ok || o.Err != nil {
+		return 0, fmt.Errorf("chaos: last stable offset of %s/%d: %v", topic, p, o.Err)
+	}
+	return o.Offset, nil
+}
+
+func foldEvent(out map[string]*keyHistory, rk string, ev *saga.Event) {
+	h := out[rk]
+	if h == nil {
+		h = &keyHistory{ResolvedBy: map[string]int{}}
+		out[rk] = h
+	}
+	switch ev.Kind {
+	case saga.EvStarted:
+		h.Started++
+		h.Tool = ev.Tool
+	case saga.EvOutcome:
+		if ev.Status == saga.StatusUnknown {
+			h.Unknown++
+		}
+	case saga.EvResolved:
+		h.ResolvedBy[ev.By]++
+		if h.Rec != nil && (h.Rec.Status == saga.StatusCompensating || h.Rec.Status == saga.StatusCompensationUnknown) {
+			h.ResolvedComp++
+		}
+		h.ResolvedSt = append(h.ResolvedSt, ev.Status)
+	case saga.EvCompensationStarted:
+		h.CompStarted++
+		if h.Rec != nil && h.Rec.Status.InDoubt() {
+			h.CompInDoubt++
+		}
+	}
+	h.Rec = saga.Apply(h.Rec, *ev)
+	if h.Rec != nil {
+		h.LastStatus = h.Rec.Status
+	}
+}

@@ -1,0 +1,179 @@
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// Ledger is the downstream: an HTTP tool server that records every request
+// and every effect per Idempotency-Key. One path per tool class:
+//
+//	/native   native_key: the first request of a key performs the effect and
+//	          stores its answer; later requests get the stored answer.
+//	/probe    probe: every request performs an effect; /probe/status?key=
+//	          answers 200 {"status":"succeeded","result":..} or 404.
+//	/comp     compensatable: every request performs an effect.
+//	/undo     the compensating tool (native_key): undoes /comp's effect.
+//	/irrev    irreversible: every request performs an effect.
+//	/read     read_only: no effect, the call is only counted.
+//
+// Drop mode: for about one key in dropEvery (chosen by a hash of the
+// downstream key, so a replay chooses the same keys) the first request
+// performs the effect and then the connection is hijacked and closed
+// without an answer: the crash window seen from the caller.
+//
+// Safe for concurrent use.
+type Ledger struct {
+	dropEvery uint32
+	ln        net.Listener
+	srv       *http.Server
+
+	mu struct {
+		sync.Mutex
+		keys    map[string]*keyLedger // by downstream key
+		calls   int
+		effects int
+		drops   int
+	}
+}
+
+// keyLedger is what the downstream knows of one downstream key.
+type keyLedger struct {
+	Path    string
+	Tenant  string
+	Key     string
+	Calls   int
+	Effects int
+	Dropped int
+	Result  map[string]any
+}
+
+// NewLedger listens on 127.0.0.1 (a free port) and serves until Close.
+func NewLedger(dropEvery uint32) (*Ledger, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("chaos: ledger listen: %w", err)
+	}
+	l := &Ledger{dropEvery: dropEvery, ln: ln}
+	l.mu.keys = map[string]*keyLedger{}
+	l.srv = &http.Server{Handler: http.HandlerFunc(l.serve)}
+	go func() { _ = l.srv.Serve(ln) }()
+	return l, nil
+}
+
+// Addr is the host:port the ledger listens on.
+func (l *Ledger) Addr() string { return l.ln.Addr().String() }
+
+// Close stops serving.
+func (l *Ledger) Close() { _ = l.srv.Close() }
+
+func (l *Ledger) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/status") {
+		l.status(w, r.URL.Query().Get("key"))
+		return
+	}
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	dk := r.Header.Get("Idempotency-Key")
+	if dk == "" {
+		http.Error(w, "no Idempotency-Key", http.StatusBadRequest)
+		return
+	}
+	res, drop := l.record(r.URL.Path, dk, r.Header.Get("X-Tool-Tenant"), r.Header.Get("X-Tool-Key"), body)
+	if drop {
+		hijackClose(w)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(res)
+}
+
+// record counts the request and performs the effect its class allows. It
+// returns the answer and whether to drop the connection instead.
+func (l *Ledger) record(path, dk, tenant, key string, body []byte) (map[string]any, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := l.mu.keys[dk]
+	if k == nil {
+		k = &keyLedger{Path: path, Tenant: tenant, Key: key}
+		l.mu.keys[dk] = k
+	}
+	k.Calls++
+	l.mu.calls++
+	if path == "/native" || path == "/undo" {
+		if k.Result != nil {
+			return k.Result, false // the stored answer: no second effect
+		}
+	}
+	if path == "/read" {
+		return map[string]any{"read": true, "n": k.Calls}, false
+	}
+	k.Effects++
+	l.mu.effects++
+	var args any
+	_ = json.Unmarshal(body, &args)
+	k.Result = map[string]any{"effect": k.Effects, "args": args}
+	if k.Calls == 1 && l.dropEvery > 0 && hash32(dk)%l.dropEvery == 0 {
+		k.Dropped++
+		l.mu.drops++
+		return nil, true
+	}
+	return k.Result, false
+}
+
+func (l *Ledger) status(w http.ResponseWriter, dk string) {
+	l.mu.Lock()
+	k := l.mu.keys[dk]
+	var res map[string]any
+	if k != nil && k.Effects > 0 {
+		res = k.Result
+	}
+	l.mu.Unlock()
+	if res == nil {
+		http.NotFound(w, nil)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"status": "succeeded", "result": res})
+}
+
+// hijackClose closes the connection without writing an answer.
+func hijackClose(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		return
+	}
+	c, _, err := hj.Hijack()
+	if err == nil {
+		_ = c.Close()
+	}
+}
+
+func hash32(s string) uint32 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(s))
+	return h.Sum32()
+}
+
+// LedgerStats is a copy of what the ledger recorded.
+type LedgerStats struct {
+	Calls, Effects, Drops int
+	// Keys by downstream key.
+	Keys map[string]keyLedger
+}
+
+// Stats returns a snapshot.
+func (l *Ledger) Stats() LedgerStats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := LedgerStats{Calls: l.mu.calls, Effects: l.mu.effects, Drops: l.mu.drops, Keys: make(map[string]keyLedger, len(l.mu.keys))}
+	for dk, k := range l.mu.keys {
+		s.Keys[dk] = *k
+	}
+	return s
+}

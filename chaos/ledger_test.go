@@ -1,0 +1,54 @@
+package chaos
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func post(t *testing.T, l *Ledger, path, key string) (*http.Response, error) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+l.Addr()+path, strings.NewReader(`{"a":1}`))
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("X-Tool-Tenant", "t0")
+	req.Header.Set("X-Tool-Key", "k")
+	return http.DefaultClient.Do(req)
+}
+
+// The ledger is the judge: native_key dedupes, the other classes count
+// every request as an effect, the probe tells what happened, and drop mode
+// performs the effect before it drops the connection.
+func TestLedgerClasses(t *testing.T) {
+	l, err := NewLedger(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := 0; i < 2; i++ {
+		for _, p := range []string{"/native", "/irrev", "/read"} {
+			resp, err := post(t, l, p, "dk"+p)
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("%s: %v %v", p, err, resp)
+			}
+			resp.Body.Close()
+		}
+	}
+	s := l.Stats()
+	if s.Keys["dk/native"].Effects != 1 || s.Keys["dk/irrev"].Effects != 2 || s.Keys["dk/read"].Effects != 0 || s.Calls != 6 {
+		t.Fatalf("stats %+v", s)
+	}
+	for key, want := range map[string]int{"dk/irrev": 200, "nope": 404} {
+		resp, err := http.Get("http://" + l.Addr() + "/probe/status?key=" + key)
+		if err != nil || resp.StatusCode != want {
+			t.Fatalf("probe %s: %v %v", key, err, resp)
+		}
+		resp.Body.Close()
+	}
+	l.dropEvery = 1
+	if _, err := post(t, l, "/irrev", "dropped"); err == nil {
+		t.Fatal("drop mode answered")
+	}
+	if k := l.Stats().Keys["dropped"]; k.Effects != 1 || k.Dropped != 1 {
+		t.Fatalf("dropped key %+v", k)
+	}
+}

@@ -1,0 +1,63 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/Shopify/toxiproxy/v2"
+	"github.com/rs/zerolog"
+)
+
+// NetProxy is a toxiproxy (used as a library) in front of one upstream.
+// The executors reach the ledger only through it, so a toxic here is a
+// network fault between the executors (and the reconciler) and the tool.
+type NetProxy struct {
+	p *toxiproxy.Proxy
+}
+
+// NewNetProxy listens on a free 127.0.0.1 port and forwards to upstream.
+func NewNetProxy(name, upstream string) (*NetProxy, error) {
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+	p := toxiproxy.NewProxy(srv, name, "127.0.0.1:0", upstream)
+	if err := p.Start(); err != nil {
+		return nil, fmt.Errorf("chaos: toxiproxy %s: %w", name, err)
+	}
+	return &NetProxy{p: p}, nil
+}
+
+// Addr is the address clients must use.
+func (n *NetProxy) Addr() string { return n.p.Listen }
+
+// Close stops the proxy.
+func (n *NetProxy) Close() { n.p.Stop() }
+
+// Toxic names the network faults the harness injects.
+type Toxic struct {
+	Kind   string // latency, reset_peer, timeout
+	Stream string // upstream (requests) or downstream (answers)
+	Attrs  string // JSON attributes
+}
+
+func (t Toxic) String() string { return t.Kind + "/" + t.Stream + " " + t.Attrs }
+
+// toxics is the menu; latency stays well under the tools' pending_ttl, so a
+// delayed request always reaches the ledger before a probe asks for it.
+var toxicMenu = []Toxic{
+	{"latency", "downstream", `{"latency":1500,"jitter":500}`},
+	{"latency", "upstream", `{"latency":800,"jitter":300}`},
+	{"reset_peer", "upstream", `{"timeout":0}`},
+	{"reset_peer", "downstream", `{"timeout":0}`},
+	{"timeout", "downstream", `{"timeout":1500}`},
+	{"timeout", "upstream", `{"timeout":0}`},
+}
+
+// Add installs t; Remove takes it away again.
+func (n *NetProxy) Add(t Toxic) error {
+	js := fmt.Sprintf(`{"name":"chaos","type":%q,"stream":%q,"toxicity":1.0,"attributes":%s}`, t.Kind, t.Stream, t.Attrs)
+	_, err := n.p.Toxics.AddToxicJson(strings.NewReader(js))
+	return err
+}
+
+// Remove removes every toxic.
+func (n *NetProxy) Remove() { n.p.Toxics.ResetToxics(context.Background()) }

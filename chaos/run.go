@@ -1,0 +1,328 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// Run runs one chaos run: it starts the broker (when owned), the ledger,
+// the network proxy, the executors and the reconciler, runs the load and
+// the faults for cfg.Duration, lets the reconciler settle, and checks. It
+// logs progress to logw. A non-nil error means the harness itself failed
+// (the report is then incomplete); violations are in the report.
+func Run(ctx context.Context, cfg Config, logw io.Writer) (*Report, error) {
+	begin := time.Now()
+	var logMu sync.Mutex
+	logf := func(format string, a ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		fmt.Fprintf(logw, "%s chaos: %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, a...))
+	}
+	logf("seed %d (replay: --seed %d)", cfg.Seed, cfg.Seed)
+	rn := &run{cfg: cfg, logf: logf}
+	defer rn.cleanup()
+	if err := rn.setup(ctx); err != nil {
+		return nil, err
+	}
+	rep, err := rn.execute(ctx)
+	if rep != nil {
+		rep.Seconds = time.Since(begin).Seconds()
+		rep.Seed = cfg.Seed
+	}
+	return rep, err
+}
+
+// run holds one run's parts, for setup and cleanup.
+type run struct {
+	cfg      Config
+	logf     func(string, ...any)
+	dir      string
+	brokers  []string
+	broker   *Broker
+	ledger   *Ledger
+	proxy    *NetProxy
+	fleet    *Fleet
+	rec      *Proc
+	names    topics.Names
+	prod     *kgo.Client
+	tr       *Tracker
+	undo     []func()
+	recExits int
+}
+
+func (rn *run) cleanup() {
+	for i := len(rn.undo) - 1; i >= 0; i-- {
+		rn.undo[i]()
+	}
+	if !rn.cfg.Keep && rn.dir != "" {
+		_ = os.RemoveAll(rn.dir)
+	} else if rn.dir != "" {
+		rn.logf("kept %s (logs: ex*.log, reconciler.log)", rn.dir)
+	}
+}
+
+func (rn *run) setup(ctx context.Context) error {
+	var err error
+	if rn.dir = rn.cfg.WorkDir; rn.dir == "" {
+		if rn.dir, err = os.MkdirTemp("", "chaos-"); err != nil {
+			return err
+		}
+	} else if err := os.MkdirAll(rn.dir, 0o755); err != nil {
+		return err
+	}
+	rn.logf("work dir %s", rn.dir)
+	if err := rn.startBroker(); err != nil {
+		return err
+	}
+	rn.logf("building the executor (-tags faults) and the reconciler")
+	exBin, recBin, err := Build(rn.cfg.Repo, rn.dir)
+	if err != nil {
+		return err
+	}
+	if err := rn.startTools(); err != nil {
+		return err
+	}
+	// Not from the seed: a replay on a shared broker must not reuse the
+	// topics (and stored outcomes) of the run it replays.
+	tag := fmt.Sprintf("chaos%d-%x", rn.cfg.Seed, time.Now().UnixNano()&0xffffff)
+	rn.names = topics.NamesWithPrefix(tag + ".")
+	toolsFile := filepath.Join(rn.dir, "tools.yaml")
+	if err := os.WriteFile(toolsFile, []byte(toolsYAML(rn.proxy.Addr())), 0o644); err != nil {
+		return err
+	}
+	rn.fleet = &Fleet{bin: exBin, toolsFile: toolsFile, brokers: rn.brokers[0], prefix: tag + ".", group: tag + "-ex",
+		dir: rn.dir, partitions: rn.cfg.Partitions, logf: rn.logf}
+	rn.undo = append(rn.undo, rn.fleet.stopAll)
+	rn.logf("starting %d executors (group %s, topics %s*)", rn.cfg.Executors, tag+"-ex", tag+".")
+	rn.fleet.ensure(rn.cfg.Executors)
+	sctx, stopSupervisor := context.WithCancel(context.WithoutCancel(ctx))
+	go rn.fleet.supervise(sctx)
+	rn.undo = append(rn.undo, stopSupervisor)
+	if len(rn.fleet.running()) == 0 {
+		return fmt.Errorf("chaos: no executor started; see %s/ex0.log", rn.dir)
+	}
+	rn.rec = &Proc{Name: "reconciler", DataDir: filepath.Join(rn.dir, "rec-data"), HTTP: freeAddr(), Log: filepath.Join(rn.dir, "reconciler.log"), bin: recBin}
+	rn.rec.args = []string{"--brokers", rn.brokers[0], "--tools", toolsFile, "--data-dir", rn.rec.DataDir, "--http-addr", rn.rec.HTTP,
+		"--topic-prefix", tag + ".", "--group", tag + "-rec", "--scan-interval", "1s", "--backoff", "1s", "--backoff-cap", "10s",
+		"--session-timeout", "6s", "--command-timeout", "30s"}
+	if err := rn.rec.Start(); err != nil {
+		return err
+	}
+	rn.undo = append(rn.undo, func() { rn.rec.Term(20 * time.Second) })
+	if err := rn.rec.WaitReady(60 * time.Second); err != nil {
+		return err
+	}
+	return rn.startClients(ctx)
+}
+
+func (rn *run) startBroker() error {
+	if !rn.cfg.OwnBroker {
+		rn.brokers = []string{rn.cfg.Brokers}
+		rn.logf("using the broker at %s (no broker bounces: it is not ours)", rn.cfg.Brokers)
+		return nil
+	}
+	rn.broker = &Broker{Repo: rn.cfg.Repo, RunDir: rn.cfg.BrokerRunDir, Port: rn.cfg.BrokerPort, CtlPort: rn.cfg.BrokerPort + 1}
+	rn.logf("starting a private broker on %s (run dir %s, wiped first)", rn.broker.Addr(), rn.broker.RunDir)
+	_ = rn.broker.Wipe()
+	if err := rn.broker.Start(); err != nil {
+		return err
+	}
+	rn.undo = append(rn.undo, func() {
+		rn.logf("stopping the private broker")
+		_ = rn.broker.Wipe()
+	})
+	rn.brokers = []string{rn.broker.Addr()}
+	return nil
+}
+
+func (rn *run) startTools() error {
+	var err error
+	if rn.ledger, err = NewLedger(rn.cfg.DropEvery); err != nil {
+		return err
+	}
+	rn.undo = append(rn.undo, rn.ledger.Close)
+	if rn.proxy, err = NewNetProxy("tools", rn.ledger.Addr()); err != nil {
+		return err
+	}
+	rn.undo = append(rn.undo, rn.proxy.Close)
+	rn.logf("ledger on %s, executors reach it through toxiproxy on %s", rn.ledger.Addr(), rn.proxy.Addr())
+	return nil
+}
+
+func (rn *run) startClients(ctx context.Context) error {
+	var err error
+	rn.prod, err = kgo.NewClient(kgo.SeedBrokers(rn.brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	rn.undo = append(rn.undo, rn.prod.Close)
+	rn.tr = newTracker()
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	rn.undo = append(rn.undo, cancel)
+	return rn.tr.readResults(rctx, rn.brokers, rn.names.Results)
+}
+
+// execute runs the load and the faults, settles and checks.
+func (rn *run) execute(ctx context.Context) (*Report, error) {
+	in := &Injector{rng: rand.New(rand.NewPCG(rn.cfg.Seed, 2)), fleet: rn.fleet, executors: rn.cfg.Executors, broker: rn.broker,
+		net: rn.proxy, gap: rn.cfg.FaultGap, logf: rn.logf, counts: map[string]int{}, detail: map[string]int{}}
+	load := newLoad(rn.cfg.Seed, rn.cfg.Rate, rn.prod, rn.names, int32(rn.cfg.Partitions), rn.tr, fmt.Sprintf("s%d", rn.cfg.Seed))
+	lctx, cancel := context.WithTimeout(ctx, rn.cfg.Duration)
+	defer cancel()
+	stopWatch := rn.watchReconciler(lctx)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); load.Run(lctx) }()
+	go func() { defer wg.Done(); in.Run(lctx) }()
+	go rn.progress(lctx, in)
+	wg.Wait()
+	stopWatch()
+	rn.logf("load and faults stopped; %v; settling (at most %s)", in, rn.cfg.Settle)
+	escalated, err := rn.settle(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return rn.verdict(ctx, in, load, escalated)
+}
+
+// watchReconciler restarts the reconciler if it exits (it is not a fault
+// target; an exit is logged, since it may be a bug).
+func (rn *run) watchReconciler(ctx context.Context) func() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-rn.rec.Done():
+				rn.recExits++
+				rn.logf("the reconciler exited (see %s); restarting it", rn.rec.Log)
+				time.Sleep(time.Second)
+				_ = rn.rec.Start()
+			}
+		}
+	}()
+	return func() { <-done }
+}
+
+func (rn *run) progress(ctx context.Context, in *Injector) {
+	t := time.NewTicker(15 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			m, answers, _ := rn.tr.snapshot()
+			rn.logf("progress: %d intents, %d answers, %d executors up, faults %v", len(m), answers, len(rn.fleet.running()), in)
+		}
+	}
+}
+
+// settle heals everything and waits until every intent has its terminal
+// answer except those of escalated keys, and the reconciler has nothing
+// left but escalations.
+func (rn *run) settle(ctx context.Context) (map[string]bool, error) {
+	rn.proxy.Remove()
+	if rn.broker != nil {
+		if err := rn.broker.Start(); err != nil {
+			return nil, err
+		}
+	}
+	rn.fleet.ensure(rn.cfg.Executors)
+	if !rn.rec.Running() {
+		_ = rn.rec.Start()
+	}
+	deadline := time.Now().Add(rn.cfg.Settle)
+	var escalated map[string]bool
+	for {
+		rows, err := rn.pendingRows()
+		escalated = map[string]bool{}
+		busy := 0
+		for _, w := range rows {
+			if w.State == "escalated" {
+				escalated[topics.RoutingKey(w.Tenant, w.Key)] = true
+			} else {
+				busy++
+			}
+		}
+		open := 0
+		for _, r := range rn.tr.open(time.Now()) {
+			if !escalated[topics.RoutingKey(r.Tenant, r.Key)] {
+				open++
+			}
+		}
+		if err == nil && busy == 0 && open == 0 {
+			rn.logf("settled: nothing open, %d keys escalated", len(escalated))
+			return escalated, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			rn.logf("settle timeout: %d intents open, %d keys under investigation (pending err %v)", open, busy, err)
+			diagnose(ctx, rn.brokers, rn.names, rn.fleet.group, rn.logf)
+			return escalated, nil
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// pendingRow is the part of the reconciler's /pending rows the harness reads.
+type pendingRow struct {
+	Tenant, Key, Tool, State, Status string
+}
+
+func (rn *run) pendingRows() ([]pendingRow, error) {
+	resp, err := http.Get("http://" + rn.rec.HTTP + "/pending")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body struct{ Rows []pendingRow }
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, fmt.Errorf("chaos: /pending: %w", err)
+	}
+	return body.Rows, nil
+}
+
+func (rn *run) verdict(ctx context.Context, in *Injector, load *Load, escalated map[string]bool) (*Report, error) {
+	sctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	hist, stuck, err := scanEvents(sctx, rn.brokers, rn.names)
+	if err != nil {
+		return nil, err
+	}
+	intents, answers, strays := rn.tr.snapshot()
+	rep := &Report{Answers: answers, Load: load.counts}
+	rep.Faults, rep.FaultDetail = in.Counts()
+	check(checkInput{intents: intents, ledger: rn.ledger.Stats(), hist: hist, escalated: escalated, stuck: stuck}, rep)
+	rep.ExecutorExits = len(rn.fleet.Exits())
+	rep.ReconcilerExits = rn.recExits
+	for _, e := range rn.fleet.Exits() {
+		rn.logf("unexpected executor exit: %s", e)
+	}
+	for st, n := range strays {
+		rep.Load["command_answers_"+st] = n
+	}
+	for rk := range escalated {
+		h := hist[rk]
+		tool, st := "?", "?"
+		if h != nil {
+			tool, st = h.Tool, h.LastStatus.String()
+		}
+		rn.logf("escalated: %s (%s, %s)", rk, tool, st)
+	}
+	return rep, nil
+}

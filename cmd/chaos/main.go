@@ -1,0 +1,100 @@
+// Command chaos checks the promise under faults: it runs real executor
+// processes (built with -tags faults), a reconciler, a ledger tool server
+// and a load of agent-like intents, injects faults (kill -9, kills at each
+// protocol point, zombies, scale changes, broker bounces, network faults,
+// state loss), lets the reconciler settle, and checks at most one effect
+// per key, one terminal answer per intent, nothing lost, and that every
+// key in doubt was settled by its class's path. The last line of output is
+// one JSON object; the exit status is 1 on any violation, 2 when the
+// harness itself failed. See docs/RELIABILITY.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/atmostonce/toolexec/chaos"
+)
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := chaos.Run(ctx, cfg, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		os.Exit(2)
+	}
+	b, _ := json.Marshal(rep)
+	fmt.Println(string(b))
+	if len(rep.Violations) > 0 {
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (chaos.Config, error) {
+	var cfg chaos.Config
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs.StringVar(&cfg.Brokers, "brokers", "127.0.0.1:19092", "the broker to use with --own-broker=false (the deploy/kafka broker by default)")
+	fs.BoolVar(&cfg.OwnBroker, "own-broker", true, "start a private broker (deploy/kafka/start on --broker-port, run dir --broker-run-dir), bounce it, stop and wipe it at the end; false: use --brokers and skip broker bounces (they would disturb others)")
+	fs.IntVar(&cfg.BrokerPort, "broker-port", 39092, "client port of the private broker; its controller listens on the next port")
+	fs.StringVar(&cfg.BrokerRunDir, "broker-run-dir", "/tmp/chaos-kafka", "run dir of the private broker (wiped at start and end)")
+	fs.DurationVar(&cfg.Duration, "duration", 2*time.Minute, "how long the load and the faults run")
+	fs.DurationVar(&cfg.Settle, "settle", 3*time.Minute, "longest wait for the reconciler to settle everything afterwards")
+	seed := fs.Uint64("seed", 0, "seed of every random choice (load, faults); 0 picks one from the clock; printed at start")
+	fs.IntVar(&cfg.Executors, "executors", 3, "executor processes in the group (scale faults go one above and one below)")
+	fs.IntVar(&cfg.Partitions, "partitions", 6, "partitions of the run's topics")
+	fs.Float64Var(&cfg.Rate, "rate", 40, "intents per second, bursts on top")
+	fs.DurationVar(&cfg.FaultGap, "fault-gap", 4*time.Second, "mean pause between two faults")
+	drop := fs.Uint("drop-every", 25, "the ledger performs the effect and drops the connection for about one key in N (0: never)")
+	fs.StringVar(&cfg.WorkDir, "work-dir", "", "binaries, data dirs and process logs (default: a temp dir, deleted unless --keep)")
+	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work dir (process logs) at the end")
+	fs.StringVar(&cfg.Repo, "repo", "", "module root (default: found from the current directory)")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	cfg.Seed, cfg.DropEvery = *seed, uint32(*drop)
+	if cfg.Seed == 0 {
+		cfg.Seed = uint64(time.Now().UnixNano() % 1_000_000_000)
+	}
+	if cfg.Executors < 2 || cfg.Partitions < 1 || cfg.Rate <= 0 || cfg.Duration <= 0 || cfg.FaultGap <= 0 {
+		return cfg, fmt.Errorf("need --executors >= 2, --partitions >= 1, positive --rate, --duration and --fault-gap")
+	}
+	if cfg.Repo == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Repo = root
+	}
+	if !filepath.IsAbs(cfg.BrokerRunDir) {
+		return cfg, fmt.Errorf("--broker-run-dir must be absolute")
+	}
+	return cfg, nil
+}
+
+// moduleRoot asks the go command where go.mod is.
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("not inside the module; give --repo")
+	}
+	return filepath.Dir(gomod), nil
+}
