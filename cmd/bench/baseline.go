@@ -24,6 +24,7 @@ type baseline struct {
 	resultParts int32
 
 	records, txns, aborts atomic.Int64
+	endNanos              atomic.Int64 // time spent in End
 }
 
 const (
@@ -83,7 +84,9 @@ func (b *baseline) iteration(ctx context.Context) error {
 		return fmt.Errorf("baseline: begin: %w", err)
 	}
 	fs.EachRecord(func(r *kgo.Record) { b.sess.Produce(ctx, b.answer(r), nil) })
+	start := time.Now()
 	committed, err := b.sess.End(context.WithoutCancel(ctx), kgo.TryCommit)
+	b.endNanos.Add(int64(time.Since(start)))
 	if err != nil {
 		return b.recover(err)
 	}
@@ -128,6 +131,7 @@ func (b *baseline) counters() counters {
 	c.processFigures()
 	c.Intents, c.Txns, c.Aborts = float64(b.records.Load()), float64(b.txns.Load()), float64(b.aborts.Load())
 	c.TxnInputs = c.Intents
+	c.TxnSec = time.Duration(b.endNanos.Load()).Seconds()
 	return c
 }
 

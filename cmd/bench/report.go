@@ -82,6 +82,7 @@ type figures struct {
 	execHost, baseHost                  stat // bench process CPU µs per answer
 	replayCPU                           stat // executor CPU µs per intent in the replay phase
 	tickMs, loopBusy, txnShare          stat // saturated: ms per committed tick, tick time / wall, txn end / tick time
+	baseTxnMs                           stat // baseline: ms per End, saturated
 }
 
 func (r *report) figures() figures {
@@ -115,6 +116,7 @@ func (r *report) figures() figures {
 		execHost:        r.over(func(d *round) float64 { return 1e6 * d.execSat.HostCPU }),
 		replayCPU:       r.over(func(d *round) float64 { return 1e6 * perOr0(d.replayC.CPUSec, d.replayC.Intents) }),
 		tickMs:          r.over(func(d *round) float64 { return 1e3 * perOr0(d.execSatC.TickSec, d.execSatC.Txns) }),
+		baseTxnMs:       r.over(func(d *round) float64 { return 1e3 * perOr0(d.baseSatC.TxnSec, d.baseSatC.Txns) }),
 		loopBusy:        r.over(func(d *round) float64 { return perOr0(d.execSatC.TickSec, d.execSat.Wall.Seconds()) }),
 		txnShare:        r.over(func(d *round) float64 { return perOr0(d.execSatC.TxnSec, d.execSatC.TickSec) }),
 		baseHost:        r.over(func(d *round) float64 { return 1e6 * d.baseSat.HostCPU }),
@@ -154,7 +156,7 @@ func (r *report) loadRows(w io.Writer, f figures) {
 	row(w, "5 memory", "peak RSS MB, scenario 1", f.loadMB.show("%.0f"), f.baseMB.show("%.0f"), "", "")
 	row(w, "6 group commit", "intents per txn / fsync, saturated", f.intentsPerTxn.show("%.1f")+" / "+f.intentsPerFsync.show("%.1f"), f.basePerTxn.show("%.1f")+" / -", "inputs+completions per txn "+f.inputsPerTxn.show("%.1f"), "")
 	row(w, "", "intents per txn, half rate", f.halfPerTxn.show("%.1f"), "", "", "")
-	row(w, "", "tick ms / txn end ms, saturated", f.tickMs.show("%.1f")+" / "+f.txnMs.show("%.1f"), "", fmt.Sprintf("loop in ticks %.0f%% of wall; txn end %.0f%% of tick", 100*f.loopBusy.med(), 100*f.txnShare.med()), "")
+	row(w, "", "tick ms / txn end ms, saturated", f.tickMs.show("%.1f")+" / "+f.txnMs.show("%.1f"), "- / "+f.baseTxnMs.show("%.1f"), fmt.Sprintf("loop in ticks %.0f%% of wall; txn end %.0f%% of tick", 100*f.loopBusy.med(), 100*f.txnShare.med()), "")
 }
 
 func (r *report) restoreRows(w io.Writer) {

@@ -232,7 +232,7 @@ func (b *bench) pace(ctx context.Context, s *side, tag string, rate float64) (ph
 
 // measure runs one phase between two snapshots of the member's counters.
 func (b *bench) measure(ctx context.Context, s *side, tag string, load func(*phase) error) (phaseResult, counters, error) {
-	c0, err := s.child.stats()
+	c0, err := settle(ctx, s)
 	if err != nil {
 		return phaseResult{}, counters{}, err
 	}
@@ -253,6 +253,30 @@ func (b *bench) measure(ctx context.Context, s *side, tag string, load func(*pha
 		return res, counters{}, fmt.Errorf("%s phase %s: produce: %w", s.name, tag, res.Err)
 	}
 	return res, c1.sub(c0), nil
+}
+
+// Settling: a phase starts once the member is quiet, so that it does not
+// pay for the previous phase's background work (Pebble compactions after a
+// saturated phase would otherwise land in the next phase's latency).
+const (
+	settleIdle = 0.05 // CPU seconds per second below which a member is quiet
+	settleMax  = 30 * time.Second
+)
+
+// settle waits until the member uses less than settleIdle of a core over
+// half a second, or settleMax, and returns its counters then.
+func settle(ctx context.Context, s *side) (counters, error) {
+	deadline := time.Now().Add(settleMax)
+	prev, err := s.child.stats()
+	for err == nil && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(500 * time.Millisecond)
+		var cur counters
+		if cur, err = s.child.stats(); err == nil && cur.CPUSec-prev.CPUSec < settleIdle/2 {
+			return cur, nil
+		}
+		prev = cur
+	}
+	return prev, err
 }
 
 func uniqueKeys(tag, tool string) intentFn {
