@@ -45,6 +45,7 @@ type dispatcher struct {
 		sync.Mutex
 		running int
 		perTool map[string]int
+		limits  map[string]int // tool -> max_in_flight, cached
 		queue   []job
 	}
 }
@@ -53,6 +54,7 @@ func newDispatcher(ctx context.Context, reg *tools.Registry, maxInFlight int, ho
 	d := &dispatcher{reg: reg, maxInFlight: maxInFlight, hooks: hooks, ctx: ctx,
 		out: make(chan completion, maxInFlight), wake: wake}
 	d.mu.perTool = map[string]int{}
+	d.mu.limits = map[string]int{}
 	return d
 }
 
@@ -72,6 +74,9 @@ func (d *dispatcher) queued() int {
 }
 
 func (d *dispatcher) startRunnableLocked() {
+	if d.mu.running >= d.maxInFlight || len(d.mu.queue) == 0 {
+		return // nothing can start: skip the scan (it ran on every completion)
+	}
 	kept := d.mu.queue[:0]
 	for _, j := range d.mu.queue {
 		if d.mu.running >= d.maxInFlight || !d.toolHasRoomLocked(j.call.Tool) {
@@ -88,8 +93,16 @@ func (d *dispatcher) startRunnableLocked() {
 }
 
 func (d *dispatcher) toolHasRoomLocked(tool string) bool {
-	spec, _, ok := d.reg.Lookup(tool)
-	return !ok || spec.MaxInFlight <= 0 || d.mu.perTool[tool] < spec.MaxInFlight
+	limit, ok := d.mu.limits[tool]
+	if !ok {
+		spec, _, found := d.reg.Lookup(tool)
+		limit = spec.MaxInFlight
+		if !found {
+			limit = 0
+		}
+		d.mu.limits[tool] = limit // the registry is fixed after start: look each tool up once
+	}
+	return limit <= 0 || d.mu.perTool[tool] < limit
 }
 
 func (d *dispatcher) run(j job) {

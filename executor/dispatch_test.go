@@ -71,6 +71,10 @@ func TestDispatcherBounds(t *testing.T) {
 			t.Fatalf("tool %s ran %d at once, its max_in_flight is 2", tool, n)
 		}
 	}
+	// A call frees its slot just after it sends its completion.
+	for deadline := time.Now().Add(time.Second); d.queued() != 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if d.queued() != 0 {
 		t.Fatalf("queued after completion: %d", d.queued())
 	}
@@ -97,6 +101,9 @@ func TestDispatcherCancelQueued(t *testing.T) {
 	}
 	close(release)
 	<-d.out
+	for deadline := time.Now().Add(time.Second); d.queued() != 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if d.queued() != 0 {
 		t.Fatalf("queued after drain: %d", d.queued())
 	}
