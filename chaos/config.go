@@ -39,6 +39,7 @@ type Config struct {
 	Partitions   int
 	Rate         float64 // intents per second (bursts come on top)
 	FaultGap     time.Duration
+	Only         []string // fault kinds to inject; empty: all
 	DropEvery    uint32 // the ledger drops the answer of about one key in DropEvery
 	WorkDir      string // binaries, data dirs, logs; a temp dir when empty
 	Keep         bool   // keep WorkDir

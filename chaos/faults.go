@@ -36,8 +36,10 @@ type Injector struct {
 	fleet     *Fleet
 	executors int
 	broker    *Broker // nil: no bounces (an external broker)
-	net       *NetProxy
+	net       *NetProxy // executors <-> tools
+	kafkaNet  *NetProxy // executors <-> broker; nil with an external broker
 	gap       time.Duration
+	only      map[string]bool // empty: every kind
 	logf      func(string, ...any)
 
 	mu     sync.Mutex
@@ -120,6 +122,9 @@ func (in *Injector) Run(ctx context.Context) {
 			p, queue = queue[0], queue[1:]
 		} else {
 			p = in.randomPlan()
+		}
+		if len(in.only) > 0 && !in.only[p.kind] {
+			continue
 		}
 		in.inject(p)
 		select {
@@ -245,18 +250,24 @@ func (in *Injector) bounce(kind string) {
 	in.count(FaultBrokerBounce, kind)
 }
 
-// network: one toxic between the executors and the tool server.
+// network: one toxic between the executors and the tool server, or
+// (with our own broker, half the time) between the executors and the
+// broker.
 func (in *Injector) network() {
-	t := toxicMenu[in.rng.IntN(len(toxicMenu))]
+	proxy, menu := in.net, toolToxics
+	if in.kafkaNet != nil && in.rng.IntN(2) == 0 {
+		proxy, menu = in.kafkaNet, kafkaToxics
+	}
+	t := menu[in.rng.IntN(len(menu))]
 	d := time.Duration(2000+in.rng.IntN(4000)) * time.Millisecond
-	in.logf("fault network %s for %s", t, d)
-	if err := in.net.Add(t); err != nil {
+	in.logf("fault network %s: %s for %s", proxy.name, t, d)
+	if err := proxy.Add(t); err != nil {
 		in.logf("toxic: %v", err)
 		return
 	}
-	in.count(FaultNetwork, t.Kind+"/"+t.Stream)
+	in.count(FaultNetwork, proxy.name+":"+t.Kind+"/"+t.Stream)
 	time.Sleep(d)
-	in.net.Remove()
+	proxy.Remove()
 }
 
 // stateLoss: kill -9 an executor, delete its Pebble view, restart it.

@@ -10,20 +10,24 @@ import (
 )
 
 // NetProxy is a toxiproxy (used as a library) in front of one upstream.
-// The executors reach the ledger only through it, so a toxic here is a
-// network fault between the executors (and the reconciler) and the tool.
+// Two are used: the executors reach the ledger only through "tools" (a
+// toxic there is a network fault between the executors, or the
+// reconciler, and the tool), and the broker only through "kafka" (a fault
+// between the executors and the broker; see Run for the listener).
 type NetProxy struct {
-	p *toxiproxy.Proxy
+	name string
+	p    *toxiproxy.Proxy
 }
 
-// NewNetProxy listens on a free 127.0.0.1 port and forwards to upstream.
-func NewNetProxy(name, upstream string) (*NetProxy, error) {
+// NewNetProxy listens on listen ("127.0.0.1:0" for a free port) and
+// forwards to upstream.
+func NewNetProxy(name, listen, upstream string) (*NetProxy, error) {
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
-	p := toxiproxy.NewProxy(srv, name, "127.0.0.1:0", upstream)
+	p := toxiproxy.NewProxy(srv, name, listen, upstream)
 	if err := p.Start(); err != nil {
 		return nil, fmt.Errorf("chaos: toxiproxy %s: %w", name, err)
 	}
-	return &NetProxy{p: p}, nil
+	return &NetProxy{name: name, p: p}, nil
 }
 
 // Addr is the address clients must use.
@@ -41,14 +45,27 @@ type Toxic struct {
 
 func (t Toxic) String() string { return t.Kind + "/" + t.Stream + " " + t.Attrs }
 
-// toxics is the menu; latency stays well under the tools' pending_ttl, so a
-// delayed request always reaches the ledger before a probe asks for it.
-var toxicMenu = []Toxic{
+// toolToxics is the menu between the executors and the tools; latency
+// stays well under the tools' pending_ttl, so a delayed request always
+// reaches the ledger before a probe asks for it.
+var toolToxics = []Toxic{
 	{"latency", "downstream", `{"latency":1500,"jitter":500}`},
 	{"latency", "upstream", `{"latency":800,"jitter":300}`},
 	{"reset_peer", "upstream", `{"timeout":0}`},
 	{"reset_peer", "downstream", `{"timeout":0}`},
 	{"timeout", "downstream", `{"timeout":1500}`},
+	{"timeout", "upstream", `{"timeout":0}`},
+}
+
+// kafkaToxics is the menu between the executors and the broker: slow
+// answers, slow requests, connections reset, and connections that go
+// silent (requests time out, sessions may expire: a zombie by network).
+var kafkaToxics = []Toxic{
+	{"latency", "downstream", `{"latency":400,"jitter":200}`},
+	{"latency", "upstream", `{"latency":1200,"jitter":400}`},
+	{"reset_peer", "upstream", `{"timeout":500}`},
+	{"reset_peer", "downstream", `{"timeout":0}`},
+	{"timeout", "downstream", `{"timeout":2000}`},
 	{"timeout", "upstream", `{"timeout":0}`},
 }
 

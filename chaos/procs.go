@@ -189,12 +189,14 @@ func freeAddr() string {
 type Broker struct {
 	Repo, RunDir  string
 	Port, CtlPort int
+	Extra         string // server.properties lines (KAFKA_EXTRA_CONFIG)
 	Owned         bool
 	LogW          *bytes.Buffer
 }
 
 func (b *Broker) env() []string {
-	return append(os.Environ(), fmt.Sprintf("KAFKA_PORT=%d", b.Port), fmt.Sprintf("KAFKA_CONTROLLER_PORT=%d", b.CtlPort), "KAFKA_RUN_DIR="+b.RunDir)
+	return append(os.Environ(), fmt.Sprintf("KAFKA_PORT=%d", b.Port), fmt.Sprintf("KAFKA_CONTROLLER_PORT=%d", b.CtlPort), "KAFKA_RUN_DIR="+b.RunDir,
+		"KAFKA_EXTRA_CONFIG="+b.Extra)
 }
 
 func (b *Broker) script(name string, args ...string) error {

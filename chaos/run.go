@@ -52,7 +52,9 @@ type run struct {
 	brokers  []string
 	broker   *Broker
 	ledger   *Ledger
-	proxy    *NetProxy
+	proxy    *NetProxy // executors -> ledger
+	kproxy   *NetProxy // executors -> broker (own broker only)
+	exBroker string    // the broker address the executors use
 	fleet    *Fleet
 	rec      *Proc
 	names    topics.Names
@@ -102,7 +104,7 @@ func (rn *run) setup(ctx context.Context) error {
 	if err := os.WriteFile(toolsFile, []byte(toolsYAML(rn.proxy.Addr())), 0o644); err != nil {
 		return err
 	}
-	rn.fleet = &Fleet{bin: exBin, toolsFile: toolsFile, brokers: rn.brokers[0], prefix: tag + ".", group: tag + "-ex",
+	rn.fleet = &Fleet{bin: exBin, toolsFile: toolsFile, brokers: rn.exBroker, prefix: tag + ".", group: tag + "-ex",
 		dir: rn.dir, partitions: rn.cfg.Partitions, logf: rn.logf}
 	rn.undo = append(rn.undo, rn.fleet.stopAll)
 	rn.logf("starting %d executors (group %s, topics %s*)", rn.cfg.Executors, tag+"-ex", tag+".")
@@ -130,10 +132,22 @@ func (rn *run) setup(ctx context.Context) error {
 func (rn *run) startBroker() error {
 	if !rn.cfg.OwnBroker {
 		rn.brokers = []string{rn.cfg.Brokers}
-		rn.logf("using the broker at %s (no broker bounces: it is not ours)", rn.cfg.Brokers)
+		rn.exBroker = rn.cfg.Brokers
+		rn.logf("using the broker at %s (no broker bounces and no broker network faults: it is not ours)", rn.cfg.Brokers)
 		return nil
 	}
-	rn.broker = &Broker{Repo: rn.cfg.Repo, RunDir: rn.cfg.BrokerRunDir, Port: rn.cfg.BrokerPort, CtlPort: rn.cfg.BrokerPort + 1}
+	// The executors reach the broker through toxiproxy. A proxy in front
+	// of a broker only works if the broker advertises the proxy's address
+	// (clients connect to what metadata names), so the broker gets a
+	// second listener, PROXIED, advertised at the proxy; the harness, the
+	// load and the reconciler keep the direct PLAINTEXT listener.
+	port := rn.cfg.BrokerPort
+	proxied, advertised := port+2, port+3
+	rn.broker = &Broker{Repo: rn.cfg.Repo, RunDir: rn.cfg.BrokerRunDir, Port: port, CtlPort: port + 1, Extra: fmt.Sprintf(
+		"listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d,PROXIED://127.0.0.1:%d\n"+
+			"advertised.listeners=PLAINTEXT://127.0.0.1:%d,PROXIED://127.0.0.1:%d\n"+
+			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT\n",
+		port, port+1, proxied, port, advertised)}
 	rn.logf("starting a private broker on %s (run dir %s, wiped first)", rn.broker.Addr(), rn.broker.RunDir)
 	_ = rn.broker.Wipe()
 	if err := rn.broker.Start(); err != nil {
@@ -144,6 +158,14 @@ func (rn *run) startBroker() error {
 		_ = rn.broker.Wipe()
 	})
 	rn.brokers = []string{rn.broker.Addr()}
+	var err error
+	rn.kproxy, err = NewNetProxy("kafka", fmt.Sprintf("127.0.0.1:%d", advertised), fmt.Sprintf("127.0.0.1:%d", proxied))
+	if err != nil {
+		return err
+	}
+	rn.undo = append(rn.undo, rn.kproxy.Close)
+	rn.exBroker = rn.kproxy.Addr()
+	rn.logf("executors reach the broker through toxiproxy on %s (listener PROXIED)", rn.exBroker)
 	return nil
 }
 
@@ -153,7 +175,7 @@ func (rn *run) startTools() error {
 		return err
 	}
 	rn.undo = append(rn.undo, rn.ledger.Close)
-	if rn.proxy, err = NewNetProxy("tools", rn.ledger.Addr()); err != nil {
+	if rn.proxy, err = NewNetProxy("tools", "127.0.0.1:0", rn.ledger.Addr()); err != nil {
 		return err
 	}
 	rn.undo = append(rn.undo, rn.proxy.Close)
@@ -178,7 +200,10 @@ func (rn *run) startClients(ctx context.Context) error {
 // execute runs the load and the faults, settles and checks.
 func (rn *run) execute(ctx context.Context) (*Report, error) {
 	in := &Injector{rng: rand.New(rand.NewPCG(rn.cfg.Seed, 2)), fleet: rn.fleet, executors: rn.cfg.Executors, broker: rn.broker,
-		net: rn.proxy, gap: rn.cfg.FaultGap, logf: rn.logf, counts: map[string]int{}, detail: map[string]int{}}
+		net: rn.proxy, kafkaNet: rn.kproxy, gap: rn.cfg.FaultGap, logf: rn.logf, counts: map[string]int{}, detail: map[string]int{}, only: map[string]bool{}}
+	for _, k := range rn.cfg.Only {
+		in.only[k] = true
+	}
 	load := newLoad(rn.cfg.Seed, rn.cfg.Rate, rn.prod, rn.names, int32(rn.cfg.Partitions), rn.tr, fmt.Sprintf("s%d", rn.cfg.Seed))
 	lctx, cancel := context.WithTimeout(ctx, rn.cfg.Duration)
 	defer cancel()
@@ -238,6 +263,9 @@ func (rn *run) progress(ctx context.Context, in *Injector) {
 // left but escalations.
 func (rn *run) settle(ctx context.Context) (map[string]bool, error) {
 	rn.proxy.Remove()
+	if rn.kproxy != nil {
+		rn.kproxy.Remove()
+	}
 	if rn.broker != nil {
 		if err := rn.broker.Start(); err != nil {
 			return nil, err

@@ -64,6 +64,10 @@ func Check(ev *saga.Event) error {
 		return fmt.Errorf("%w: %s with status %s", ErrBadEvent, ev.Kind, ev.Status)
 	case ev.Kind == saga.EvCompensationStarted && (ev.Waiter == nil || ev.Waiter.IntentID == "" || ev.Tool == ""):
 		return fmt.Errorf("%w: compensation_started without origin or tool", ErrBadEvent)
+	case ev.Kind == saga.EvReadStarted && (ev.Waiter == nil || ev.IntentID == "" || ev.Tool == ""):
+		return fmt.Errorf("%w: read_started without intent, origin or tool", ErrBadEvent)
+	case ev.Kind == saga.EvReadAnswered && ev.IntentID == "":
+		return fmt.Errorf("%w: read_answered without intent", ErrBadEvent)
 	}
 	return nil
 }

@@ -71,11 +71,12 @@ type folder struct {
 	next       int64
 	prev       map[string]*saga.Record // as stored before this batch
 	cur        map[string]*saga.Record
+	reads      map[string]*saga.Event // pending reads by aux key; nil: answered
 }
 
 func newFolder(st *state.Store, topic string, p int32, every int) *folder {
 	return &folder{st: st, topic: topic, partition: p, flushEvery: every,
-		prev: map[string]*saga.Record{}, cur: map[string]*saga.Record{}}
+		prev: map[string]*saga.Record{}, cur: map[string]*saga.Record{}, reads: map[string]*saga.Event{}}
 }
 
 func (f *folder) apply(offset int64, r *kgo.Record) error {
@@ -85,12 +86,11 @@ func (f *folder) apply(offset int64, r *kgo.Record) error {
 		// started fence, so the restore stops and says where.
 		return fmt.Errorf("offset %d: %w", offset, err)
 	}
-	rk := ev.Tenant + "\x00" + ev.Key
-	rec, err := f.load(rk, ev.Tenant, ev.Key)
-	if err != nil {
+	if ev.Kind.IsRead() {
+		f.foldRead(ev)
+	} else if err := f.foldRecord(ev); err != nil {
 		return err
 	}
-	f.cur[rk] = saga.Apply(rec, *ev)
 	f.events++
 	f.pending++
 	f.next = offset + 1
@@ -98,6 +98,25 @@ func (f *folder) apply(offset int64, r *kgo.Record) error {
 		return f.flush(f.next, state.NoSync)
 	}
 	return nil
+}
+
+func (f *folder) foldRecord(ev *saga.Event) error {
+	rk := ev.Tenant + "\x00" + ev.Key
+	rec, err := f.load(rk, ev.Tenant, ev.Key)
+	if err != nil {
+		return err
+	}
+	f.cur[rk] = saga.Apply(rec, *ev)
+	return nil
+}
+
+func (f *folder) foldRead(ev *saga.Event) {
+	k := string(ReadKey(f.partition, ev.IntentID))
+	if ev.Kind == saga.EvReadStarted {
+		f.reads[k] = ev
+	} else {
+		f.reads[k] = nil
+	}
 }
 
 func (f *folder) load(rk, tenant, key string) (*saga.Record, error) {
@@ -120,10 +139,14 @@ func (f *folder) flush(next int64, d state.Durability) error {
 			return err
 		}
 	}
+	if err := PutReads(b, f.reads); err != nil {
+		b.Discard()
+		return err
+	}
 	if err := b.SetCheckpoint(f.topic, f.partition, next); err != nil {
 		b.Discard()
 		return err
 	}
-	f.prev, f.cur, f.pending = map[string]*saga.Record{}, map[string]*saga.Record{}, 0
+	f.prev, f.cur, f.reads, f.pending = map[string]*saga.Record{}, map[string]*saga.Record{}, map[string]*saga.Event{}, 0
 	return b.Commit(d)
 }

@@ -423,3 +423,50 @@ func TestRestoreEndsWhenTheTailAbortedAfterTheTarget(t *testing.T) {
 		t.Fatalf("read %v, next %d, target %d: want only k0's event", seen, next, target)
 	}
 }
+
+// TestRestoreFoldsPendingReads: a read_started without its read_answered
+// is a pending read after a restore, across batches and into a store that
+// had already restored part of the log; an aborted read_started is not.
+func TestRestoreFoldsPendingReads(t *testing.T) {
+	e := rsStart(t)
+	read := func(kind saga.EventKind, intent string, at int64) saga.Event {
+		ev := saga.Event{Kind: kind, Tenant: "t", Key: "k", At: at, IntentID: intent}
+		if kind == saga.EvReadStarted {
+			ev.Tool, ev.Args, ev.Waiter = "search", []byte("q"), &saga.Waiter{IntentID: intent, ReplyTo: "r"}
+		}
+		return ev
+	}
+	e.txn(true, read(saga.EvReadStarted, "A", 1), read(saga.EvReadStarted, "B", 2), rsStarted("x", "X", 3))
+	e.txn(false, read(saga.EvReadStarted, "C", 4))
+	e.txn(true, read(saga.EvReadAnswered, "A", 5))
+	st := rsStore(t)
+	e.restore(st, 2)
+	pendingIDs := func() []string {
+		evs, err := eventlog.PendingReads(st, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, ev := range evs {
+			if ev.Tool != "search" || ev.Waiter == nil || ev.Waiter.ReplyTo != "r" {
+				t.Fatalf("pending read lost fields: %+v", ev)
+			}
+			ids = append(ids, ev.IntentID)
+		}
+		return ids
+	}
+	if got := pendingIDs(); !reflect.DeepEqual(got, []string{"B"}) {
+		t.Fatalf("pending reads %v, want [B]", got)
+	}
+	if rsStatus(t, st, "x") != saga.StatusStarted {
+		t.Fatal("the key record next to the reads was not folded")
+	}
+	e.txn(true, read(saga.EvReadAnswered, "B", 6), read(saga.EvReadStarted, "D", 7))
+	e.restore(st, 100)
+	if got := pendingIDs(); !reflect.DeepEqual(got, []string{"D"}) {
+		t.Fatalf("pending reads after a second restore %v, want [D]", got)
+	}
+	if other, err := eventlog.PendingReads(st, 1, 100); err != nil || len(other) != 0 {
+		t.Fatalf("partition 1 has pending reads %v (%v)", other, err)
+	}
+}

@@ -94,19 +94,6 @@ func (t *tick) forward(r *kgo.Record, owner int32) {
 	t.out = append(t.out, fr)
 }
 
-// readOnlyAnswer is the terminal answer of a read-only call. A read-only
-// tool has no effect to protect, so an outcome that stayed ambiguous after
-// the adapter's retries is a plain failure: nothing waits on it.
-func readOnlyAnswer(c completion, now int64) saga.Answer {
-	comp := toCompletion(c)
-	status := wireStatus(comp.Status)
-	if comp.Status == saga.StatusUnknown {
-		status = topics.StatusFailed
-	}
-	return saga.Answer{To: c.job.call.Origin, Tenant: c.job.call.Tenant, Key: c.job.call.Key, Tool: c.job.call.Tool,
-		Status: status, Result: comp.Result, Err: comp.Err, OriginalIntentID: c.job.call.CallID, CompletedAt: now, Attempt: 1}
-}
-
 func wireStatus(s saga.Status) string {
 	switch s {
 	case saga.StatusSucceeded:

@@ -40,6 +40,10 @@ type Config struct {
 	// transaction. Default: Group + "-" + random.
 	TransactionalID string
 	SweepInterval   time.Duration // how often expired keys are swept; default 30s
+	// BrokerOutage is how long a failed transaction keeps being aborted
+	// while the broker cannot be reached (a restart, a partition) before
+	// the process gives up with ErrFatal; default 2m.
+	BrokerOutage time.Duration
 
 	Settings topics.Settings // topic creation; MinEventRetention defaults from the tools
 
@@ -86,6 +90,7 @@ func (c *Config) defaults() {
 	setDefault(&c.RebalanceTimeout, 30*time.Second)
 	setDefault(&c.TransactionTimeout, 20*time.Second)
 	setDefault(&c.SweepInterval, 30*time.Second)
+	setDefault(&c.BrokerOutage, 2*time.Minute)
 	setDefault(&c.TransactionalID, c.Group+"-"+randomSuffix())
 	if c.Logger == nil {
 		c.Logger = slog.Default()

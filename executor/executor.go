@@ -36,10 +36,14 @@ type Executor struct {
 	// callbacks, which BlockRebalanceOnPoll serialises with the loop.
 	owned      map[int32]*ownership
 	inflight   map[string]inflightCall // routing key -> call started and not yet recorded
+	reads      map[string]inflightCall // intent id -> read-only call started and not yet recorded
 	unsettled  map[int32]int           // partition -> keys started, unknown or compensating in the view
 	unrecorded []completion            // finished calls whose outcome is not committed yet
 	lastSweep  time.Time
 	epochSeq   uint64 // last ownership epoch handed out
+	// offsetsUnsure: a transaction end failed, so it may have committed
+	// although the session rewound to the offsets before it (outage.go).
+	offsetsUnsure bool
 
 	rebalancePending atomic.Bool
 	dirty            atomic.Bool // a group callback ran: reset the session before the next transaction
@@ -57,6 +61,11 @@ type Executor struct {
 type ownership struct {
 	epoch    uint64 // bumped at every assignment; completions of older epochs are stale
 	restored bool   // the view is caught up with the log for this assignment
+	since    time.Time
+	// readsResumed: the reads a previous owner left were taken on
+	// (reads.go); lastTry: the last idle restore attempt.
+	readsResumed bool
+	lastTry      time.Time
 }
 
 type inflightCall struct {
@@ -73,7 +82,7 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Executor{cfg: cfg, m: newMetrics(cfg.Registerer), owned: map[int32]*ownership{}, inflight: map[string]inflightCall{}, unsettled: map[int32]int{}, runDone: make(chan struct{})}
+	e := &Executor{cfg: cfg, m: newMetrics(cfg.Registerer), owned: map[int32]*ownership{}, inflight: map[string]inflightCall{}, reads: map[string]inflightCall{}, unsettled: map[int32]int{}, runDone: make(chan struct{})}
 	if err := e.open(ctx); err != nil {
 		e.Close()
 		return nil, err

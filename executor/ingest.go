@@ -119,32 +119,31 @@ func (t *tick) act(r *kgo.Record, en *entry, si saga.Input, d saga.Decision) err
 func (t *tick) startCall(p int32, c saga.Call) {
 	rk := topics.RoutingKey(c.Tenant, c.Key)
 	j := job{call: c, partition: p, rk: rk, epoch: t.e.owned[p].epoch}
-	if c.Kind != saga.CallReadOnly {
+	if c.Kind == saga.CallReadOnly {
+		t.e.reads[c.CallID] = inflightCall{partition: p, epoch: j.epoch}
+	} else {
 		t.e.inflight[rk] = inflightCall{partition: p, epoch: j.epoch}
 	}
 	t.started = append(t.started, j)
 }
 
 // complete records a finished call, unless its partition moved since it
-// was dispatched: then its key is in doubt for the new owner and the
-// outcome is dropped (counted, logged), never written by a non-owner.
+// was dispatched: then its key is in doubt for the new owner (a read is
+// called again by it) and the outcome is dropped (counted, logged), never
+// written by a non-owner.
 func (t *tick) complete(c completion) error {
 	t.e.m.Calls.WithLabelValues(c.job.call.Tool, c.outcome.Status.String()).Inc()
 	t.e.m.CallDuration.WithLabelValues(c.job.call.Tool).Observe(c.dur.Seconds())
-	if c.job.call.Kind == saga.CallReadOnly {
-		// A read-only answer changes no state, so it is sent whoever owns
-		// the partition now: its intent's offset is already committed and
-		// nobody else would ever answer it.
-		t.recorded = append(t.recorded, c)
-		t.answer(readOnlyAnswer(c, t.now))
-		return nil
-	}
 	if o, ok := t.e.owned[c.job.partition]; !ok || o.epoch != c.job.epoch {
 		t.e.m.OutcomesLost.Inc()
 		t.e.cfg.Logger.Warn("outcome not recorded: partition moved; the key is in doubt for its owner", "key", c.job.rk, "status", c.outcome.Status.String())
 		return nil
 	}
 	t.recorded = append(t.recorded, c)
+	if c.job.call.Kind == saga.CallReadOnly {
+		d := saga.CompleteRead(c.job.call, toCompletion(c), t.env(c.job.rk))
+		return t.emit(&entry{p: c.job.partition}, d, c.job.call.Traceparent)
+	}
 	t.done[c.job.rk] = true
 	en, err := t.load(c.job.partition, c.job.call.Tenant, c.job.call.Key)
 	if err != nil {

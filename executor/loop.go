@@ -84,7 +84,12 @@ func (e *Executor) retryLater(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: begin: %w", ErrFatal, err)
 	}
 	if _, err := e.sess.End(context.WithoutCancel(ctx), kgo.TryAbort); err != nil {
-		return fmt.Errorf("%w: rewind: %w", ErrFatal, err)
+		if aerr := e.abortThroughOutage(); aerr != nil {
+			return fmt.Errorf("%w: rewind: %w (abort: %w)", ErrFatal, err, aerr)
+		}
+	}
+	if err := e.resyncOffsets(); err != nil {
+		return err
 	}
 	select {
 	case <-ctx.Done():
@@ -115,9 +120,11 @@ func (e *Executor) resetSessionIfDirty(ctx context.Context) error {
 		return fmt.Errorf("%w: begin: %w", ErrFatal, err)
 	}
 	if _, err := e.sess.End(context.WithoutCancel(ctx), kgo.TryAbort); err != nil {
-		return fmt.Errorf("%w: reset session: %w", ErrFatal, err)
+		if aerr := e.abortThroughOutage(); aerr != nil {
+			return fmt.Errorf("%w: reset session: %w (abort: %w)", ErrFatal, err, aerr)
+		}
 	}
-	return nil
+	return e.resyncOffsets()
 }
 
 // fetchErrors logs fetch errors other than the poll's own timeout.

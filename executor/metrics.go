@@ -20,6 +20,7 @@ type Metrics struct {
 	RestoreEvents prometheus.Counter
 	DeadLetters   *prometheus.CounterVec // by reason
 	OutcomesLost  prometheus.Counter
+	ReadsResumed  prometheus.Counter
 	Fsyncs        prometheus.Counter
 }
 
@@ -46,11 +47,12 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 		RestoreEvents: prometheus.NewCounter(prometheus.CounterOpts(opts("restore_events_total", "Events folded by restores."))),
 		DeadLetters:   prometheus.NewCounterVec(prometheus.CounterOpts(opts("deadletters_total", "Inputs dead-lettered, by reason.")), []string{"reason"}),
 		OutcomesLost:  prometheus.NewCounter(prometheus.CounterOpts(opts("outcomes_unrecorded_total", "Calls whose outcome could not be recorded because the partition moved; their keys are in doubt."))),
+		ReadsResumed:  prometheus.NewCounter(prometheus.CounterOpts(opts("reads_resumed_total", "Read-only calls called again by a new owner because their previous owner left them unanswered."))),
 		Fsyncs:        prometheus.NewCounter(prometheus.CounterOpts(opts("state_syncs_total", "Synced Pebble batches."))),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Intents, m.Calls, m.CallDuration, m.TickDuration, m.TxnDuration, m.Txns, m.TickRecords,
-			m.InFlight, m.KeysInDoubt, m.Restores, m.RestoreEvents, m.DeadLetters, m.OutcomesLost, m.Fsyncs)
+			m.InFlight, m.KeysInDoubt, m.Restores, m.RestoreEvents, m.DeadLetters, m.OutcomesLost, m.ReadsResumed, m.Fsyncs)
 	}
 	return m
 }

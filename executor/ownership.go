@@ -96,7 +96,7 @@ func (e *Executor) applyOwnershipChanges() {
 			if ch.assigned {
 				if _, ok := e.owned[p]; !ok {
 					e.epochSeq++
-					e.owned[p] = &ownership{epoch: e.epochSeq}
+					e.owned[p] = &ownership{epoch: e.epochSeq, since: time.Now()}
 				}
 				continue
 			}
@@ -115,6 +115,11 @@ func (e *Executor) release(p int32) {
 			e.cfg.Logger.Warn("partition released with a call running; its key is in doubt for the next owner", "key", rk, "partition", p)
 		}
 	}
+	for id, c := range e.reads {
+		if c.partition == p {
+			delete(e.reads, id) // the next owner calls it again
+		}
+	}
 	e.m.KeysInDoubt.DeleteLabelValues(partitionLabel(p))
 }
 
@@ -124,6 +129,12 @@ func (e *Executor) release(p int32) {
 // the stable offset fetch has already waited out the previous owner's
 // pending transaction (KIP-447); eventlog.Target waits out the rest.
 func (e *Executor) ensureRestored(ctx context.Context, p int32) error {
+	return e.restore(ctx, p, e.cfg.TransactionTimeout+10*time.Second)
+}
+
+// restore is ensureRestored with a bound on the wait for open
+// transactions on the events partition to settle.
+func (e *Executor) restore(ctx context.Context, p int32, settle time.Duration) error {
 	o, ok := e.owned[p]
 	if !ok {
 		return fmt.Errorf("%w: partition %d is not owned by this member", ErrFatal, p)
@@ -132,13 +143,14 @@ func (e *Executor) ensureRestored(ctx context.Context, p int32) error {
 		return nil
 	}
 	stats, err := eventlog.RestoreInto(ctx, e.store, e.adm, p, eventlog.RestoreOptions{
-		Seeds: e.cfg.Brokers, Topic: e.cfg.Names.Events, SettleWait: e.cfg.TransactionTimeout + 10*time.Second,
+		Seeds: e.cfg.Brokers, Topic: e.cfg.Names.Events, SettleWait: settle,
 		ClientOpts: []kgo.Opt{kgo.WithLogger(kgoLogger{l: e.cfg.Logger})},
 	})
 	if err != nil {
 		return fmt.Errorf("%w: restore partition %d: %w", errRetryTick, p, err)
 	}
 	o.restored = true
+	e.resumeReads(p, o)
 	e.m.Restores.Observe(stats.Duration.Seconds())
 	e.m.RestoreEvents.Add(float64(stats.Events))
 	e.cfg.Logger.Info("partition restored", "partition", p, "from", stats.From, "to", stats.To, "events", stats.Events, "took", stats.Duration)

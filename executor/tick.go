@@ -26,7 +26,8 @@ type tick struct {
 	started  []job        // calls to dispatch after the commit
 	recorded []completion // completions this tick records
 	done     map[string]bool
-	touched  map[int32]bool // events partitions this tick writes
+	touched  map[int32]bool         // events partitions this tick writes
+	reads    map[string]*saga.Event // pending reads to store (nil: answered), by aux key
 	inputs   int
 	verdicts map[string]int
 
@@ -43,7 +44,7 @@ type entry struct {
 
 func (e *Executor) newTick(ctx context.Context) *tick {
 	return &tick{e: e, ctx: ctx, now: e.now(), overlay: map[string]*entry{}, done: map[string]bool{},
-		verdicts: map[string]int{}, lastOffset: map[int32]int64{}, touched: map[int32]bool{}}
+		verdicts: map[string]int{}, lastOffset: map[int32]int64{}, touched: map[int32]bool{}, reads: map[string]*saga.Event{}}
 }
 
 // tick decides everything polled plus every finished call, commits it in
@@ -54,9 +55,7 @@ func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 	e.collectCompletions()
 	t := e.newTick(ctx)
 	if err := t.build(fs); err != nil {
-		for _, j := range t.started {
-			delete(e.inflight, j.rk)
-		}
+		e.forgetStarted(t)
 		return err
 	}
 	if len(t.out) == 0 && fs.NumRecords() == 0 {
@@ -105,6 +104,7 @@ func (t *tick) build(fs kgo.Fetches) error {
 	if err != nil {
 		return err
 	}
+	t.e.restoreIdle(t.ctx)
 	return t.sweep()
 }
 
@@ -138,6 +138,10 @@ func (t *tick) emit(en *entry, d saga.Decision, traceparent string) error {
 		r := eventlog.EncodeRecord(t.e.cfg.Names, en.p, b, ev.Tenant, ev.Key, traceparent)
 		t.out = append(t.out, r)
 		t.touched[en.p] = true
+		if ev.Kind.IsRead() {
+			t.pendingRead(en.p, ev)
+			continue
+		}
 		en.cur = saga.Apply(en.cur, *ev)
 	}
 	for _, a := range d.Answers {
@@ -208,7 +212,9 @@ func (e *Executor) flush(ctx context.Context) error {
 // recoverTxn handles a failed End: the outcome of the transaction is
 // unknown to us, so the client is told to abort (the documented retry,
 // which bumps the producer epoch and fences whatever may still be open).
-// If even that fails the client is unusable and the process must restart.
+// While the broker cannot be reached the abort is retried (see
+// abortThroughOutage); if it still fails the client is unusable and the
+// process must restart.
 //
 // Records still buffered are dropped first. Why: when End's context is
 // cancelled (a blocked group callback) before the flush completes, End
@@ -216,12 +222,7 @@ func (e *Executor) flush(ctx context.Context) error {
 // next transaction: a started event of an aborted tick committed behind
 // the view's back, with no call ever dispatched for it.
 func (e *Executor) recoverTxn(cause error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.TransactionTimeout)
-	defer cancel()
-	if err := e.sess.Client().AbortBufferedRecords(ctx); err != nil {
-		return fmt.Errorf("%w: transaction end failed (%w) and buffered records could not be dropped: %w", ErrFatal, cause, err)
-	}
-	if err := e.sess.Client().EndTransaction(ctx, kgo.TryAbort); err != nil {
+	if err := e.abortThroughOutage(); err != nil {
 		return fmt.Errorf("%w: transaction end failed (%w) and the abort too: %w", ErrFatal, cause, err)
 	}
 	return cause
@@ -273,13 +274,14 @@ func (t *tick) failed() bool {
 // dispatches the calls whose started events are now committed.
 func (e *Executor) afterCommit(t *tick) error {
 	e.m.Txns.WithLabelValues("committed").Inc()
+	e.offsetsUnsure = false // the session's idea of committed is ours again
 	e.m.TickRecords.Observe(float64(t.inputs + len(t.recorded)))
 	for v, n := range t.verdicts {
 		e.m.Intents.WithLabelValues(v).Add(float64(n))
 	}
 	e.unrecorded = nil
 	for _, c := range t.recorded {
-		delete(e.inflight, c.job.rk)
+		e.forgetCall(c.job)
 	}
 	if err := e.materialise(t); err != nil {
 		e.cfg.Logger.Error("pebble write failed; the view will catch up from the log", "err", err)
@@ -300,6 +302,10 @@ func (e *Executor) materialise(t *tick) error {
 			b.Discard()
 			return err
 		}
+	}
+	if err := eventlog.PutReads(b, t.reads); err != nil {
+		b.Discard()
+		return err
 	}
 	for p, off := range t.lastOffset {
 		if err := b.SetCheckpoint(e.cfg.Names.Events, p, off+1); err != nil {
@@ -344,15 +350,14 @@ func (e *Executor) countDoubt(t *tick) {
 // used again.
 func (e *Executor) afterAbort(t *tick, err error) error {
 	e.m.Txns.WithLabelValues("aborted").Inc()
-	for _, j := range t.started {
-		delete(e.inflight, j.rk)
-	}
+	e.forgetStarted(t)
 	t.finishWithoutCommit()
 	if err != nil {
 		e.cfg.Logger.Warn("transaction failed; partitions catch up from the log", "err", err, "produce_err", t.produceErr)
 		e.needCatchUp(t)
+		e.offsetsUnsure = true
 	}
-	return nil
+	return e.resyncOffsets()
 }
 
 func (e *Executor) needCatchUp(t *tick) {

@@ -9,6 +9,9 @@ package saga
 // unconfirmed commit) leaves the record as it is. That keeps a restore
 // deterministic whatever the log holds.
 func Apply(rec *Record, ev Event) *Record {
+	if ev.Kind.IsRead() {
+		return rec // about one read-only call, not the key
+	}
 	if rec != nil {
 		rec.LastEventAt = ev.At
 	}

@@ -50,16 +50,6 @@ func decideCall(rec *Record, in Input, env Env) Decision {
 	return d
 }
 
-func decideReadOnly(in Input, env Env) Decision {
-	if deadlinePassed(in, env) {
-		return rejectInput(in, topics.ReasonDeadlineExceeded, "deadline_ms has passed; the call was not started")
-	}
-	return Decision{Verdict: VerdictExecute, Call: &Call{
-		Kind: CallReadOnly, Tenant: in.Tenant, Key: in.Key, Tool: in.Tool, CallID: in.IntentID,
-		Args: in.Args, Traceparent: in.Traceparent, Attempt: 1, Origin: in.waiter(env.Now),
-	}}
-}
-
 func deadlinePassed(in Input, env Env) bool { return in.DeadlineMs > 0 && env.Now > in.DeadlineMs }
 
 // execute starts a call: the started event is the fence. The call is made

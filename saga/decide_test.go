@@ -515,12 +515,12 @@ func TestDecideHistories(t *testing.T) {
 			{at: 2, in: ptr(onPartition(resolve("R", saga.StatusSucceeded, ""), 0, 1)), verdict: saga.VerdictForward, after: saga.StatusStarted},
 			{at: 3, in: ptr(onPartition(compensate("K"), 2, 1)), verdict: saga.VerdictForward, after: saga.StatusStarted},
 		}},
-		{name: "a read-only tool runs every time and records nothing", steps: []step{
-			{in: ptr(callTool("A", "search", "q")), verdict: saga.VerdictExecute,
+		{name: "a read-only tool runs every time and logs only its obligation to answer", steps: []step{
+			{in: ptr(callTool("A", "search", "q")), verdict: saga.VerdictExecute, events: []saga.EventKind{saga.EvReadStarted},
 				call: &wantCall{kind: saga.CallReadOnly, tool: "search", id: "A", attempt: 1, args: "q", origin: "A"}},
-			{at: 1, in: ptr(callTool("B", "search", "q")), verdict: saga.VerdictExecute,
+			{at: 1, in: ptr(callTool("B", "search", "q")), verdict: saga.VerdictExecute, events: []saga.EventKind{saga.EvReadStarted},
 				call: &wantCall{kind: saga.CallReadOnly, tool: "search", id: "B", attempt: 1, args: "q", origin: "B"}},
-			{at: 2, in: ptr(callTool("A", "search", "q")), verdict: saga.VerdictExecute,
+			{at: 2, in: ptr(callTool("A", "search", "q")), verdict: saga.VerdictExecute, events: []saga.EventKind{saga.EvReadStarted},
 				call: &wantCall{kind: saga.CallReadOnly, tool: "search", id: "A", attempt: 1, args: "q", origin: "A"}},
 		}},
 		{name: "retention: a settled key past ExpiresAt expires and executes anew", steps: []step{
@@ -847,5 +847,44 @@ func TestStatusNames(t *testing.T) {
 	}
 	if _, ok := saga.ParseStatus("bogus"); ok {
 		t.Error("ParseStatus accepted bogus")
+	}
+}
+
+// TestReadOnlyObligation: a read's decision logs read_started with all a
+// new owner needs to call again and answer; its completion logs
+// read_answered and answers the intent, an ambiguous outcome as failed;
+// neither touches the key's record.
+func TestReadOnlyObligation(t *testing.T) {
+	env := saga.Env{Now: 100, Policy: func(string) (saga.Policy, bool) { return saga.Policy{ReadOnly: true}, true }}
+	in := saga.Input{Type: saga.InputCall, IntentID: "R1", Tenant: "t", Key: "k", Tool: "search", Args: []byte("q"),
+		ArgsHash: []byte("h"), ReplyTo: "replies", Traceparent: "tp1"}
+	rec := &saga.Record{Tenant: "t", Key: "k", Tool: "charge", Status: saga.StatusSucceeded, LastEventAt: 7}
+	d := saga.Decide(rec, in, env)
+	if len(d.Events) != 1 || d.Call == nil {
+		t.Fatalf("decision %+v", d)
+	}
+	ev := d.Events[0]
+	if ev.Kind != saga.EvReadStarted || ev.IntentID != "R1" || ev.Tool != "search" || string(ev.Args) != "q" ||
+		ev.Waiter == nil || ev.Waiter.ReplyTo != "replies" || ev.Waiter.Traceparent != "tp1" {
+		t.Fatalf("read_started %+v", ev)
+	}
+	if got := saga.Apply(rec.Clone(), ev); !reflect.DeepEqual(got, rec) {
+		t.Fatalf("read_started changed the key's record: %+v", got)
+	}
+	again := saga.ReadCall(ev, "")
+	if !reflect.DeepEqual(*again, *d.Call) {
+		t.Fatalf("call rebuilt from the log %+v, decided %+v", *again, *d.Call)
+	}
+	for _, c := range []struct {
+		in   saga.Status
+		want string
+	}{{saga.StatusSucceeded, topics.StatusSucceeded}, {saga.StatusUnknown, topics.StatusFailed}} {
+		done := saga.CompleteRead(*d.Call, saga.Completion{CallID: "R1", Status: c.in, Result: []byte("r")}, saga.Env{Now: 200})
+		if len(done.Events) != 1 || done.Events[0].Kind != saga.EvReadAnswered || done.Events[0].IntentID != "R1" {
+			t.Fatalf("completion events %+v", done.Events)
+		}
+		if len(done.Answers) != 1 || done.Answers[0].To.IntentID != "R1" || done.Answers[0].Status != c.want || done.Answers[0].WasReplay {
+			t.Fatalf("completion answers %+v", done.Answers)
+		}
 	}
 }

@@ -55,7 +55,7 @@ type CallKind uint8
 const (
 	CallOriginal CallKind = iota + 1
 	CallCompensation
-	CallReadOnly // not recorded: answered directly from the outcome
+	CallReadOnly // no dedup: recorded only as an obligation to answer (read.go)
 )
 
 // Call is a tool invocation to dispatch after the commit.

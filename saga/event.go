@@ -14,6 +14,8 @@ const (
 	EvCompensationStarted
 	EvCompensationOutcome
 	EvExpired
+	EvReadStarted  // a read-only call was taken on: its intent must be answered
+	EvReadAnswered // that intent was answered
 )
 
 var eventNames = [...]string{
@@ -27,6 +29,8 @@ var eventNames = [...]string{
 	EvCompensationStarted: "compensation_started",
 	EvCompensationOutcome: "compensation_outcome",
 	EvExpired:             "expired",
+	EvReadStarted:         "read_started",
+	EvReadAnswered:        "read_answered",
 }
 
 func (k EventKind) String() string {
@@ -37,7 +41,11 @@ func (k EventKind) String() string {
 }
 
 // Valid reports whether k is a known kind.
-func (k EventKind) Valid() bool { return k >= EvStarted && k <= EvExpired }
+func (k EventKind) Valid() bool { return k >= EvStarted && k <= EvReadAnswered }
+
+// IsRead reports whether k is about one read-only call rather than the
+// key's record: such events never change a Record.
+func (k EventKind) IsRead() bool { return k == EvReadStarted || k == EvReadAnswered }
 
 // Event is one fact about one key. Fields not used by a kind stay empty;
 // docs/wire-format.md lists which kind uses which.
@@ -48,7 +56,7 @@ type Event struct {
 	At       int64     `msgpack:"at"`
 	IntentID string    `msgpack:"intent_id,omitempty"` // the intent or command that caused the fact
 
-	// Started, CompensationStarted.
+	// Started, CompensationStarted, ReadStarted.
 	Tool        string `msgpack:"tool,omitempty"`
 	ArgsHash    []byte `msgpack:"args_hash,omitempty"`
 	Args        []byte `msgpack:"args,omitempty"`
@@ -66,6 +74,7 @@ type Event struct {
 	By     string `msgpack:"by,omitempty"`
 	Reason string `msgpack:"reason,omitempty"`
 
-	// Started (the origin), Coalesced, Waiting, CompensationStarted.
+	// Started (the origin), Coalesced, Waiting, CompensationStarted,
+	// ReadStarted (who to answer).
 	Waiter *Waiter `msgpack:"waiter,omitempty"`
 }

@@ -60,6 +60,7 @@ func parseFlags(args []string) (chaos.Config, error) {
 	fs.Float64Var(&cfg.Rate, "rate", 40, "intents per second, bursts on top")
 	fs.DurationVar(&cfg.FaultGap, "fault-gap", 4*time.Second, "mean pause between two faults")
 	drop := fs.Uint("drop-every", 25, "the ledger performs the effect and drops the connection for about one key in N (0: never)")
+	only := fs.String("only", "", "comma-separated fault kinds to inject (kill, zombie, scale, broker_bounce, network, state_loss); empty: all")
 	fs.StringVar(&cfg.WorkDir, "work-dir", "", "binaries, data dirs and process logs (default: a temp dir, deleted unless --keep)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work dir (process logs) at the end")
 	fs.StringVar(&cfg.Repo, "repo", "", "module root (default: found from the current directory)")
@@ -67,6 +68,9 @@ func parseFlags(args []string) (chaos.Config, error) {
 		return cfg, err
 	}
 	cfg.Seed, cfg.DropEvery = *seed, uint32(*drop)
+	if *only != "" {
+		cfg.Only = strings.Split(*only, ",")
+	}
 	if cfg.Seed == 0 {
 		cfg.Seed = uint64(time.Now().UnixNano() % 1_000_000_000)
 	}

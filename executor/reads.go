@@ -1,0 +1,99 @@
+package executor
+
+import (
+	"context"
+	"time"
+
+	"github.com/atmostonce/toolexec/eventlog"
+	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// Read-only calls and their obligation to answer (saga/read.go). The view
+// keeps one aux entry per read taken on and not yet answered; a member
+// that restores a partition calls again every read of it that no call of
+// its own serves: those are the reads of an owner that died or lost the
+// partition mid-call.
+
+// resumeReadsLimit bounds the reads taken on at once per partition; the
+// rest wait for the next restore of the partition.
+const resumeReadsLimit = 10000
+
+// idleRestoreAfter is how long a newly assigned partition that has
+// received no record waits before it is restored anyway, so that the
+// reads its previous owner left are answered without new traffic. The
+// wait lets the previous owner's last transaction settle first.
+const idleRestoreAfter = 2 * time.Second
+
+func (t *tick) pendingRead(p int32, ev *saga.Event) {
+	k := string(eventlog.ReadKey(p, ev.IntentID))
+	if ev.Kind == saga.EvReadStarted {
+		t.reads[k] = ev
+	} else {
+		t.reads[k] = nil
+	}
+}
+
+// forgetStarted undoes the in-flight marks of a tick's calls that were
+// never dispatched (its transaction did not commit).
+func (e *Executor) forgetStarted(t *tick) {
+	for _, j := range t.started {
+		e.forgetCall(j)
+	}
+}
+
+func (e *Executor) forgetCall(j job) {
+	if j.call.Kind == saga.CallReadOnly {
+		delete(e.reads, j.call.CallID)
+		return
+	}
+	delete(e.inflight, j.rk)
+}
+
+// resumeReads dispatches the pending reads of p that no call of this
+// member serves, once per assignment, right after p is restored. Their
+// read_started events are already committed, so they need no transaction
+// before the call.
+func (e *Executor) resumeReads(p int32, o *ownership) {
+	if o.readsResumed {
+		return
+	}
+	o.readsResumed = true
+	evs, err := eventlog.PendingReads(e.store, p, resumeReadsLimit)
+	if err != nil {
+		e.cfg.Logger.Error("pending reads unreadable; they wait for the next restore", "partition", p, "err", err)
+		o.readsResumed = false
+		return
+	}
+	var jobs []job
+	for _, ev := range evs {
+		if _, mine := e.reads[ev.IntentID]; mine {
+			continue
+		}
+		c := saga.ReadCall(*ev, "")
+		e.reads[c.CallID] = inflightCall{partition: p, epoch: o.epoch}
+		jobs = append(jobs, job{call: *c, partition: p, rk: topics.RoutingKey(c.Tenant, c.Key), epoch: o.epoch})
+	}
+	if len(jobs) > 0 {
+		e.cfg.Logger.Info("calling again the reads a previous owner left unanswered", "partition", p, "reads", len(jobs))
+		e.m.ReadsResumed.Add(float64(len(jobs)))
+		e.disp.submit(jobs...)
+	}
+}
+
+// restoreIdle restores the owned partitions that no record has made the
+// loop restore yet, so their leftover reads are taken on. A restore that
+// cannot settle quickly (the previous owner's transaction is still open)
+// is tried again a little later; it never fails the tick.
+func (e *Executor) restoreIdle(ctx context.Context) {
+	now := time.Now()
+	for p, o := range e.owned {
+		if o.restored || now.Sub(o.since) < idleRestoreAfter || now.Sub(o.lastTry) < idleRestoreAfter {
+			continue
+		}
+		o.lastTry = now
+		if err := e.restore(ctx, p, time.Second); err != nil {
+			e.cfg.Logger.Debug("idle restore deferred", "partition", p, "err", err)
+		}
+	}
+}
