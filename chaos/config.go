@@ -40,9 +40,10 @@ type Config struct {
 	Rate         float64 // intents per second (bursts come on top)
 	FaultGap     time.Duration
 	Only         []string // fault kinds to inject; empty: all
-	DropEvery    uint32 // the ledger drops the answer of about one key in DropEvery
-	WorkDir      string // binaries, data dirs, logs; a temp dir when empty
-	Keep         bool   // keep WorkDir
+	RequireAll   bool     // a fault kind never injected is a violation (CI)
+	DropEvery    uint32   // the ledger drops the answer of about one key in DropEvery
+	WorkDir      string   // binaries, data dirs, logs; a temp dir when empty
+	Keep         bool     // keep WorkDir
 	Verbose      bool
 }
 

@@ -35,7 +35,7 @@ type Injector struct {
 	rng       *rand.Rand
 	fleet     *Fleet
 	executors int
-	broker    *Broker // nil: no bounces (an external broker)
+	broker    *Broker   // nil: no bounces (an external broker)
 	net       *NetProxy // executors <-> tools
 	kafkaNet  *NetProxy // executors <-> broker; nil with an external broker
 	gap       time.Duration
@@ -71,6 +71,32 @@ func (in *Injector) Counts() (map[string]int, map[string]int) {
 	return c, d
 }
 
+// kinds lists the fault kinds this run can inject: all of them, less
+// broker bounces with a broker that is not ours, less those --only leaves
+// out.
+func (in *Injector) kinds() []string {
+	var out []string
+	for _, k := range []string{FaultKill, FaultZombie, FaultScale, FaultBrokerBounce, FaultNetwork, FaultStateLoss} {
+		if k == FaultBrokerBounce && in.broker == nil || len(in.only) > 0 && !in.only[k] {
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// netTargets lists where network faults go: the tools, and the broker
+// when it is ours.
+func (in *Injector) netTargets() []string {
+	if len(in.only) > 0 && !in.only[FaultNetwork] {
+		return nil
+	}
+	if in.kafkaNet != nil {
+		return []string{"tools", "kafka"}
+	}
+	return []string{"tools"}
+}
+
 // plan is one fault to inject: a kind, and for protocol kills the point.
 type plan struct{ kind, point string }
 
@@ -78,8 +104,11 @@ type plan struct{ kind, point string }
 // protocol point and the other direction of scale and bounce, so that even
 // a short run injects them all.
 func (in *Injector) firstRound() []plan {
-	kinds := []plan{{FaultKill, ""}, {FaultZombie, ""}, {FaultScale, ""}, {FaultNetwork, ""}, {FaultStateLoss, ""}}
+	kinds := []plan{{FaultKill, ""}, {FaultZombie, ""}, {FaultScale, ""}, {FaultNetwork, "tools"}, {FaultStateLoss, ""}}
 	rest := []plan{{FaultScale, ""}}
+	if in.kafkaNet != nil {
+		rest = append(rest, plan{FaultNetwork, "kafka"})
+	}
 	if in.broker != nil {
 		kinds = append(kinds, plan{FaultBrokerBounce, "clean"})
 		rest = append(rest, plan{FaultBrokerBounce, "hard"})
@@ -149,7 +178,7 @@ func (in *Injector) inject(p plan) {
 	case FaultBrokerBounce:
 		in.bounce(p.point)
 	case FaultNetwork:
-		in.network()
+		in.network(p.point)
 	case FaultStateLoss:
 		in.stateLoss()
 	}
@@ -253,9 +282,12 @@ func (in *Injector) bounce(kind string) {
 // network: one toxic between the executors and the tool server, or
 // (with our own broker, half the time) between the executors and the
 // broker.
-func (in *Injector) network() {
+func (in *Injector) network(target string) {
+	if target == "" && in.kafkaNet != nil && in.rng.IntN(2) == 0 || target == "kafka" && in.kafkaNet != nil {
+		target = "kafka"
+	}
 	proxy, menu := in.net, toolToxics
-	if in.kafkaNet != nil && in.rng.IntN(2) == 0 {
+	if target == "kafka" {
 		proxy, menu = in.kafkaNet, kafkaToxics
 	}
 	t := menu[in.rng.IntN(len(menu))]

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -336,6 +337,18 @@ func (rn *run) verdict(ctx context.Context, in *Injector, load *Load, escalated 
 	rep := &Report{Answers: answers, Load: load.counts}
 	rep.Faults, rep.FaultDetail = in.Counts()
 	check(checkInput{intents: intents, ledger: rn.ledger.Stats(), hist: hist, escalated: escalated, stuck: stuck}, rep)
+	if rn.cfg.RequireAll {
+		for _, k := range in.kinds() {
+			if rep.Faults[k] == 0 {
+				rep.violate("fault_not_injected: %s (the run was too short to reach it)", k)
+			}
+		}
+		for _, target := range in.netTargets() {
+			if !hasPrefixKey(rep.FaultDetail, FaultNetwork+":"+target+":") {
+				rep.violate("fault_not_injected: network between the executors and the %s", target)
+			}
+		}
+	}
 	rep.ExecutorExits = len(rn.fleet.Exits())
 	rep.ReconcilerExits = rn.recExits
 	for _, e := range rn.fleet.Exits() {
@@ -353,4 +366,13 @@ func (rn *run) verdict(ctx context.Context, in *Injector, load *Load, escalated 
 		rn.logf("escalated: %s (%s, %s)", rk, tool, st)
 	}
 	return rep, nil
+}
+
+func hasPrefixKey(m map[string]int, prefix string) bool {
+	for k, n := range m {
+		if n > 0 && strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
 }

@@ -61,6 +61,7 @@ func parseFlags(args []string) (chaos.Config, error) {
 	fs.DurationVar(&cfg.FaultGap, "fault-gap", 4*time.Second, "mean pause between two faults")
 	drop := fs.Uint("drop-every", 25, "the ledger performs the effect and drops the connection for about one key in N (0: never)")
 	only := fs.String("only", "", "comma-separated fault kinds to inject (kill, zombie, scale, broker_bounce, network, state_loss); empty: all")
+	fs.BoolVar(&cfg.RequireAll, "require-all-faults", false, "count a fault kind never injected as a violation (CI: proves the short run covered them all)")
 	fs.StringVar(&cfg.WorkDir, "work-dir", "", "binaries, data dirs and process logs (default: a temp dir, deleted unless --keep)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work dir (process logs) at the end")
 	fs.StringVar(&cfg.Repo, "repo", "", "module root (default: found from the current directory)")
