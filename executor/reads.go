@@ -81,10 +81,11 @@ func (e *Executor) resumeReads(p int32, o *ownership) {
 	}
 }
 
-// restoreIdle restores the owned partitions that no record has made the
-// loop restore yet, so their leftover reads are taken on. A restore that
-// cannot settle quickly (the previous owner's transaction is still open)
-// is tried again a little later; it never fails the tick.
+// restoreIdle restores one owned partition that no record has made the
+// loop restore yet, so its leftover reads are taken on. One per tick, and
+// a restore that cannot settle within a second (the previous owner's
+// transaction is still open) is tried again later: it never fails the
+// tick and delays it by a bounded amount.
 func (e *Executor) restoreIdle(ctx context.Context) {
 	now := time.Now()
 	for p, o := range e.owned {
@@ -95,5 +96,6 @@ func (e *Executor) restoreIdle(ctx context.Context) {
 		if err := e.restore(ctx, p, time.Second); err != nil {
 			e.cfg.Logger.Debug("idle restore deferred", "partition", p, "err", err)
 		}
+		return
 	}
 }
