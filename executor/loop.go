@@ -80,8 +80,8 @@ func (e *Executor) retryLater(ctx context.Context, err error) error {
 		return err
 	}
 	e.cfg.Logger.Warn("tick deferred", "err", err)
-	if err := e.sess.Begin(); err != nil {
-		return fmt.Errorf("%w: begin: %w", ErrFatal, err)
+	if err := e.begin(); err != nil {
+		return err
 	}
 	if _, err := e.sess.End(context.WithoutCancel(ctx), kgo.TryAbort); err != nil {
 		if aerr := e.abortThroughOutage(); aerr != nil {
@@ -116,8 +116,8 @@ func (e *Executor) resetSessionIfDirty(ctx context.Context) error {
 	if !e.dirty.Swap(false) {
 		return nil
 	}
-	if err := e.sess.Begin(); err != nil {
-		return fmt.Errorf("%w: begin: %w", ErrFatal, err)
+	if err := e.begin(); err != nil {
+		return err
 	}
 	if _, err := e.sess.End(context.WithoutCancel(ctx), kgo.TryAbort); err != nil {
 		if aerr := e.abortThroughOutage(); aerr != nil {

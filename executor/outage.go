@@ -8,7 +8,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -78,7 +77,14 @@ func brokerUnreachable(err error) bool {
 // answers for one intent after a broker bounce). The session keeps
 // rewinding to its stale idea of "committed" after every abort until a
 // commit of its own succeeds, so the resync runs after each rewind until
-// then. RequireStable waits until our last transaction is settled.
+// then.
+//
+// Not RequireStable: once the abort has succeeded our own last
+// transaction is settled (the coordinator answers the epoch bump only
+// after the previous transaction's markers are written), and pending
+// offsets of other members (a partition that is moving in a rebalance we
+// are blocking) would otherwise make us wait for them while they wait for
+// us.
 func (e *Executor) resyncOffsets() error {
 	if !e.offsetsUnsure || len(e.owned) == 0 {
 		return nil
@@ -105,7 +111,7 @@ func (e *Executor) resyncOffsets() error {
 func (e *Executor) fetchCommitted() (map[string]map[int32]kgo.EpochOffset, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.TransactionTimeout)
 	defer cancel()
-	resps, err := e.adm.FetchOffsetsForTopics(kadm.RequireStable(ctx), e.cfg.Group, e.cfg.Names.Intents, e.cfg.Names.Control)
+	resps, err := e.adm.FetchOffsetsForTopics(ctx, e.cfg.Group, e.cfg.Names.Intents, e.cfg.Names.Control)
 	if err != nil {
 		return nil, err
 	}
@@ -129,4 +135,23 @@ func (e *Executor) fetchCommitted() (map[string]map[int32]kgo.EpochOffset, error
 		}
 	}
 	return set, nil
+}
+
+// begin starts a transaction, waiting out a broker outage like the abort:
+// a client whose producer id must be (re)initialised needs the broker.
+func (e *Executor) begin() error {
+	deadline := time.Now().Add(e.cfg.BrokerOutage)
+	backoff := 250 * time.Millisecond
+	for {
+		err := e.sess.Begin()
+		if err == nil {
+			return nil
+		}
+		if !brokerUnreachable(err) || time.Now().Add(backoff).After(deadline) {
+			return fmt.Errorf("%w: begin transaction: %w", ErrFatal, err)
+		}
+		e.cfg.Logger.Warn("begin failed: broker unreachable; retrying", "err", err, "backoff", backoff)
+		time.Sleep(backoff)
+		backoff = min(2*backoff, 5*time.Second)
+	}
 }

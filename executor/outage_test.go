@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"testing"
 
@@ -29,6 +30,7 @@ func TestBrokerUnreachable(t *testing.T) {
 	}{
 		{fmt.Errorf("unable to dial: %w", dialErr), true},
 		{context.DeadlineExceeded, true},
+		{fmt.Errorf("producer ID has a fatal, unrecoverable error, err: %w", fmt.Errorf("unable to initialize a producer ID: %w", io.EOF)), true},
 		{kerr.CoordinatorNotAvailable, true},
 		{kerr.ConcurrentTransactions, true},
 		{kerr.ProducerFenced, false},

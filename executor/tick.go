@@ -165,8 +165,8 @@ func (t *tick) finishWithoutCommit() {
 // commit produces the tick's records in one transaction and ends it with
 // the polled offsets, fenced by the group generation.
 func (e *Executor) commit(t *tick) (bool, error) {
-	if err := e.sess.Begin(); err != nil {
-		return false, fmt.Errorf("%w: begin transaction: %w", ErrFatal, err)
+	if err := e.begin(); err != nil {
+		return false, err
 	}
 	for _, r := range t.out {
 		e.sess.Produce(t.ctx, r, t.promise)
