@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/internal/defaults"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"
 )
@@ -80,18 +81,18 @@ func (c *Config) defaults() {
 	if c.Names.Intents == "" {
 		c.Names = topics.NamesWithPrefix(topics.DefaultPrefix)
 	}
-	setDefault(&c.Group, "tool-executor")
-	setDefault(&c.MaxInFlight, 256)
-	setDefault(&c.MaxQueued, 4*c.MaxInFlight)
-	setDefault(&c.MaxPollRecords, 1000)
-	setDefault(&c.MaxWaiters, 64)
-	setDefault(&c.DrainTimeout, 10*time.Second)
-	setDefault(&c.SessionTimeout, 10*time.Second)
-	setDefault(&c.RebalanceTimeout, 30*time.Second)
-	setDefault(&c.TransactionTimeout, 20*time.Second)
-	setDefault(&c.SweepInterval, 30*time.Second)
-	setDefault(&c.BrokerOutage, 2*time.Minute)
-	setDefault(&c.TransactionalID, c.Group+"-"+randomSuffix())
+	defaults.Set(&c.Group, "tool-executor")
+	defaults.Set(&c.MaxInFlight, 256)
+	defaults.Set(&c.MaxQueued, 4*c.MaxInFlight)
+	defaults.Set(&c.MaxPollRecords, 1000)
+	defaults.Set(&c.MaxWaiters, 64)
+	defaults.Set(&c.DrainTimeout, 10*time.Second)
+	defaults.Set(&c.SessionTimeout, 10*time.Second)
+	defaults.Set(&c.RebalanceTimeout, 30*time.Second)
+	defaults.Set(&c.TransactionTimeout, 20*time.Second)
+	defaults.Set(&c.SweepInterval, 30*time.Second)
+	defaults.Set(&c.BrokerOutage, 2*time.Minute)
+	defaults.Set(&c.TransactionalID, c.Group+"-"+randomSuffix())
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -109,13 +110,6 @@ func (c *Config) minEventRetention() time.Duration {
 		d = max(d, s.Retention+s.PendingTTL)
 	}
 	return d
-}
-
-func setDefault[T comparable](p *T, v T) {
-	var zero T
-	if *p == zero {
-		*p = v
-	}
 }
 
 func randomSuffix() string {

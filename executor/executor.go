@@ -102,7 +102,7 @@ func (e *Executor) open(ctx context.Context) error {
 	}
 	e.sess = sess
 	e.adm = kadm.NewClient(sess.Client())
-	if e.layout, err = topics.Ensure(ctx, e.adm, e.cfg.Names, e.cfg.Settings); err != nil {
+	if e.layout, err = e.ensureTopics(ctx); err != nil {
 		return err
 	}
 	e.replies = newReplyTopics(e.adm, e.cfg.Names, e.layout)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/topics"
 )
 
 // abortThroughOutage drops the buffered records and aborts the open
@@ -153,5 +155,24 @@ func (e *Executor) begin() error {
 		e.cfg.Logger.Warn("begin failed: broker unreachable; retrying", "err", err, "backoff", backoff)
 		time.Sleep(backoff)
 		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// ensureTopics creates or checks the topics, waiting out a broker that
+// cannot be reached yet (up to BrokerOutage or ctx): an executor started
+// while its broker restarts should come up with it, not crash-loop.
+func (e *Executor) ensureTopics(ctx context.Context) (topics.Layout, error) {
+	deadline := time.Now().Add(e.cfg.BrokerOutage)
+	for {
+		layout, err := topics.Ensure(ctx, e.adm, e.cfg.Names, e.cfg.Settings)
+		if err == nil || !brokerUnreachable(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return layout, err
+		}
+		e.cfg.Logger.Warn("broker unreachable at start; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return layout, err
+		case <-time.After(time.Second):
+		}
 	}
 }

@@ -82,10 +82,9 @@ func registry(t *testing.T, yaml string) *tools.Registry {
 
 // inproc is an executor running in the test process.
 type inproc struct {
-	ex     *executor.Executor
-	cancel context.CancelFunc
-	done   chan error
-	dir    string
+	running
+	ex  *executor.Executor
+	dir string
 }
 
 func (e *env) startInproc(reg *tools.Registry, mod func(*executor.Config)) *inproc {
@@ -95,7 +94,7 @@ func (e *env) startInproc(reg *tools.Registry, mod func(*executor.Config)) *inpr
 		Brokers: brokers, Names: e.names, Group: e.group, DataDir: dir, Tools: reg,
 		SessionTimeout: 3 * time.Second, RebalanceTimeout: 10 * time.Second, DrainTimeout: 5 * time.Second,
 		TransactionTimeout: 10 * time.Second,
-		Logger:             slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: logLevel()})),
+		Logger:             testLogger(e.t),
 		Settings:           topics.Settings{Partitions: e.partitions},
 	}
 	if mod != nil {
@@ -107,22 +106,36 @@ func (e *env) startInproc(reg *tools.Registry, mod func(*executor.Config)) *inpr
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	runCtx, stop := context.WithCancel(context.Background())
-	p := &inproc{ex: ex, cancel: stop, done: make(chan error, 1), dir: cfg.DataDir}
-	go func() { p.done <- ex.Run(runCtx) }()
+	p := &inproc{running: runInTest(ex.Run, ex.Close), ex: ex, dir: cfg.DataDir}
 	e.t.Cleanup(p.stop)
 	return p
 }
 
-// stop shuts the executor down gracefully (drain, leave). Idempotent.
-func (p *inproc) stop() {
-	if p.cancel == nil {
+// running is a member's Run loop in the test process: the executor's and
+// the reconciler's are started and stopped alike.
+type running struct {
+	cancel  context.CancelFunc // nil once stopped
+	done    chan error         // Run's error
+	release func()             // closes the member after Run returned
+}
+
+func runInTest(run func(context.Context) error, release func()) running {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := running{cancel: cancel, done: make(chan error, 1), release: release}
+	go func() { r.done <- run(ctx) }()
+	return r
+}
+
+// stop shuts the member down gracefully (the executor drains; both leave
+// their group) and releases it. Idempotent.
+func (r *running) stop() {
+	if r.cancel == nil {
 		return
 	}
-	p.cancel()
-	<-p.done
-	p.ex.Close()
-	p.cancel = nil
+	r.cancel()
+	<-r.done
+	r.release()
+	r.cancel = nil
 }
 
 // logLevel is warn unless IT_LOG=debug or IT_LOG=info.
@@ -136,6 +149,11 @@ func logLevel() slog.Level {
 	return slog.LevelWarn
 }
 
+// testLogger logs into t's output at logLevel.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: logLevel()}))
+}
+
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(b []byte) (int, error) {
@@ -143,9 +161,10 @@ func (w testWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// proc is an executor running as its own process.
+// proc is an executor or a reconciler running as its own process.
 type proc struct {
 	name string
+	what string // "executor" or "reconciler", for the messages
 	cmd  *exec.Cmd
 	log  *bytes.Buffer
 	http string
@@ -161,10 +180,7 @@ func (e *env) startProc(toolsYAML, dataDir string, extraEnv ...string) *proc {
 // startNamedProc runs the executor binary with client id name.
 func (e *env) startNamedProc(name, toolsYAML, dataDir string, extraEnv ...string) *proc {
 	e.t.Helper()
-	toolsFile := filepath.Join(e.t.TempDir(), "tools.yaml")
-	if err := os.WriteFile(toolsFile, []byte(toolsYAML), 0o600); err != nil {
-		e.t.Fatal(err)
-	}
+	toolsFile := writeTools(e.t, toolsYAML)
 	if dataDir == "" {
 		dataDir = e.t.TempDir()
 	}
@@ -176,7 +192,15 @@ func (e *env) startNamedProc(name, toolsYAML, dataDir string, extraEnv ...string
 		// The suite runs reconcilers itself, where it wants them.
 		"--reconciler=false")
 	cmd.Env = append(os.Environ(), extraEnv...)
-	p := &proc{name: name, cmd: cmd, log: &bytes.Buffer{}, http: addr, mu: &sync.Mutex{}, done: make(chan struct{})}
+	return e.launch(name, "executor", cmd, addr)
+}
+
+// launch starts cmd with its output captured, waits until it answers
+// /readyz on addr, and kills it when the test ends, showing its log if the
+// test failed.
+func (e *env) launch(name, what string, cmd *exec.Cmd, addr string) *proc {
+	e.t.Helper()
+	p := &proc{name: name, what: what, cmd: cmd, log: &bytes.Buffer{}, http: addr, mu: &sync.Mutex{}, done: make(chan struct{})}
 	w := lockedWriter{p.mu, p.log}
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
@@ -184,15 +208,25 @@ func (e *env) startNamedProc(name, toolsYAML, dataDir string, extraEnv ...string
 	}
 	go func() { _ = cmd.Wait(); close(p.done) }()
 	e.t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Signal(syscall.SIGCONT) // a test may have left it stopped (SIGSTOP)
 		_ = cmd.Process.Kill()
 		<-p.done
 		if e.t.Failed() {
-			e.t.Logf("executor log (pid %d):\n%s", cmd.Process.Pid, p.output())
+			e.t.Logf("%s log (pid %d):\n%s", p.what, cmd.Process.Pid, p.output())
 		}
 	})
 	p.waitReady(e.t)
 	return p
+}
+
+// writeTools writes a tool file for a process under test and returns its path.
+func writeTools(t *testing.T, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tools.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func (p *proc) output() string {
@@ -207,7 +241,7 @@ func (p *proc) waitReady(t *testing.T) {
 	for time.Now().Before(deadline) {
 		select {
 		case <-p.done:
-			t.Fatalf("executor exited during start:\n%s", p.output())
+			t.Fatalf("%s exited during start:\n%s", p.what, p.output())
 		default:
 		}
 		resp, err := http.Get("http://" + p.http + "/readyz")
@@ -219,7 +253,7 @@ func (p *proc) waitReady(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("executor not ready in 60s:\n%s", p.output())
+	t.Fatalf("%s not ready in 60s:\n%s", p.what, p.output())
 }
 
 // exited waits for the process to end.
@@ -228,7 +262,7 @@ func (p *proc) exited(t *testing.T, within time.Duration) {
 	select {
 	case <-p.done:
 	case <-time.After(within):
-		t.Fatalf("executor did not exit within %s:\n%s", within, p.output())
+		t.Fatalf("%s did not exit within %s:\n%s", p.what, within, p.output())
 	}
 }
 

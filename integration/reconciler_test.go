@@ -1,15 +1,12 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -200,11 +197,10 @@ func (s *effects) toolsYAML() string {
 
 // recon is a reconciler running in the test process.
 type recon struct {
-	rc     *reconciler.Reconciler
-	reg    *prometheus.Registry
-	cancel context.CancelFunc
-	done   chan error
-	dir    string
+	running
+	rc  *reconciler.Reconciler
+	reg *prometheus.Registry
+	dir string
 }
 
 // testPolicy investigates quickly: the tests wait seconds, not minutes.
@@ -219,7 +215,7 @@ func (e *env) startReconciler(reg *tools.Registry, dir string, mod func(*reconci
 	cfg := reconciler.Config{
 		Brokers: brokers, Names: e.names, Group: e.group + "-rec", DataDir: dir, Tools: reg, Policy: testPolicy,
 		ScanInterval: 200 * time.Millisecond, SessionTimeout: 3 * time.Second, Registerer: preg,
-		Logger: slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: logLevel()})),
+		Logger: testLogger(e.t),
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -230,22 +226,9 @@ func (e *env) startReconciler(reg *tools.Registry, dir string, mod func(*reconci
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	runCtx, stop := context.WithCancel(context.Background())
-	r := &recon{rc: rc, reg: preg, cancel: stop, done: make(chan error, 1), dir: dir}
-	go func() { r.done <- rc.Run(runCtx) }()
+	r := &recon{running: runInTest(rc.Run, rc.Close), rc: rc, reg: preg, dir: dir}
 	e.t.Cleanup(r.stop)
 	return r
-}
-
-// stop shuts the reconciler down and returns Run's error. Idempotent.
-func (r *recon) stop() {
-	if r.cancel == nil {
-		return
-	}
-	r.cancel()
-	<-r.done
-	r.rc.Close()
-	r.cancel = nil
 }
 
 // crashed waits for Run to end after a fault hook and releases it.
@@ -451,11 +434,7 @@ func TestReconcileProbeNotExecuted(t *testing.T) {
 	waitPending(t, res, dup, 60*time.Second)
 
 	e.startReconciler(reg, "", nil)
-	for _, id := range []string{first, dup} {
-		if got := res.waitResult(t, id, 60*time.Second); got.Status != topics.StatusNotExecuted {
-			t.Fatalf("answer to %s: %+v", id, got)
-		}
-	}
+	waitAnswers(t, res, topics.StatusNotExecuted, first, dup)
 	if fx.probeCount() == 0 || fx.requestsOf("/plain", "default", "r.probe", "pn-1") != 0 {
 		t.Fatalf("probes %d, tool requests %d: want the probe asked and the tool never reached", fx.probeCount(), fx.requestsOf("/plain", "default", "r.probe", "pn-1"))
 	}
@@ -483,11 +462,7 @@ func TestReconcileCompensatableCompensatesOnce(t *testing.T) {
 	first, dup := e.inDoubtPair(res, in)
 
 	e.startReconciler(reg, "", nil)
-	for _, id := range []string{first, dup} {
-		if got := res.waitResult(t, id, 60*time.Second); got.Status != topics.StatusCompensated {
-			t.Fatalf("answer to %s: %+v", id, got)
-		}
-	}
+	waitAnswers(t, res, topics.StatusCompensated, first, dup)
 	if n := fx.effectsOf("/plain", "default", "r.comp", "cp-1"); n != 1 {
 		t.Fatalf("effects %d, want exactly 1", n)
 	}
@@ -521,10 +496,7 @@ func TestReconcileIrreversibleEscalatesUntilResolved(t *testing.T) {
 	}
 	api := httptest.NewServer(r.rc.Handler(r.reg))
 	defer api.Close()
-	toolsFile := filepath.Join(t.TempDir(), "tools.yaml")
-	if err := os.WriteFile(toolsFile, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	toolsFile := writeTools(t, yaml)
 	out := runReconcilerCLI(t, "pending", "--json", "--brokers", brokers[0], "--topic-prefix", e.prefix,
 		"--tools", toolsFile, "--http-addr", strings.TrimPrefix(api.URL, "http://"))
 	var rows []reconciler.Row
@@ -579,11 +551,7 @@ func TestReconcilerKilledDuringProbe(t *testing.T) {
 	e.startReconcilerProc(yaml, dir)
 	waitProbe(t, fx, 60*time.Second)
 	fx.openGate()
-	for _, id := range []string{first, dup} {
-		if got := res.waitResult(t, id, 60*time.Second); got.Status != topics.StatusSucceeded {
-			t.Fatalf("answer to %s: %+v", id, got)
-		}
-	}
+	waitAnswers(t, res, topics.StatusSucceeded, first, dup)
 	time.Sleep(time.Second) // a second resolve would be produced by now
 	if n := countType(commands(ctl, "default", "kp-1"), topics.TypeResolve); n != 1 {
 		t.Fatalf("%d resolve commands, want 1", n)
@@ -648,11 +616,7 @@ func TestReconcilerCrashAroundCompensate(t *testing.T) {
 				}
 			}
 			e.startInproc(reg, nil)
-			for _, id := range []string{first, dup} {
-				if got := res.waitResult(t, id, 60*time.Second); got.Status != topics.StatusCompensated {
-					t.Fatalf("answer to %s: %+v", id, got)
-				}
-			}
+			waitAnswers(t, res, topics.StatusCompensated, first, dup)
 			// A command the crash left unsent is sent after the command
 			// timeout, and again after each further timeout while no
 			// executor applies it: always the one recorded id, which the
@@ -670,6 +634,17 @@ func TestReconcilerCrashAroundCompensate(t *testing.T) {
 				t.Fatalf("effects %d, want exactly 1", n)
 			}
 		})
+	}
+}
+
+// waitAnswers waits up to 60 s for the answer to each intent and checks
+// its status: every intent waiting on a settled key gets the settlement.
+func waitAnswers(t *testing.T, res *collector, status string, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		if got := res.waitResult(t, id, 60*time.Second); got.Status != status {
+			t.Fatalf("answer to %s: %+v", id, got)
+		}
 	}
 }
 
@@ -732,28 +707,10 @@ func runReconcilerCLI(t *testing.T, args ...string) []byte {
 // startReconcilerProc runs the reconciler binary on dataDir.
 func (e *env) startReconcilerProc(toolsYAML, dataDir string) *proc {
 	e.t.Helper()
-	toolsFile := filepath.Join(e.t.TempDir(), "tools.yaml")
-	if err := os.WriteFile(toolsFile, []byte(toolsYAML), 0o600); err != nil {
-		e.t.Fatal(err)
-	}
+	toolsFile := writeTools(e.t, toolsYAML)
 	addr := freeAddr(e.t)
 	cmd := exec.Command(reconcilerBinary(e.t), "--brokers", brokers[0], "--tools", toolsFile, "--data-dir", dataDir,
 		"--http-addr", addr, "--topic-prefix", e.prefix, "--group", e.group+"-rec", "--session-timeout", "3s",
 		"--scan-interval", "200ms", "--backoff", "300ms", "--backoff-cap", "2s", "--command-timeout", "20s")
-	p := &proc{name: "reconciler", cmd: cmd, log: &bytes.Buffer{}, http: addr, mu: &sync.Mutex{}, done: make(chan struct{})}
-	w := lockedWriter{p.mu, p.log}
-	cmd.Stdout, cmd.Stderr = w, w
-	if err := cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
-	go func() { _ = cmd.Wait(); close(p.done) }()
-	e.t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.done
-		if e.t.Failed() {
-			e.t.Logf("reconciler log (pid %d):\n%s", cmd.Process.Pid, p.output())
-		}
-	})
-	p.waitReady(e.t)
-	return p
+	return e.launch("reconciler", "reconciler", cmd, addr)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/internal/defaults"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"
 )
@@ -68,28 +69,21 @@ func (c *Config) defaults() {
 	if c.Names.Events == "" {
 		c.Names = topics.NamesWithPrefix(topics.DefaultPrefix)
 	}
-	setDefault(&c.Group, "tool-reconciler")
-	setDefault(&c.By, "reconciler")
-	setDefault(&c.Policy.MaxAttempts, 8)
-	setDefault(&c.Policy.BackoffBase, 2*time.Second)
-	setDefault(&c.Policy.BackoffCap, 5*time.Minute)
-	setDefault(&c.Policy.CommandTimeout, time.Minute)
-	setDefault(&c.ScanInterval, time.Second)
-	setDefault(&c.MaxConcurrent, 16)
-	setDefault(&c.MaxScan, 100_000)
-	setDefault(&c.MaxPollRecords, 5000)
-	setDefault(&c.SessionTimeout, 10*time.Second)
+	defaults.Set(&c.Group, "tool-reconciler")
+	defaults.Set(&c.By, "reconciler")
+	defaults.Set(&c.Policy.MaxAttempts, 8)
+	defaults.Set(&c.Policy.BackoffBase, 2*time.Second)
+	defaults.Set(&c.Policy.BackoffCap, 5*time.Minute)
+	defaults.Set(&c.Policy.CommandTimeout, time.Minute)
+	defaults.Set(&c.ScanInterval, time.Second)
+	defaults.Set(&c.MaxConcurrent, 16)
+	defaults.Set(&c.MaxScan, 100_000)
+	defaults.Set(&c.MaxPollRecords, 5000)
+	defaults.Set(&c.SessionTimeout, 10*time.Second)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 	if c.Now == nil {
 		c.Now = time.Now
-	}
-}
-
-func setDefault[T comparable](p *T, v T) {
-	var zero T
-	if *p == zero {
-		*p = v
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/atmostonce/toolexec/internal/httpserve"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -107,18 +107,7 @@ func sortRows(rows []Row) {
 // Handler serves /pending (the rows of the last scan as JSON), /healthz,
 // /readyz and, when reg is not nil, /metrics from reg.
 func (r *Reconciler) Handler(reg *prometheus.Registry) http.Handler {
-	mux := http.NewServeMux()
-	if reg != nil {
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	}
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !r.Ready() {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
+	mux := httpserve.Health(reg, r.Ready)
 	mux.HandleFunc("/pending", func(w http.ResponseWriter, _ *http.Request) {
 		rows := r.Rows()
 		sortRows(rows)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -13,6 +12,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/atmostonce/toolexec/eventlog"
+	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/topics"
 )
@@ -21,8 +21,7 @@ import (
 // oldest first, one JSON object each.
 func historyMain(args []string) error {
 	fs := flag.NewFlagSet("executor history", flag.ContinueOnError)
-	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
-	prefix := fs.String("topic-prefix", topics.DefaultPrefix, "prefix of the topic names")
+	kafka := cli.KafkaFlags(fs)
 	key := fs.String("key", "", "idempotency key (required)")
 	tenant := fs.String("tenant", topics.DefaultTenant, "tenant")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
@@ -34,7 +33,7 @@ func historyMain(args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	evs, err := History(ctx, strings.Split(*brokers, ","), topics.NamesWithPrefix(*prefix), *tenant, *key)
+	evs, err := History(ctx, kafka.Seeds(), kafka.Names(), *tenant, *key)
 	if err != nil {
 		return err
 	}

@@ -7,24 +7,8 @@
 //	executor history --key K ...          print a key's audit trail
 package main
 
-import (
-	"fmt"
-	"os"
-)
+import "github.com/atmostonce/toolexec/internal/cli"
 
 func main() {
-	var err error
-	args := os.Args[1:]
-	switch {
-	case len(args) > 0 && args[0] == "send":
-		err = sendMain(args[1:])
-	case len(args) > 0 && args[0] == "history":
-		err = historyMain(args[1:])
-	default:
-		err = runMain(args)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "executor:", err)
-		os.Exit(1)
-	}
+	cli.Main("executor", runMain, map[string]func([]string) error{"send": sendMain, "history": historyMain})
 }

@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/internal/httpserve"
 	"github.com/atmostonce/toolexec/reconciler"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"
@@ -54,7 +52,7 @@ func startReconciler(ctx context.Context, f *runFlags, brokers []string, reg *to
 	}
 	stopHTTP := func() {}
 	if f.rec.httpAddr != "" {
-		srv, err := startServer(f.rec.httpAddr, rc.Handler(promReg), log)
+		srv, err := httpserve.Listen(f.rec.httpAddr, rc.Handler(promReg), log)
 		if err != nil {
 			rc.Close()
 			return nil, errors.Join(err, errors.New("use --reconciler-http-addr, or --reconciler=false when a reconciler runs elsewhere"))
@@ -74,19 +72,4 @@ func startReconciler(ctx context.Context, f *runFlags, brokers []string, reg *to
 		stopHTTP()
 		rc.Close()
 	}, nil
-}
-
-// startServer serves h on addr until the returned server is closed.
-func startServer(addr string, h http.Handler, log *slog.Logger) (*http.Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("http listen %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http server", "err", err)
-		}
-	}()
-	return srv, nil
 }

@@ -2,25 +2,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atmostonce/toolexec/executor"
+	"github.com/atmostonce/toolexec/internal/cli"
+	"github.com/atmostonce/toolexec/internal/httpserve"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"
 )
@@ -28,7 +21,7 @@ import (
 type runFlags struct {
 	brokers, embeddedAddr, dataDir, toolsFile, httpAddr, prefix, group string
 	partitions                                                         int
-	drain, session, rebalance, txnTimeout                              time.Duration
+	drain, session, rebalance, txnTimeout, outage                      time.Duration
 	txnID, clientID                                                    string
 	rec                                                                *reconcilerFlags
 }
@@ -48,6 +41,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.DurationVar(&f.session, "session-timeout", 10*time.Second, "group session timeout: how long a silent member keeps its partitions")
 	fs.DurationVar(&f.rebalance, "rebalance-timeout", 30*time.Second, "group rebalance timeout; must exceed --drain-timeout")
 	fs.DurationVar(&f.txnTimeout, "transaction-timeout", 20*time.Second, "Kafka transaction timeout")
+	fs.DurationVar(&f.outage, "broker-outage", 2*time.Minute, "how long the executor waits for an unreachable broker (at start, to abort or begin a transaction) before it exits")
 	fs.StringVar(&f.clientID, "client-id", "toolexec-executor", "Kafka client id, shown in group descriptions")
 	fs.StringVar(&f.txnID, "transactional-id", "", "stable transactional id of this instance (default: random per process)")
 	f.rec = addReconcilerFlags(fs)
@@ -62,8 +56,8 @@ func runMain(args []string) error {
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	log := cli.Logger()
+	ctx, stop := cli.SignalContext()
 	defer stop()
 	brokers, closeBroker, err := brokersOrEmbedded(f, log)
 	if err != nil {
@@ -97,11 +91,10 @@ func loadTools(path string, log *slog.Logger) (*tools.Registry, error) {
 }
 
 func serve(ctx context.Context, f *runFlags, brokers []string, reg *tools.Registry, log *slog.Logger) error {
-	promReg := prometheus.NewRegistry()
-	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	promReg := httpserve.ProcessRegistry()
 	cfg := executor.Config{
 		Brokers: brokers, Names: topics.NamesWithPrefix(f.prefix), Group: f.group, DataDir: f.dataDir,
-		Tools: reg, DrainTimeout: f.drain, SessionTimeout: f.session, RebalanceTimeout: f.rebalance, TransactionTimeout: f.txnTimeout, TransactionalID: f.txnID, Logger: log, Registerer: promReg,
+		Tools: reg, DrainTimeout: f.drain, SessionTimeout: f.session, RebalanceTimeout: f.rebalance, TransactionTimeout: f.txnTimeout, BrokerOutage: f.outage, TransactionalID: f.txnID, Logger: log, Registerer: promReg,
 		Settings: topics.Settings{Partitions: int32(f.partitions)}, Hooks: hooksFromEnv(log),
 		ClientOpts: []kgo.Opt{kgo.ClientID(f.clientID)}, KafkaLogLevel: kafkaLogLevel(),
 	}
@@ -110,7 +103,7 @@ func serve(ctx context.Context, f *runFlags, brokers []string, reg *tools.Regist
 		return err
 	}
 	defer ex.Close()
-	srv, err := startHTTP(f.httpAddr, promReg, ex.Ready, log)
+	srv, err := httpserve.Listen(f.httpAddr, httpserve.Health(promReg, ex.Ready), log)
 	if err != nil {
 		return err
 	}
@@ -124,30 +117,6 @@ func serve(ctx context.Context, f *runFlags, brokers []string, reg *tools.Regist
 	err = ex.Run(ctx)
 	log.Info("executor stopped", "err", err)
 	return err
-}
-
-func startHTTP(addr string, reg *prometheus.Registry, ready func() bool, log *slog.Logger) (*http.Server, error) {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !ready() {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("http listen %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http server", "err", err)
-		}
-	}()
-	return srv, nil
 }
 
 // kafkaLogLevel reads TOOLEXEC_KAFKA_LOG (debug, info, warn, error):

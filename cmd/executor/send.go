@@ -7,18 +7,17 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/topics"
 )
 
 // sendMain produces one intent and prints its answer as JSON.
 func sendMain(args []string) error {
 	fs := flag.NewFlagSet("executor send", flag.ContinueOnError)
-	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
-	prefix := fs.String("topic-prefix", topics.DefaultPrefix, "prefix of the topic names")
+	kafka := cli.KafkaFlags(fs)
 	in := topics.Intent{}
 	fs.StringVar(&in.Tool, "tool", "", "tool name (required for a call)")
 	fs.StringVar(&in.Key, "key", "", "idempotency key (required)")
@@ -37,13 +36,13 @@ func sendMain(args []string) error {
 	if err := json.Unmarshal([]byte(*argsJSON), &in.Args); err != nil {
 		return fmt.Errorf("send: --args must be a JSON object: %w", err)
 	}
-	return send(*brokers, *prefix, in, *wait)
+	return send(kafka, in, *wait)
 }
 
-func send(brokers, prefix string, in topics.Intent, wait time.Duration) error {
+func send(kafka *cli.Kafka, in topics.Intent, wait time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	cl, err := client.New(ctx, client.Config{Brokers: strings.Split(brokers, ","), Prefix: prefix, ReplyTo: in.ReplyTo,
+	cl, err := client.New(ctx, client.Config{Brokers: kafka.Seeds(), Prefix: kafka.Prefix, ReplyTo: in.ReplyTo,
 		OnPending: func(r *topics.Result) { printJSON(r) }})
 	if err != nil {
 		return err
@@ -57,7 +56,5 @@ func send(brokers, prefix string, in topics.Intent, wait time.Duration) error {
 }
 
 func printJSON(v any) {
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(jsonable(v))
+	_ = cli.PrintJSON(os.Stdout, jsonable(v))
 }

@@ -9,24 +9,8 @@
 //	reconciler resolve --key K --outcome O [flags]     settle a key by hand
 package main
 
-import (
-	"fmt"
-	"os"
-)
+import "github.com/atmostonce/toolexec/internal/cli"
 
 func main() {
-	var err error
-	args := os.Args[1:]
-	switch {
-	case len(args) > 0 && args[0] == "pending":
-		err = pendingMain(args[1:])
-	case len(args) > 0 && args[0] == "resolve":
-		err = resolveMain(args[1:])
-	default:
-		err = runMain(args)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "reconciler:", err)
-		os.Exit(1)
-	}
+	cli.Main("reconciler", runMain, map[string]func([]string) error{"pending": pendingMain, "resolve": resolveMain})
 }

@@ -2,18 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/reconciler"
 	"github.com/atmostonce/toolexec/tools"
-	"github.com/atmostonce/toolexec/topics"
 )
 
 // pendingMain lists the keys in doubt: read from the event log (no running
@@ -21,8 +19,7 @@ import (
 // --http-addr knows (attempts, escalations, commands sent).
 func pendingMain(args []string) error {
 	fs := flag.NewFlagSet("reconciler pending", flag.ContinueOnError)
-	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
-	prefix := fs.String("topic-prefix", topics.DefaultPrefix, "prefix of the topic names")
+	kafka := cli.KafkaFlags(fs)
 	toolsFile := fs.String("tools", "", "the executor's tool file, for classes and pending_ttl (optional)")
 	httpAddr := fs.String("http-addr", "127.0.0.1:9465", "the running reconciler's address; empty: the event log only")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
@@ -32,7 +29,7 @@ func pendingMain(args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	opts := reconciler.LogOptions{Brokers: strings.Split(*brokers, ","), Names: topics.NamesWithPrefix(*prefix)}
+	opts := reconciler.LogOptions{Brokers: kafka.Seeds(), Names: kafka.Names()}
 	if *toolsFile != "" {
 		cfg, err := tools.Load(*toolsFile)
 		if err != nil {
@@ -78,9 +75,7 @@ func printRowsJSON(w io.Writer, rows []reconciler.Row, now time.Time) error {
 	for _, r := range rows {
 		out = append(out, jsonRow{Row: r, AgeSeconds: seconds(now.UnixMilli() - r.CalledAt), PastTTLSeconds: seconds(max(0, now.UnixMilli()-r.Deadline))})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return cli.PrintJSON(w, out)
 }
 
 func printRows(w io.Writer, rows []reconciler.Row, now time.Time) {

@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"os"
 	"os/user"
-	"strings"
 	"time"
 
+	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/reconciler"
 	"github.com/atmostonce/toolexec/topics"
 )
@@ -19,8 +19,7 @@ import (
 // executor's answer (resolved, or rejected with the reason).
 func resolveMain(args []string) error {
 	fs := flag.NewFlagSet("reconciler resolve", flag.ContinueOnError)
-	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
-	prefix := fs.String("topic-prefix", topics.DefaultPrefix, "prefix of the topic names")
+	kafka := cli.KafkaFlags(fs)
 	req := reconciler.ResolveRequest{}
 	fs.StringVar(&req.Key, "key", "", "idempotency key (required)")
 	fs.StringVar(&req.Tenant, "tenant", topics.DefaultTenant, "tenant")
@@ -45,14 +44,12 @@ func resolveMain(args []string) error {
 	if *errCode != "" || *errMsg != "" {
 		req.Err = &topics.ErrorInfo{Code: *errCode, Message: *errMsg}
 	}
-	req.Brokers, req.Names = strings.Split(*brokers, ","), topics.NamesWithPrefix(*prefix)
+	req.Brokers, req.Names = kafka.Seeds(), kafka.Names()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	res, err := reconciler.Resolve(ctx, req)
 	if res != nil {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(res)
+		_ = cli.PrintJSON(os.Stdout, res)
 	}
 	if errors.Is(err, reconciler.ErrRejected) {
 		return errors.New("the executor rejected the resolve; its answer above says why")

@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Main runs the subcommand named by the first argument with the rest, or
+// run with all of them, and exits 1 with "<name>: <error>" on failure.
+func Main(name string, run func([]string) error, subcommands map[string]func([]string) error) {
+	args := os.Args[1:]
+	var err error
+	if sub, ok := subcommand(args, subcommands); ok {
+		err = sub(args[1:])
+	} else {
+		err = run(args)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		os.Exit(1)
+	}
+}
+
+func subcommand(args []string, subcommands map[string]func([]string) error) (func([]string) error, bool) {
+	if len(args) == 0 {
+		return nil, false
+	}
+	sub, ok := subcommands[args[0]]
+	return sub, ok
+}
+
+// Logger is a long-running process's log: text on stderr, info and up.
+func Logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// SignalContext is cancelled on SIGINT or SIGTERM: the cue for a graceful
+// stop (the executor drains its calls, the reconciler leaves its group).
+func SignalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
