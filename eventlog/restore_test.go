@@ -470,3 +470,157 @@ func TestRestoreFoldsPendingReads(t *testing.T) {
 		t.Fatalf("partition 1 has pending reads %v (%v)", other, err)
 	}
 }
+
+// A restore from offset 0 looks up only the keys it has flushed itself
+// (nothing else can be in the view): it must fold exactly what a restore
+// that looks every key up folds, also when a key's events fall into
+// different intermediate batches and the record of an earlier batch shapes
+// the next (waiters kept over a not_executed, a key expired and started
+// again, a duplicate waiting on a started key).
+func TestRestoreFromZeroFoldsLikeLookups(t *testing.T) {
+	e := rsStart(t)
+	read := func(kind saga.EventKind, intent string, at int64) saga.Event {
+		ev := saga.Event{Kind: kind, Tenant: "acme", Key: "r", At: at, IntentID: intent}
+		if kind == saga.EvReadStarted {
+			ev.Tool, ev.Waiter = "search", &saga.Waiter{IntentID: intent, ReplyTo: "answers"}
+		}
+		return ev
+	}
+	expired := func(key string, at int64) saga.Event {
+		return saga.Event{Kind: saga.EvExpired, Tenant: "acme", Key: key, At: at, Reason: "retention passed"}
+	}
+	retry := rsStarted("m2", "i2b", 3100)
+	retry.Attempt = 2
+	txns := [][]saga.Event{
+		{rsStarted("m0", "i0", 1000)},
+		{rsStarted("m1", "i1", 1100), rsStarted("m2", "i2", 1200), rsWaiting("m0", "d0", 1300), read(saga.EvReadStarted, "R1", 1400), rsStarted("m3", "i3", 1500)},
+		{rsOutcome("m1", "i1", saga.StatusSucceeded, 2000), rsWaiting("m2", "d2", 2100), rsStarted("m4", "i4", 2200), read(saga.EvReadStarted, "R2", 2300)},
+		{rsOutcome("m2", "i2", saga.StatusNotExecuted, 3000), retry, expired("m1", 3200), rsOutcome("m0", "i0", saga.StatusSucceeded, 3300),
+			read(saga.EvReadAnswered, "R1", 3400), rsOutcome("m3", "i3", saga.StatusFailed, 3500)},
+		{rsStarted("m1", "i1b", 4000), rsWaiting("m4", "d4", 4100), rsStarted("m5", "i5", 4200), expired("m3", 4300)},
+		{rsOutcome("m1", "i1b", saga.StatusSucceeded, 5000), rsOutcome("m2", "i2b", saga.StatusSucceeded, 5100), rsWaiting("m5", "d5", 5200)},
+	}
+	keys := []string{"m0", "m1", "m2", "m3", "m4", "m5"}
+
+	// The lookup path: after the first transaction, every restore starts
+	// from a checkpoint and looks each key up.
+	looked := rsStore(t)
+	for i, evs := range txns {
+		e.txn(true, evs...)
+		if i == 2 {
+			e.txn(false, rsOutcome("m4", "i4", saga.StatusSucceeded, 2400)) // aborted: never folded
+		}
+		if s := e.restore(looked, 0); i > 0 && s.From == 0 {
+			t.Fatalf("restore after transaction %d started from 0", i)
+		}
+	}
+	hwm := e.hwm()
+	want := map[string]saga.Status{"m0": saga.StatusSucceeded, "m1": saga.StatusSucceeded, "m2": saga.StatusSucceeded,
+		"m3": saga.StatusNone, "m4": saga.StatusStarted, "m5": saga.StatusStarted}
+	for k, s := range want {
+		if got := rsStatus(t, looked, k); got != s {
+			t.Fatalf("lookup path: %s is %s, want %s", k, got, s)
+		}
+	}
+	if m1 := rsGet(t, looked, "m1"); m1.Origin.IntentID != "i1b" {
+		t.Fatalf("lookup path: m1 = %+v, want the call started after its expiry", m1)
+	}
+	if m2 := rsGet(t, looked, "m2"); m2.Attempt != 2 || m2.PrevStatus != saga.StatusNotExecuted {
+		t.Fatalf("lookup path: m2 = %+v, want the second attempt", m2)
+	}
+	pending := func(st *state.Store) []string {
+		evs, err := eventlog.PendingReads(st, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, ev := range evs {
+			ids = append(ids, ev.IntentID)
+		}
+		return ids
+	}
+	if got := pending(looked); !reflect.DeepEqual(got, []string{"R2"}) {
+		t.Fatalf("lookup path: pending reads %v, want [R2]", got)
+	}
+
+	// From 0 into an empty store, in batches of every size: the same view.
+	for _, every := range []int{1, 2, 3, 5, 0} {
+		fresh := rsStore(t)
+		if s := e.restore(fresh, every); s.From != 0 || s.To != hwm || s.Events != 23 {
+			t.Errorf("flush every %d: %+v, want 23 events from 0 to %d", every, s, hwm)
+		}
+		for _, k := range keys {
+			if a, b := rsGet(t, looked, k), rsGet(t, fresh, k); !reflect.DeepEqual(a, b) {
+				t.Errorf("flush every %d: %s = %+v, the lookup path has %+v", every, k, b, a)
+			}
+		}
+		if a, b := rsDoubtKeys(t, looked), rsDoubtKeys(t, fresh); !reflect.DeepEqual(a, b) {
+			t.Errorf("flush every %d: in doubt %v, the lookup path has %v", every, b, a)
+		}
+		a, _ := looked.Expired(1<<50, 100)
+		b, _ := fresh.Expired(1<<50, 100)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("flush every %d: expiry index %v, the lookup path has %v", every, b, a)
+		}
+		if got := pending(fresh); !reflect.DeepEqual(got, []string{"R2"}) {
+			t.Errorf("flush every %d: pending reads %v, want [R2]", every, got)
+		}
+	}
+}
+
+// Only a restore from 0 skips the lookups. A record planted without a
+// checkpoint (which the executor never writes: a record commits with its
+// partition's checkpoint) shows whether the restore looked it up: a
+// duplicate waiting on k2, whose started event is not in the log, joins
+// the planted record only if it was read.
+func TestRestoreLooksUpKeysOnlyPastACheckpoint(t *testing.T) {
+	e := rsStart(t)
+	e.txn(true, rsStarted("k1", "i1", 1000))
+	hwm1 := e.hwm()
+	e.txn(true, rsWaiting("k2", "d2", 2000), rsOutcome("k1", "i1", saga.StatusSucceeded, 2100))
+	planted := &saga.Record{Tenant: "acme", Key: "k2", Tool: "pay", ArgsHash: []byte{0xbb}, Status: saga.StatusStarted,
+		Origin: saga.Waiter{IntentID: "p2"}, Attempt: 1, CalledAt: 500, PendingUntil: 30_500, RetentionMs: 60_000, LastEventAt: 500}
+	plant := func(st *state.Store, checkpoint int64) {
+		b := st.NewBatch()
+		if err := b.Put(0, nil, planted); err != nil {
+			t.Fatal(err)
+		}
+		if checkpoint > 0 {
+			if err := b.SetCheckpoint(rsTopic, 0, checkpoint); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Commit(state.Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waiters := func(r *saga.Record) []string {
+		var ids []string
+		for _, w := range r.Waiters {
+			ids = append(ids, w.IntentID)
+		}
+		return ids
+	}
+
+	resumed := rsStore(t)
+	plant(resumed, hwm1)
+	if s := e.restore(resumed, 0); s.From != hwm1 || s.Events != 2 {
+		t.Fatalf("resumed restore: %+v, want 2 events from %d", s, hwm1)
+	}
+	if k2 := rsGet(t, resumed, "k2"); k2 == nil || !reflect.DeepEqual(waiters(k2), []string{"d2"}) {
+		t.Errorf("from a checkpoint the duplicate must join the stored record: k2 = %+v", k2)
+	}
+	for _, every := range []int{1, 0} {
+		fromZero := rsStore(t)
+		plant(fromZero, 0)
+		if s := e.restore(fromZero, every); s.From != 0 || s.Events != 3 {
+			t.Fatalf("flush every %d: restore from 0: %+v", every, s)
+		}
+		if k2 := rsGet(t, fromZero, "k2"); k2 == nil || len(k2.Waiters) != 0 {
+			t.Errorf("flush every %d: from 0 the restore looked k2 up: %+v", every, k2)
+		}
+		if s := rsStatus(t, fromZero, "k1"); s != saga.StatusSucceeded {
+			t.Errorf("flush every %d: k1 is %s", every, s)
+		}
+	}
+}

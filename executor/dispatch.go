@@ -1,8 +1,10 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,7 +31,10 @@ type completion struct {
 
 // dispatcher runs calls with bounded concurrency: at most maxInFlight in
 // all, and at most each tool's MaxInFlight per tool. Jobs beyond the
-// bounds wait in a FIFO that the loop keeps bounded by pausing its polls.
+// bounds wait in one FIFO per tool, which the loop keeps bounded by pausing
+// its polls. A free slot goes to the oldest waiting job whose tool has
+// room, as if all tools shared one FIFO, but a tool at its max_in_flight
+// costs nothing: its waiting jobs are not rescanned at every completion.
 // Each running call has one goroutine, and there are never more of them
 // than maxInFlight.
 type dispatcher struct {
@@ -44,17 +49,31 @@ type dispatcher struct {
 	mu struct {
 		sync.Mutex
 		running int
-		perTool map[string]int
-		limits  map[string]int // tool -> max_in_flight, cached
-		queue   []job
+		queued  int    // jobs waiting, over all tools
+		seq     uint64 // submission order of the jobs
+		tools   map[string]*toolQueue
+		waiting []*toolQueue // the tools with waiting jobs, in no order
 	}
 }
+
+// toolQueue is one tool's share of the dispatcher, under dispatcher.mu.
+type toolQueue struct {
+	limit   int // max_in_flight; 0: none (an unknown tool)
+	running int
+	jobs    []queuedJob // FIFO
+}
+
+type queuedJob struct {
+	job
+	seq uint64
+}
+
+func (q *toolQueue) hasRoom() bool { return q.limit <= 0 || q.running < q.limit }
 
 func newDispatcher(ctx context.Context, reg *tools.Registry, maxInFlight int, hooks Hooks, wake func()) *dispatcher {
 	d := &dispatcher{reg: reg, maxInFlight: maxInFlight, hooks: hooks, ctx: ctx,
 		out: make(chan completion, maxInFlight), wake: wake}
-	d.mu.perTool = map[string]int{}
-	d.mu.limits = map[string]int{}
+	d.mu.tools = map[string]*toolQueue{}
 	return d
 }
 
@@ -62,7 +81,15 @@ func newDispatcher(ctx context.Context, reg *tools.Registry, maxInFlight int, ho
 func (d *dispatcher) submit(jobs ...job) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.mu.queue = append(d.mu.queue, jobs...)
+	for _, j := range jobs {
+		q := d.toolLocked(j.call.Tool)
+		if len(q.jobs) == 0 {
+			d.mu.waiting = append(d.mu.waiting, q)
+		}
+		d.mu.seq++
+		q.jobs = append(q.jobs, queuedJob{job: j, seq: d.mu.seq})
+	}
+	d.mu.queued += len(jobs)
 	d.startRunnableLocked()
 }
 
@@ -70,42 +97,59 @@ func (d *dispatcher) submit(jobs ...job) {
 func (d *dispatcher) queued() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return len(d.mu.queue) + d.mu.running
+	return d.mu.queued + d.mu.running
 }
 
+// startRunnableLocked starts waiting jobs, oldest first among the tools
+// with room, until the overall bound is reached or every tool with waiting
+// jobs is at its own. Each start costs one pass over the tools with
+// waiting jobs, not over the jobs.
 func (d *dispatcher) startRunnableLocked() {
-	if d.mu.running >= d.maxInFlight || len(d.mu.queue) == 0 {
-		return // nothing can start: skip the scan (it ran on every completion)
-	}
-	kept := d.mu.queue[:0]
-	for _, j := range d.mu.queue {
-		if d.mu.running >= d.maxInFlight || !d.toolHasRoomLocked(j.call.Tool) {
-			kept = append(kept, j)
-			continue
+	for d.mu.running < d.maxInFlight && d.mu.queued > 0 {
+		var q *toolQueue
+		at := 0
+		for i, w := range d.mu.waiting {
+			if w.hasRoom() && (q == nil || w.jobs[0].seq < q.jobs[0].seq) {
+				q, at = w, i
+			}
 		}
+		if q == nil {
+			return // every tool with waiting jobs is at its max_in_flight
+		}
+		j := q.jobs[0].job
+		q.jobs[0] = queuedJob{}
+		q.jobs = q.jobs[1:]
+		if len(q.jobs) == 0 {
+			q.jobs = q.jobs[:0] // keep what capacity is left
+			last := len(d.mu.waiting) - 1
+			d.mu.waiting[at] = d.mu.waiting[last]
+			d.mu.waiting[last] = nil
+			d.mu.waiting = d.mu.waiting[:last]
+		}
+		d.mu.queued--
 		d.mu.running++
-		d.mu.perTool[j.call.Tool]++
+		q.running++
 		d.wg.Add(1)
-		go d.run(j)
+		go d.run(q, j)
 	}
-	clear(d.mu.queue[len(kept):])
-	d.mu.queue = kept
 }
 
-func (d *dispatcher) toolHasRoomLocked(tool string) bool {
-	limit, ok := d.mu.limits[tool]
+// toolLocked returns the queue of tool, creating it with the tool's
+// max_in_flight: the registry is fixed after start, so each tool is looked
+// up once.
+func (d *dispatcher) toolLocked(tool string) *toolQueue {
+	q, ok := d.mu.tools[tool]
 	if !ok {
-		spec, _, found := d.reg.Lookup(tool)
-		limit = spec.MaxInFlight
-		if !found {
-			limit = 0
+		q = &toolQueue{}
+		if spec, _, found := d.reg.Lookup(tool); found {
+			q.limit = spec.MaxInFlight
 		}
-		d.mu.limits[tool] = limit // the registry is fixed after start: look each tool up once
+		d.mu.tools[tool] = q
 	}
-	return limit <= 0 || d.mu.perTool[tool] < limit
+	return q
 }
 
-func (d *dispatcher) run(j job) {
+func (d *dispatcher) run(q *toolQueue, j job) {
 	defer d.wg.Done()
 	start := time.Now()
 	d.hooks.at(PointDuringCall, j.rk)
@@ -115,7 +159,7 @@ func (d *dispatcher) run(j job) {
 	d.wake()
 	d.mu.Lock()
 	d.mu.running--
-	d.mu.perTool[j.call.Tool]--
+	q.running--
 	d.startRunnableLocked()
 	d.mu.Unlock()
 }
@@ -160,11 +204,23 @@ func (d *dispatcher) wait(ctx context.Context) bool {
 	}
 }
 
-// cancelQueued removes and returns the jobs that have not started.
+// cancelQueued removes and returns the jobs that have not started, in the
+// order they were submitted.
 func (d *dispatcher) cancelQueued() []job {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	q := d.mu.queue
-	d.mu.queue = nil
-	return q
+	var all []queuedJob
+	for _, q := range d.mu.waiting {
+		all = append(all, q.jobs...)
+		q.jobs = nil
+	}
+	clear(d.mu.waiting)
+	d.mu.waiting = d.mu.waiting[:0]
+	d.mu.queued = 0
+	slices.SortFunc(all, func(a, b queuedJob) int { return cmp.Compare(a.seq, b.seq) })
+	jobs := make([]job, len(all))
+	for i, qj := range all {
+		jobs[i] = qj.job
+	}
+	return jobs
 }

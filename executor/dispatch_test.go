@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -107,4 +108,121 @@ func TestDispatcherCancelQueued(t *testing.T) {
 	if d.queued() != 0 {
 		t.Fatalf("queued after drain: %d", d.queued())
 	}
+}
+
+// A free slot goes to the oldest waiting job whose tool has room: a tool at
+// its max_in_flight holds back none of the jobs queued behind its own, and
+// among the others the order of submission decides (as with one FIFO for
+// all tools). Jobs cancelled by a drain come back in submission order.
+func TestDispatcherPerToolQueues(t *testing.T) {
+	reg := tools.NewRegistry()
+	var mu sync.Mutex
+	release := map[string]chan struct{}{}
+	gate := func(key string) chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		if release[key] == nil {
+			release[key] = make(chan struct{})
+		}
+		return release[key]
+	}
+	started := make(chan string, 16)
+	call := func(ctx context.Context, r tools.Request) tools.Outcome {
+		started <- r.Key
+		<-gate(r.Key)
+		return tools.Outcome{Status: tools.Succeeded, Attempts: 1}
+	}
+	for name, limit := range map[string]int{"a": 1, "b": 2, "c": 2} {
+		spec := tools.Spec{Name: name, Class: tools.NativeKey, Timeout: time.Second, PendingTTL: time.Minute, Retention: time.Hour, MaxInFlight: limit}
+		if err := reg.Register(spec, tools.Func(call)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := newDispatcher(context.Background(), reg, 3, Hooks{}, func() {})
+	submit := func(keys ...string) {
+		var jobs []job
+		for _, k := range keys {
+			jobs = append(jobs, job{call: saga.Call{Kind: saga.CallOriginal, Tenant: "t", Key: k, Tool: k[:1], CallID: k}, rk: k})
+		}
+		d.submit(jobs...)
+	}
+	expect := func(step string, want ...string) {
+		t.Helper()
+		got := map[string]bool{}
+		for range want {
+			select {
+			case k := <-started:
+				got[k] = true
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%s: started %v, want %v", step, got, want)
+			}
+		}
+		for _, k := range want {
+			if !got[k] {
+				t.Fatalf("%s: started %v, want %v", step, got, want)
+			}
+		}
+	}
+	finish := func(key string) {
+		t.Helper()
+		close(gate(key))
+		select {
+		case c := <-d.out:
+			if c.job.rk != key {
+				t.Fatalf("completion of %s, want %s", c.job.rk, key)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s did not complete", key)
+		}
+	}
+
+	// The key's first letter is its tool. a allows 1 call, b and c 2, and
+	// 3 run at once in all.
+	submit("a1", "a2", "a3", "b1", "c1", "b2", "c2")
+	expect("submit", "a1", "b1", "c1")
+	if n := d.queued(); n != 7 {
+		t.Fatalf("queued %d, want 7 (4 waiting, 3 running)", n)
+	}
+	finish("c1")
+	expect("c1 done: a is full, b2 is older than c2", "b2")
+	finish("a1")
+	expect("a1 done: a2 is the oldest", "a2")
+	finish("b1")
+	expect("b1 done: a is full again, c2 passes a3", "c2")
+	finish("a2")
+	expect("a2 done", "a3")
+	for _, k := range []string{"b2", "c2", "a3"} {
+		finish(k)
+	}
+	select {
+	case k := <-started:
+		t.Fatalf("%s started twice", k)
+	default:
+	}
+	for deadline := time.Now().Add(time.Second); d.queued() != 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if n := d.queued(); n != 0 {
+		t.Fatalf("queued after completion: %d", n)
+	}
+
+	// A drain cancels what waits, in submission order, whatever the tool.
+	submit("a4", "a5", "b3", "a6", "c3", "b4", "c4", "b5")
+	expect("second submit", "a4", "b3", "c3")
+	var ids []string
+	for _, j := range d.cancelQueued() {
+		ids = append(ids, j.rk)
+	}
+	if want := []string{"a5", "a6", "b4", "c4", "b5"}; !reflect.DeepEqual(ids, want) {
+		t.Fatalf("cancelled %v, want %v", ids, want)
+	}
+	if n := d.queued(); n != 3 {
+		t.Fatalf("queued after cancel %d, want the 3 running", n)
+	}
+	for _, k := range []string{"a4", "b3", "c3"} {
+		finish(k)
+	}
+	submit("b6")
+	expect("after a drain the queues work again", "b6")
+	finish("b6")
 }
