@@ -43,7 +43,8 @@ type Executor struct {
 	epochSeq   uint64 // last ownership epoch handed out
 	// offsetsUnsure: a transaction end failed, so it may have committed
 	// although the session rewound to the offsets before it (outage.go).
-	offsetsUnsure bool
+	offsetsUnsure  bool
+	lastStallCheck time.Time // hanging.go
 
 	rebalancePending atomic.Bool
 	dirty            atomic.Bool // a group callback ran: reset the session before the next transaction
@@ -66,6 +67,7 @@ type ownership struct {
 	// (reads.go); lastTry: the last idle restore attempt.
 	readsResumed bool
 	lastTry      time.Time
+	lastRecord   time.Time // the last record polled from it (hanging.go)
 }
 
 type inflightCall struct {

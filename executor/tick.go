@@ -96,6 +96,11 @@ func (t *tick) build(fs kgo.Fetches) error {
 		}
 	}
 	var err error
+	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		if o, ok := t.e.owned[p.Partition]; ok && len(p.Records) > 0 {
+			o.lastRecord = time.Now()
+		}
+	})
 	fs.EachRecord(func(r *kgo.Record) {
 		if err == nil {
 			err = t.input(r)
@@ -105,6 +110,7 @@ func (t *tick) build(fs kgo.Fetches) error {
 		return err
 	}
 	t.e.restoreIdle(t.ctx)
+	t.e.watchStalls(t.ctx)
 	return t.sweep()
 }
 
