@@ -135,6 +135,20 @@ func (e *Executor) watchStalls(ctx context.Context) {
 	if len(set) == 0 {
 		return
 	}
+	e.checkHanging(ctx, set)
+}
+
+// checkHanging looks for hanging transactions on set and on the group's
+// offsets topic, at most once per stalledAfter. Callers: a partition that
+// returned no record for long (watchStalls), and a restore whose events
+// partition has a transaction that will not settle (its last stable
+// offset stays below the high watermark: records are polled, but no tick
+// can use them).
+func (e *Executor) checkHanging(ctx context.Context, set kadm.TopicsSet) {
+	now := time.Now()
+	if now.Sub(e.lastStallCheck) < e.stalledAfter() {
+		return
+	}
 	e.lastStallCheck = now
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

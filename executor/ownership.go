@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -147,6 +148,9 @@ func (e *Executor) restore(ctx context.Context, p int32, settle time.Duration) e
 		ClientOpts: []kgo.Opt{kgo.WithLogger(kgoLogger{l: e.cfg.Logger})},
 	})
 	if err != nil {
+		if errors.Is(err, eventlog.ErrRestoreTimeout) {
+			e.checkHanging(ctx, kadm.TopicsSet{e.cfg.Names.Events: {p: {}}})
+		}
 		return fmt.Errorf("%w: restore partition %d: %w", errRetryTick, p, err)
 	}
 	o.restored = true
