@@ -110,46 +110,45 @@ func (e *Executor) abortHanging(ctx context.Context, set kadm.TopicsSet) (int, e
 }
 
 // watchStalls runs on the loop: when an owned partition has returned no
-// record for stalledAfter, it looks for hanging transactions on the
-// partitions the member depends on (intents, control and events of the
-// stalled partitions, and the group's offsets topic), at most once per
-// stalledAfter.
+// record for stalledAfter, it looks for hanging transactions. The clock of
+// a partition is not reset by a rebalance: under constant rebalancing a
+// partition that never moves must still be noticed.
 func (e *Executor) watchStalls(ctx context.Context) {
 	now := time.Now()
-	if now.Sub(e.lastStallCheck) < e.stalledAfter() {
-		return
-	}
-	set := kadm.TopicsSet{}
-	for p, o := range e.owned {
-		last := o.since
-		if o.lastRecord.After(last) {
-			last = o.lastRecord
-		}
-		if now.Sub(last) < e.stalledAfter() {
+	stalled := false
+	for p := range e.owned {
+		last, ok := e.lastRecord[p]
+		if !ok {
+			e.lastRecord[p] = now
 			continue
 		}
-		for _, t := range []string{e.cfg.Names.Intents, e.cfg.Names.Control, e.cfg.Names.Events} {
-			set.Add(t, p)
-		}
+		stalled = stalled || now.Sub(last) >= e.stalledAfter()
 	}
-	if len(set) == 0 {
-		return
+	if stalled {
+		e.checkHanging(ctx)
 	}
-	e.checkHanging(ctx, set)
 }
 
-// checkHanging looks for hanging transactions on set and on the group's
-// offsets topic, at most once per stalledAfter. Callers: a partition that
-// returned no record for long (watchStalls), and a restore whose events
-// partition has a transaction that will not settle (its last stable
-// offset stays below the high watermark: records are polled, but no tick
-// can use them).
-func (e *Executor) checkHanging(ctx context.Context, set kadm.TopicsSet) {
+// checkHanging looks for hanging transactions on every partition of the
+// intents, control and events topics and on the group's offsets topic, at
+// most once per stalledAfter. All of them, not only the stalled one: one
+// forgotten transaction spans every partition its tick wrote (events,
+// results, forwarded intents, offsets), and must be aborted on each.
+// Callers: watchStalls, and a restore whose events partition has a
+// transaction that will not settle (records are polled, but no tick can
+// use them).
+func (e *Executor) checkHanging(ctx context.Context) {
 	now := time.Now()
 	if now.Sub(e.lastStallCheck) < e.stalledAfter() {
 		return
 	}
 	e.lastStallCheck = now
+	set := kadm.TopicsSet{}
+	for p := int32(0); p < e.layout.Partitions; p++ {
+		for _, t := range []string{e.cfg.Names.Intents, e.cfg.Names.Control, e.cfg.Names.Events} {
+			set.Add(t, p)
+		}
+	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := e.addOffsetsTopic(cctx, set); err != nil {

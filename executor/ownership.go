@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -149,7 +148,7 @@ func (e *Executor) restore(ctx context.Context, p int32, settle time.Duration) e
 	})
 	if err != nil {
 		if errors.Is(err, eventlog.ErrRestoreTimeout) {
-			e.checkHanging(ctx, kadm.TopicsSet{e.cfg.Names.Events: {p: {}}})
+			e.checkHanging(ctx)
 		}
 		return fmt.Errorf("%w: restore partition %d: %w", errRetryTick, p, err)
 	}

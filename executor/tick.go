@@ -97,8 +97,8 @@ func (t *tick) build(fs kgo.Fetches) error {
 	}
 	var err error
 	fs.EachPartition(func(p kgo.FetchTopicPartition) {
-		if o, ok := t.e.owned[p.Partition]; ok && len(p.Records) > 0 {
-			o.lastRecord = time.Now()
+		if len(p.Records) > 0 {
+			t.e.lastRecord[p.Partition] = time.Now()
 		}
 	})
 	fs.EachRecord(func(r *kgo.Record) {
