@@ -44,8 +44,7 @@ type Executor struct {
 	// offsetsUnsure: a transaction end failed, so it may have committed
 	// although the session rewound to the offsets before it (outage.go).
 	offsetsUnsure  bool
-	lastStallCheck time.Time           // hanging.go
-	lastRecord     map[int32]time.Time // partition -> last record polled from it, across assignments (hanging.go)
+	lastStallCheck time.Time // hanging.go
 
 	rebalancePending atomic.Bool
 	dirty            atomic.Bool // a group callback ran: reset the session before the next transaction
@@ -84,7 +83,7 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Executor{cfg: cfg, m: newMetrics(cfg.Registerer), owned: map[int32]*ownership{}, inflight: map[string]inflightCall{}, reads: map[string]inflightCall{}, lastRecord: map[int32]time.Time{}, unsettled: map[int32]int{}, runDone: make(chan struct{})}
+	e := &Executor{cfg: cfg, m: newMetrics(cfg.Registerer), owned: map[int32]*ownership{}, inflight: map[string]inflightCall{}, reads: map[string]inflightCall{}, unsettled: map[int32]int{}, runDone: make(chan struct{})}
 	if err := e.open(ctx); err != nil {
 		e.Close()
 		return nil, err

@@ -19,10 +19,11 @@ import (
 //
 // The remedy Kafka documents is an abort marker written for the open
 // transaction (kafka-transactions.sh abort). The executor does it itself,
-// for the partitions it depends on, once such a partition has made no
-// progress for a while. Aborting loses nothing: the pending offsets were
-// never committed, so their intents are decided again against the view,
-// and an open transaction its coordinator still runs is never touched.
+// every 2 × the transaction timeout, for every partition of the topics it
+// reads and writes. Aborting loses nothing that was committed: pending
+// offsets are re-read, so their intents are decided again against the
+// view; and an open transaction its coordinator still runs is never
+// touched.
 
 // hangingAge is how long a transaction must have been open on a
 // partition before it can be judged hanging: far beyond any transaction
@@ -30,9 +31,8 @@ import (
 // forgotten qualifies.
 func (e *Executor) hangingAge() time.Duration { return 3 * e.cfg.TransactionTimeout }
 
-// stalledAfter is how long an owned partition may return no record before
-// the executor looks for hanging transactions; an idle partition costs one
-// read-only admin request per interval.
+// stalledAfter is the interval between two looks for hanging
+// transactions: two read-only admin requests (metadata, producers).
 func (e *Executor) stalledAfter() time.Duration { return 2 * e.cfg.TransactionTimeout }
 
 // openTxn is one producer's open transaction on one partition.
@@ -109,71 +109,55 @@ func (e *Executor) abortHanging(ctx context.Context, set kadm.TopicsSet) (int, e
 	return aborted, nil
 }
 
-// watchStalls runs on the loop: when an owned partition has returned no
-// record for stalledAfter, it looks for hanging transactions. The clock of
-// a partition is not reset by a rebalance: under constant rebalancing a
-// partition that never moves must still be noticed.
-func (e *Executor) watchStalls(ctx context.Context) {
-	now := time.Now()
-	stalled := false
-	for p := range e.owned {
-		last, ok := e.lastRecord[p]
-		if !ok {
-			e.lastRecord[p] = now
-			continue
-		}
-		stalled = stalled || now.Sub(last) >= e.stalledAfter()
-	}
-	if stalled {
-		e.checkHanging(ctx)
-	}
-}
+// watchStalls runs on the loop and looks for hanging transactions once
+// per stalledAfter. Not only when a partition it reads stalls: a
+// forgotten transaction on a results or dead-letter partition stops no
+// executor, only the agents reading answers (read-committed) stop seeing
+// them. The chaos harness saw exactly that: answers of four results
+// partitions invisible while every intent was processed.
+func (e *Executor) watchStalls(ctx context.Context) { e.checkHanging(ctx) }
 
 // checkHanging looks for hanging transactions on every partition of the
-// intents, control and events topics and on the group's offsets topic, at
-// most once per stalledAfter. All of them, not only the stalled one: one
-// forgotten transaction spans every partition its tick wrote (events,
-// results, forwarded intents, offsets), and must be aborted on each.
-// Callers: watchStalls, and a restore whose events partition has a
-// transaction that will not settle (records are polled, but no tick can
-// use them).
+// topics this executor writes or reads (intents, control, events,
+// results, dead letters) and of the group's offsets topic, at most once
+// per stalledAfter: one forgotten transaction spans every partition its
+// tick wrote, and must be aborted on each. Callers: watchStalls, and a
+// restore whose events partition has a transaction that will not settle.
 func (e *Executor) checkHanging(ctx context.Context) {
 	now := time.Now()
 	if now.Sub(e.lastStallCheck) < e.stalledAfter() {
 		return
 	}
 	e.lastStallCheck = now
-	set := kadm.TopicsSet{}
-	for p := int32(0); p < e.layout.Partitions; p++ {
-		for _, t := range []string{e.cfg.Names.Intents, e.cfg.Names.Control, e.cfg.Names.Events} {
-			set.Add(t, p)
-		}
-	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := e.addOffsetsTopic(cctx, set); err != nil {
-		e.cfg.Logger.Debug("stall check: offsets topic not described", "err", err)
+	set, err := e.partitionsOf(cctx, e.cfg.Names.Intents, e.cfg.Names.Control, e.cfg.Names.Events,
+		e.cfg.Names.Results, e.cfg.Names.DeadLetter, offsetsTopic)
+	if err != nil {
+		e.cfg.Logger.Debug("stall check: topics not described", "err", err)
+		return
 	}
 	if _, err := e.abortHanging(cctx, set); err != nil {
 		e.cfg.Logger.Debug("stall check failed", "err", err)
 	}
 }
 
-// addOffsetsTopic adds every partition of __consumer_offsets: which one
-// holds this group depends on the broker's partition count, and a
-// described partition without open transactions costs nothing.
-func (e *Executor) addOffsetsTopic(ctx context.Context, set kadm.TopicsSet) error {
-	const offsetsTopic = "__consumer_offsets"
-	td, err := e.adm.ListTopicsWithInternal(ctx, offsetsTopic)
+const offsetsTopic = "__consumer_offsets"
+
+// partitionsOf lists every partition of the named topics that exist.
+func (e *Executor) partitionsOf(ctx context.Context, names ...string) (kadm.TopicsSet, error) {
+	td, err := e.adm.ListTopicsWithInternal(ctx, names...)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	t, ok := td[offsetsTopic]
-	if !ok || t.Err != nil {
-		return err
+	set := kadm.TopicsSet{}
+	for _, t := range td {
+		if t.Err != nil {
+			continue
+		}
+		for p := range t.Partitions {
+			set.Add(t.Topic, p)
+		}
 	}
-	for p := range t.Partitions {
-		set.Add(offsetsTopic, p)
-	}
-	return nil
+	return set, nil
 }

@@ -96,11 +96,6 @@ func (t *tick) build(fs kgo.Fetches) error {
 		}
 	}
 	var err error
-	fs.EachPartition(func(p kgo.FetchTopicPartition) {
-		if len(p.Records) > 0 {
-			t.e.lastRecord[p.Partition] = time.Now()
-		}
-	})
 	fs.EachRecord(func(r *kgo.Record) {
 		if err == nil {
 			err = t.input(r)
