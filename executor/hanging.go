@@ -10,20 +10,28 @@ import (
 // Hanging transactions. A transaction a partition still holds open while
 // its coordinator has no such transaction ongoing is never closed by
 // Kafka (KIP-664 calls it hanging): its partition's last stable offset
-// stops, so a read-committed consumer of it stalls, and on
-// __consumer_offsets every stable offset fetch of the group's partitions
-// answers UNSTABLE_OFFSET_COMMIT for ever, which leaves a member waiting
-// in its assignment with nothing to poll. The chaos harness produced two
-// on __consumer_offsets after broker bounces and network faults (Kafka
-// 4.4, transaction.version 2): four partitions stopped for good.
+// stops, so a read-committed reader of it stalls (a restore of an events
+// partition, agents reading results), and on __consumer_offsets every
+// stable offset fetch of the group's partitions answers
+// UNSTABLE_OFFSET_COMMIT for ever, which leaves a member waiting in its
+// assignment with nothing to poll. The chaos harness produced them on
+// every topic the executor writes (Kafka 4.4, transaction.version 2,
+// after broker kills and network faults), including for a transaction
+// whose End had reported a commit to its executor.
 //
-// The remedy Kafka documents is an abort marker written for the open
-// transaction (kafka-transactions.sh abort). The executor does it itself,
-// every 2 × the transaction timeout, for every partition of the topics it
-// reads and writes. Aborting loses nothing that was committed: pending
-// offsets are re-read, so their intents are decided again against the
-// view; and an open transaction its coordinator still runs is never
-// touched.
+// Kafka's tool closes them with an abort marker. Here the executor closes
+// them with a commit marker instead, on purpose. An abort hides what the
+// transaction wrote; if its executor had been told "committed" it has
+// already made the calls whose started events would vanish, and the next
+// owner calls again: the first version aborted, and a 36-minute chaos run
+// found 32 keys with two effects, all from one such transaction. A commit
+// only reveals: a started event without a call leaves its key in doubt
+// (the reconciler settles it by its class's path), offsets already passed
+// are re-read and decided against the view, and an answer may reach an
+// agent twice (the second is a replay). Revealing can cost an extra
+// answer, hiding can cost an extra effect; at most once needs the first.
+//
+// An open transaction its coordinator still runs is never touched.
 
 // hangingAge is how long a transaction must have been open on a
 // partition before it can be judged hanging: far beyond any transaction
@@ -64,9 +72,9 @@ func hangingCandidates(ps kadm.DescribedProducersTopics, now time.Time, age time
 // still own an open transaction: those are left alone.
 var runningStates = map[string]bool{"Ongoing": true, "PrepareCommit": true, "PrepareAbort": true, "PrepareEpochFence": true}
 
-// abortHanging finds and aborts the hanging transactions on the given
-// partitions. It returns how many it aborted.
-func (e *Executor) abortHanging(ctx context.Context, set kadm.TopicsSet) (int, error) {
+// commitHanging finds the hanging transactions on the given partitions
+// and closes each with a commit marker. It returns how many it closed.
+func (e *Executor) commitHanging(ctx context.Context, set kadm.TopicsSet) (int, error) {
 	described, err := e.adm.DescribeProducers(ctx, set)
 	if err != nil {
 		return 0, err
@@ -89,24 +97,24 @@ func (e *Executor) abortHanging(ctx context.Context, set kadm.TopicsSet) (int, e
 			running[t.ProducerID] = true
 		}
 	}
-	aborted := 0
+	closed := 0
 	for _, c := range cands {
 		if running[c.producerID] {
 			continue
 		}
-		m := kadm.TxnMarkers{ProducerID: c.producerID, ProducerEpoch: c.producerEpoch, CoordinatorEpoch: c.coordinatorEpoch,
+		m := kadm.TxnMarkers{ProducerID: c.producerID, ProducerEpoch: c.producerEpoch, CoordinatorEpoch: c.coordinatorEpoch, Commit: true,
 			Topics: kadm.TopicsSet{c.topic: {c.partition: {}}}}
 		if _, err := e.adm.WriteTxnMarkers(ctx, m); err != nil {
-			e.cfg.Logger.Error("aborting a hanging transaction failed", "topic", c.topic, "partition", c.partition, "producer_id", c.producerID, "err", err)
+			e.cfg.Logger.Error("closing a hanging transaction failed", "topic", c.topic, "partition", c.partition, "producer_id", c.producerID, "err", err)
 			continue
 		}
-		aborted++
-		e.m.HangingAborted.Inc()
-		e.cfg.Logger.Warn("aborted a hanging transaction (open on the partition, unknown to its coordinator)",
+		closed++
+		e.m.HangingCommitted.Inc()
+		e.cfg.Logger.Warn("committed a hanging transaction (open on the partition, unknown to its coordinator)",
 			"topic", c.topic, "partition", c.partition, "producer_id", c.producerID, "producer_epoch", c.producerEpoch,
 			"open_since", c.lastWrite)
 	}
-	return aborted, nil
+	return closed, nil
 }
 
 // watchStalls runs on the loop and looks for hanging transactions once
@@ -121,7 +129,7 @@ func (e *Executor) watchStalls(ctx context.Context) { e.checkHanging(ctx) }
 // topics this executor writes or reads (intents, control, events,
 // results, dead letters) and of the group's offsets topic, at most once
 // per stalledAfter: one forgotten transaction spans every partition its
-// tick wrote, and must be aborted on each. Callers: watchStalls, and a
+// tick wrote, and must be closed on each. Callers: watchStalls, and a
 // restore whose events partition has a transaction that will not settle.
 func (e *Executor) checkHanging(ctx context.Context) {
 	now := time.Now()
@@ -137,7 +145,7 @@ func (e *Executor) checkHanging(ctx context.Context) {
 		e.cfg.Logger.Debug("stall check: topics not described", "err", err)
 		return
 	}
-	if _, err := e.abortHanging(cctx, set); err != nil {
+	if _, err := e.commitHanging(cctx, set); err != nil {
 		e.cfg.Logger.Debug("stall check failed", "err", err)
 	}
 }

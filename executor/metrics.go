@@ -7,22 +7,22 @@ import (
 // Metrics are the executor's Prometheus collectors. They are registered on
 // the Registerer given in Config (never the global registry).
 type Metrics struct {
-	Intents        *prometheus.CounterVec   // by decision
-	Calls          *prometheus.CounterVec   // by tool and outcome
-	CallDuration   *prometheus.HistogramVec // by tool
-	TickDuration   prometheus.Histogram
-	TxnDuration    prometheus.Histogram
-	Txns           *prometheus.CounterVec // by result
-	TickRecords    prometheus.Histogram   // records decided per committed transaction
-	InFlight       prometheus.Gauge
-	KeysInDoubt    *prometheus.GaugeVec // by partition
-	Restores       prometheus.Histogram
-	RestoreEvents  prometheus.Counter
-	DeadLetters    *prometheus.CounterVec // by reason
-	OutcomesLost   prometheus.Counter
-	ReadsResumed   prometheus.Counter
-	HangingAborted prometheus.Counter
-	Fsyncs         prometheus.Counter
+	Intents          *prometheus.CounterVec   // by decision
+	Calls            *prometheus.CounterVec   // by tool and outcome
+	CallDuration     *prometheus.HistogramVec // by tool
+	TickDuration     prometheus.Histogram
+	TxnDuration      prometheus.Histogram
+	Txns             *prometheus.CounterVec // by result
+	TickRecords      prometheus.Histogram   // records decided per committed transaction
+	InFlight         prometheus.Gauge
+	KeysInDoubt      *prometheus.GaugeVec // by partition
+	Restores         prometheus.Histogram
+	RestoreEvents    prometheus.Counter
+	DeadLetters      *prometheus.CounterVec // by reason
+	OutcomesLost     prometheus.Counter
+	ReadsResumed     prometheus.Counter
+	HangingCommitted prometheus.Counter
+	Fsyncs           prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *Metrics {
@@ -35,26 +35,26 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	lat := prometheus.ExponentialBuckets(0.0005, 2, 16)
 	m := &Metrics{
-		Intents:        prometheus.NewCounterVec(prometheus.CounterOpts(opts("intents_total", "Intents and commands decided, by decision.")), []string{"decision"}),
-		Calls:          prometheus.NewCounterVec(prometheus.CounterOpts(opts("calls_total", "Tool calls finished, by tool and outcome.")), []string{"tool", "outcome"}),
-		CallDuration:   prometheus.NewHistogramVec(hist("call_duration_seconds", "Tool call duration.", lat), []string{"tool"}),
-		TickDuration:   prometheus.NewHistogram(hist("tick_duration_seconds", "Loop tick duration, decide to Pebble sync.", lat)),
-		TxnDuration:    prometheus.NewHistogram(hist("txn_duration_seconds", "Kafka transaction end duration.", lat)),
-		Txns:           prometheus.NewCounterVec(prometheus.CounterOpts(opts("transactions_total", "Transactions by result.")), []string{"result"}),
-		TickRecords:    prometheus.NewHistogram(hist("transaction_inputs", "Inputs and completions per committed transaction (group commit).", prometheus.ExponentialBuckets(1, 2, 14))),
-		InFlight:       prometheus.NewGauge(prometheus.GaugeOpts(opts("calls_in_flight", "Calls started and not yet recorded."))),
-		KeysInDoubt:    prometheus.NewGaugeVec(prometheus.GaugeOpts(opts("keys_in_doubt", "Keys started or unknown with no call running here, by partition.")), []string{"partition"}),
-		Restores:       prometheus.NewHistogram(hist("restore_duration_seconds", "Partition restore duration.", prometheus.ExponentialBuckets(0.001, 2, 18))),
-		RestoreEvents:  prometheus.NewCounter(prometheus.CounterOpts(opts("restore_events_total", "Events folded by restores."))),
-		DeadLetters:    prometheus.NewCounterVec(prometheus.CounterOpts(opts("deadletters_total", "Inputs dead-lettered, by reason.")), []string{"reason"}),
-		OutcomesLost:   prometheus.NewCounter(prometheus.CounterOpts(opts("outcomes_unrecorded_total", "Calls whose outcome could not be recorded because the partition moved; their keys are in doubt."))),
-		HangingAborted: prometheus.NewCounter(prometheus.CounterOpts(opts("hanging_transactions_aborted_total", "Transactions left open on a partition the executor depends on, unknown to their coordinator, that it aborted."))),
-		ReadsResumed:   prometheus.NewCounter(prometheus.CounterOpts(opts("reads_resumed_total", "Read-only calls called again by a new owner because their previous owner left them unanswered."))),
-		Fsyncs:         prometheus.NewCounter(prometheus.CounterOpts(opts("state_syncs_total", "Synced Pebble batches."))),
+		Intents:          prometheus.NewCounterVec(prometheus.CounterOpts(opts("intents_total", "Intents and commands decided, by decision.")), []string{"decision"}),
+		Calls:            prometheus.NewCounterVec(prometheus.CounterOpts(opts("calls_total", "Tool calls finished, by tool and outcome.")), []string{"tool", "outcome"}),
+		CallDuration:     prometheus.NewHistogramVec(hist("call_duration_seconds", "Tool call duration.", lat), []string{"tool"}),
+		TickDuration:     prometheus.NewHistogram(hist("tick_duration_seconds", "Loop tick duration, decide to Pebble sync.", lat)),
+		TxnDuration:      prometheus.NewHistogram(hist("txn_duration_seconds", "Kafka transaction end duration.", lat)),
+		Txns:             prometheus.NewCounterVec(prometheus.CounterOpts(opts("transactions_total", "Transactions by result.")), []string{"result"}),
+		TickRecords:      prometheus.NewHistogram(hist("transaction_inputs", "Inputs and completions per committed transaction (group commit).", prometheus.ExponentialBuckets(1, 2, 14))),
+		InFlight:         prometheus.NewGauge(prometheus.GaugeOpts(opts("calls_in_flight", "Calls started and not yet recorded."))),
+		KeysInDoubt:      prometheus.NewGaugeVec(prometheus.GaugeOpts(opts("keys_in_doubt", "Keys started or unknown with no call running here, by partition.")), []string{"partition"}),
+		Restores:         prometheus.NewHistogram(hist("restore_duration_seconds", "Partition restore duration.", prometheus.ExponentialBuckets(0.001, 2, 18))),
+		RestoreEvents:    prometheus.NewCounter(prometheus.CounterOpts(opts("restore_events_total", "Events folded by restores."))),
+		DeadLetters:      prometheus.NewCounterVec(prometheus.CounterOpts(opts("deadletters_total", "Inputs dead-lettered, by reason.")), []string{"reason"}),
+		OutcomesLost:     prometheus.NewCounter(prometheus.CounterOpts(opts("outcomes_unrecorded_total", "Calls whose outcome could not be recorded because the partition moved; their keys are in doubt."))),
+		HangingCommitted: prometheus.NewCounter(prometheus.CounterOpts(opts("hanging_transactions_committed_total", "Transactions left open on a partition of the executor's topics, unknown to their coordinator, that it closed with a commit marker."))),
+		ReadsResumed:     prometheus.NewCounter(prometheus.CounterOpts(opts("reads_resumed_total", "Read-only calls called again by a new owner because their previous owner left them unanswered."))),
+		Fsyncs:           prometheus.NewCounter(prometheus.CounterOpts(opts("state_syncs_total", "Synced Pebble batches."))),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Intents, m.Calls, m.CallDuration, m.TickDuration, m.TxnDuration, m.Txns, m.TickRecords,
-			m.InFlight, m.KeysInDoubt, m.Restores, m.RestoreEvents, m.DeadLetters, m.OutcomesLost, m.ReadsResumed, m.HangingAborted, m.Fsyncs)
+			m.InFlight, m.KeysInDoubt, m.Restores, m.RestoreEvents, m.DeadLetters, m.OutcomesLost, m.ReadsResumed, m.HangingCommitted, m.Fsyncs)
 	}
 	return m
 }
