@@ -45,6 +45,7 @@ type Executor struct {
 	// although the session rewound to the offsets before it (outage.go).
 	offsetsUnsure  bool
 	lastStallCheck time.Time // hanging.go
+	ownTxns        ownTxns   // how this member's transactions ended (hanging.go)
 
 	rebalancePending atomic.Bool
 	dirty            atomic.Bool // a group callback ran: reset the session before the next transaction

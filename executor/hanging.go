@@ -31,6 +31,12 @@ import (
 // agent twice (the second is a replay). Revealing can cost an extra
 // answer, hiding can cost an extra effect; at most once needs the first.
 //
+// One exception: a transaction this member wrote itself and saw abort
+// (End answered "not committed", no error) is closed with an abort. This member redid its
+// work, so revealing it would answer its intents a second time (a short
+// chaos run saw seven such answers). Only the writer knows; any other
+// member commits.
+//
 // An open transaction its coordinator still runs is never touched.
 
 // hangingAge is how long a transaction must have been open on a
@@ -102,7 +108,8 @@ func (e *Executor) commitHanging(ctx context.Context, set kadm.TopicsSet) (int, 
 		if running[c.producerID] {
 			continue
 		}
-		m := kadm.TxnMarkers{ProducerID: c.producerID, ProducerEpoch: c.producerEpoch, CoordinatorEpoch: c.coordinatorEpoch, Commit: true,
+		commit := e.ownTxns.outcome(c.producerID, c.producerEpoch)
+		m := kadm.TxnMarkers{ProducerID: c.producerID, ProducerEpoch: c.producerEpoch, CoordinatorEpoch: c.coordinatorEpoch, Commit: commit,
 			Topics: kadm.TopicsSet{c.topic: {c.partition: {}}}}
 		if _, err := e.adm.WriteTxnMarkers(ctx, m); err != nil {
 			e.cfg.Logger.Error("closing a hanging transaction failed", "topic", c.topic, "partition", c.partition, "producer_id", c.producerID, "err", err)
@@ -110,8 +117,8 @@ func (e *Executor) commitHanging(ctx context.Context, set kadm.TopicsSet) (int, 
 		}
 		closed++
 		e.m.HangingCommitted.Inc()
-		e.cfg.Logger.Warn("committed a hanging transaction (open on the partition, unknown to its coordinator)",
-			"topic", c.topic, "partition", c.partition, "producer_id", c.producerID, "producer_epoch", c.producerEpoch,
+		e.cfg.Logger.Warn("closed a hanging transaction (open on the partition, unknown to its coordinator)",
+			"commit", commit, "topic", c.topic, "partition", c.partition, "producer_id", c.producerID, "producer_epoch", c.producerEpoch,
 			"open_since", c.lastWrite)
 	}
 	return closed, nil
@@ -168,4 +175,39 @@ func (e *Executor) partitionsOf(ctx context.Context, names ...string) (kadm.Topi
 		}
 	}
 	return set, nil
+}
+
+// txnKey names one transaction of one producer.
+type txnKey struct {
+	pid   int64
+	epoch int16
+}
+
+// ownTxns remembers how this member's last transactions ended, bounded.
+type ownTxns struct {
+	seen  map[txnKey]bool // true: committed
+	order []txnKey
+}
+
+const ownTxnsKept = 4096
+
+func (o *ownTxns) record(k txnKey, committed bool) {
+	if o.seen == nil {
+		o.seen = map[txnKey]bool{}
+	}
+	if _, ok := o.seen[k]; !ok {
+		o.order = append(o.order, k)
+	}
+	o.seen[k] = committed
+	if len(o.order) > ownTxnsKept {
+		delete(o.seen, o.order[0])
+		o.order = o.order[1:]
+	}
+}
+
+// outcome is the marker to write for a hanging transaction: abort only
+// if this member wrote it and saw it fail; commit otherwise.
+func (o *ownTxns) outcome(pid int64, epoch int16) bool {
+	committed, mine := o.seen[txnKey{pid, epoch}]
+	return !mine || committed
 }

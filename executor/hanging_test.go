@@ -27,3 +27,20 @@ func TestHangingCandidates(t *testing.T) {
 		t.Fatalf("candidate %+v", c)
 	}
 }
+
+// A hanging transaction is committed unless this member wrote it and saw
+// it fail; the memory of own transactions is bounded.
+func TestOwnTxnsOutcome(t *testing.T) {
+	var o ownTxns
+	o.record(txnKey{7, 1}, true)
+	o.record(txnKey{7, 2}, false)
+	if !o.outcome(7, 1) || o.outcome(7, 2) || !o.outcome(8, 1) {
+		t.Fatalf("outcomes: own committed %v, own failed %v, other %v", o.outcome(7, 1), o.outcome(7, 2), o.outcome(8, 1))
+	}
+	for i := 0; i < ownTxnsKept+10; i++ {
+		o.record(txnKey{9, int16(i % 30000)}, false)
+	}
+	if len(o.seen) != ownTxnsKept || len(o.order) != ownTxnsKept || !o.outcome(7, 2) {
+		t.Fatalf("kept %d/%d entries; the oldest must be forgotten (then committed)", len(o.seen), len(o.order))
+	}
+}

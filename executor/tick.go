@@ -28,6 +28,7 @@ type tick struct {
 	done     map[string]bool
 	touched  map[int32]bool         // events partitions this tick writes
 	reads    map[string]*saga.Event // pending reads to store (nil: answered), by aux key
+	txn      txnKey                 // the producer id and epoch of its transaction
 	inputs   int
 	verdicts map[string]int
 
@@ -176,6 +177,11 @@ func (e *Executor) commit(t *tick) (bool, error) {
 	start := time.Now()
 	committed, err := e.end(t)
 	e.m.TxnDuration.Observe(time.Since(start).Seconds())
+	if t.txn != (txnKey{}) && err == nil {
+		// A known outcome only: after an error the broker may have
+		// committed, and a commit is the safe way to close a remnant.
+		e.ownTxns.record(t.txn, committed)
+	}
 	if err != nil {
 		return false, e.recoverTxn(err)
 	}
@@ -197,6 +203,12 @@ func (e *Executor) end(t *tick) (bool, error) {
 	try := kgo.TryCommit
 	if err := e.flush(t.ctx); err != nil || t.failed() {
 		try = kgo.TryAbort
+	}
+	// The producer id and epoch the tick's records carry (loaded by now),
+	// so that a hanging remnant of this transaction can be closed the way
+	// this member saw it end (hanging.go).
+	if pid, epoch, err := e.sess.Client().ProducerID(endCtx); err == nil {
+		t.txn = txnKey{pid, epoch}
 	}
 	return e.sess.End(endCtx, try)
 }
