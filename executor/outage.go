@@ -23,21 +23,32 @@ import (
 // nothing, and the abort still fences whatever this producer left open.
 // Any other error (fenced, fatal producer state) ends the wait at once.
 func (e *Executor) abortThroughOutage() error {
+	return e.throughOutage(context.Background(), "abort", e.abortOnce)
+}
+
+// throughOutage runs op until it succeeds, fails for a reason other than
+// an unreachable broker, ctx ends, or BrokerOutage has passed, backing off
+// from 250 ms to 5 s. It returns op's last error.
+func (e *Executor) throughOutage(ctx context.Context, what string, op func() error) error {
 	deadline := time.Now().Add(e.cfg.BrokerOutage)
 	backoff := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		err := e.abortOnce()
+		err := op()
 		if err == nil {
 			if attempt > 1 {
-				e.cfg.Logger.Info("transaction aborted after the broker came back", "attempts", attempt)
+				e.cfg.Logger.Info(what+" succeeded after the broker came back", "attempts", attempt)
 			}
 			return nil
 		}
 		if !brokerUnreachable(err) || time.Now().Add(backoff).After(deadline) {
 			return err
 		}
-		e.cfg.Logger.Warn("abort failed: broker unreachable; retrying", "err", err, "attempt", attempt, "backoff", backoff)
-		time.Sleep(backoff)
+		e.cfg.Logger.Warn(what+" failed: broker unreachable; retrying", "err", err, "attempt", attempt, "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
 }
@@ -142,37 +153,20 @@ func (e *Executor) fetchCommitted() (map[string]map[int32]kgo.EpochOffset, error
 // begin starts a transaction, waiting out a broker outage like the abort:
 // a client whose producer id must be (re)initialised needs the broker.
 func (e *Executor) begin() error {
-	deadline := time.Now().Add(e.cfg.BrokerOutage)
-	backoff := 250 * time.Millisecond
-	for {
-		err := e.sess.Begin()
-		if err == nil {
-			return nil
-		}
-		if !brokerUnreachable(err) || time.Now().Add(backoff).After(deadline) {
-			return fmt.Errorf("%w: begin transaction: %w", ErrFatal, err)
-		}
-		e.cfg.Logger.Warn("begin failed: broker unreachable; retrying", "err", err, "backoff", backoff)
-		time.Sleep(backoff)
-		backoff = min(2*backoff, 5*time.Second)
+	if err := e.throughOutage(context.Background(), "begin transaction", e.sess.Begin); err != nil {
+		return fmt.Errorf("%w: begin transaction: %w", ErrFatal, err)
 	}
+	return nil
 }
 
 // ensureTopics creates or checks the topics, waiting out a broker that
 // cannot be reached yet (up to BrokerOutage or ctx): an executor started
 // while its broker restarts should come up with it, not crash-loop.
 func (e *Executor) ensureTopics(ctx context.Context) (topics.Layout, error) {
-	deadline := time.Now().Add(e.cfg.BrokerOutage)
-	for {
-		layout, err := topics.Ensure(ctx, e.adm, e.cfg.Names, e.cfg.Settings)
-		if err == nil || !brokerUnreachable(err) || ctx.Err() != nil || time.Now().After(deadline) {
-			return layout, err
-		}
-		e.cfg.Logger.Warn("broker unreachable at start; retrying", "err", err)
-		select {
-		case <-ctx.Done():
-			return layout, err
-		case <-time.After(time.Second):
-		}
-	}
+	var layout topics.Layout
+	err := e.throughOutage(ctx, "topic check at start", func() (err error) {
+		layout, err = topics.Ensure(ctx, e.adm, e.cfg.Names, e.cfg.Settings)
+		return err
+	})
+	return layout, err
 }

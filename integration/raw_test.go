@@ -49,10 +49,16 @@ type collector struct {
 
 func (e *env) collect(topic string) *collector {
 	e.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+	return collectOn(e.t, brokers, topic)
+}
+
+// collectOn is collect on any cluster (a test's private kfake, say).
+func collectOn(t *testing.T, seeds []string, topic string) *collector {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	c := &collector{cl: cl}
 	done := make(chan struct{})
@@ -66,7 +72,7 @@ func (e *env) collect(topic string) *collector {
 			fs.EachRecord(func(r *kgo.Record) { c.mu.Lock(); c.rs = append(c.rs, r); c.mu.Unlock() })
 		}
 	}()
-	e.t.Cleanup(func() { cl.Close(); <-done })
+	t.Cleanup(func() { cl.Close(); <-done })
 	return c
 }
 

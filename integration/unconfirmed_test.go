@@ -162,26 +162,3 @@ func (d *commitDropper) control(req kmsg.Request) (kmsg.Response, error, bool) {
 	d.mu.Unlock()
 	return nil, errDropped, true
 }
-
-// collectOn is env.collect on another cluster.
-func collectOn(t *testing.T, seeds []string, topic string) *collector {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &collector{cl: cl}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			fs := cl.PollFetches(context.Background())
-			if fs.IsClientClosed() {
-				return
-			}
-			fs.EachRecord(func(r *kgo.Record) { c.mu.Lock(); c.rs = append(c.rs, r); c.mu.Unlock() })
-		}
-	}()
-	t.Cleanup(func() { cl.Close(); <-done })
-	return c
-}
