@@ -139,11 +139,10 @@ func (t *tick) complete(c completion) error {
 		t.e.cfg.Logger.Warn("outcome not recorded: partition moved; the key is in doubt for its owner", "key", c.job.rk, "status", c.outcome.Status.String())
 		return nil
 	}
-	t.recorded = append(t.recorded, c)
 	if c.job.call.Kind == saga.CallReadOnly {
-		d := saga.CompleteRead(c.job.call, toCompletion(c), t.env(c.job.rk))
-		return t.emit(&entry{p: c.job.partition}, d, c.job.call.Traceparent)
+		return t.completeRead(c)
 	}
+	t.recorded = append(t.recorded, c)
 	t.done[c.job.rk] = true
 	en, err := t.load(c.job.partition, c.job.call.Tenant, c.job.call.Key)
 	if err != nil {

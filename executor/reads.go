@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/atmostonce/toolexec/eventlog"
@@ -32,6 +33,49 @@ func (t *tick) pendingRead(p int32, ev *saga.Event) {
 	} else {
 		t.reads[k] = nil
 	}
+}
+
+// completeRead records a read's outcome and answers it, unless the log
+// already holds its answer.
+//
+// Why: after a transaction end whose outcome is unknown, the next tick
+// records the same completions again. A key's record tells such a replay
+// apart (saga.Complete finds it settled), but a read keeps no record, so
+// it was answered a second time whenever the unknown end had in fact
+// committed (found by the chaos harness: 54 reads answered twice after a
+// broker bounce). The pending-read entry, restored from the log first, is
+// that record: present means not answered yet.
+func (t *tick) completeRead(c completion) error {
+	p := c.job.partition
+	if err := t.e.ensureRestored(t.ctx, p); err != nil {
+		return err
+	}
+	pending, err := t.readPending(p, c.job.call.CallID)
+	if err != nil {
+		return err
+	}
+	if !pending {
+		t.e.forgetCall(c.job)
+		t.e.cfg.Logger.Info("read outcome dropped: the log already holds its answer", "key", c.job.rk, "intent", c.job.call.CallID)
+		return nil
+	}
+	t.recorded = append(t.recorded, c)
+	d := saga.CompleteRead(c.job.call, toCompletion(c), t.env(c.job.rk))
+	return t.emit(&entry{p: p}, d, c.job.call.Traceparent)
+}
+
+// readPending reports whether the read of intentID on p is taken on and
+// not answered, as of this tick.
+func (t *tick) readPending(p int32, intentID string) (bool, error) {
+	k := eventlog.ReadKey(p, intentID)
+	if ev, ok := t.reads[string(k)]; ok {
+		return ev != nil, nil
+	}
+	v, err := t.e.store.Aux(k)
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", ErrFatal, err)
+	}
+	return v != nil, nil
 }
 
 // forgetStarted undoes the in-flight marks of a tick's calls that were

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -374,9 +375,18 @@ func (e *Executor) afterAbort(t *tick, err error) error {
 }
 
 func (e *Executor) needCatchUp(t *tick) {
+	stale := maps.Clone(t.touched) // reads write events without an overlay entry
 	for _, en := range t.overlay {
-		if o, ok := e.owned[en.p]; ok {
-			o.restored = false
+		stale[en.p] = true
+	}
+	for p := range stale {
+		if o, ok := e.owned[p]; ok {
+			// The reads too: a lost answer to a commit that did go
+			// through leaves read_started events in the log whose calls
+			// this member has just forgotten (forgetStarted), and whose
+			// intents' offsets are committed, so no redelivery brings
+			// them back.
+			o.restored, o.readsResumed = false, false
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,6 +31,110 @@ import (
 // It runs on a private kfake cluster whatever broker the suite uses: the
 // fault needs kfake's request control.
 func TestUnconfirmedCommitIsNotDecidedTwice(t *testing.T) {
+	u := newUnconfirmed(t, "uc", "")
+	ctx, c, l, drop := u.ctx, u.client, u.ledger, u.drop
+	first := topics.Intent{Tool: "t.ok", Key: "uc-1", Args: map[string]any{"n": 1}}
+	if res, err := c.Call(ctx, first); err != nil || res.Status != topics.StatusSucceeded {
+		t.Fatalf("first call: %+v %v", res, err)
+	}
+
+	// A duplicate: its tick answers it (a replay) and commits, and that
+	// commit's answer is lost.
+	drop.arm()
+	dup := first
+	dup.ID = client.NewID()
+	results := collectOn(t, u.seeds, u.names.Results)
+	if _, err := c.Call(ctx, dup); err != nil {
+		t.Fatalf("duplicate: %v", err)
+	}
+	if !drop.fired() {
+		t.Fatal("no transaction commit was intercepted: the test did not exercise the fault")
+	}
+	// The executor gives up on End after its transaction timeout, aborts,
+	// and goes on; a second answer would come then.
+	u.callOK(t, "uc-2")
+	time.Sleep(2 * time.Second)
+	if n := len(results.results(dup.ID)); n != 1 {
+		t.Fatalf("the duplicate got %d answers, want 1", n)
+	}
+	if n := l.total(); n != 2 {
+		t.Fatalf("the tool saw %d requests, want 2 (uc-1 and uc-2 once each)", n)
+	}
+}
+
+// TestUnconfirmedReadAnswerIsNotSentTwice: the transaction that records a
+// read's answer commits, but its answer is lost. The next tick records
+// the tick's completions again; a read keeps no key record that would
+// tell it the answer is already out, so before the fix the read was
+// answered twice (the chaos harness: 54 reads answered twice after a
+// broker bounce). Its pending-read entry, restored from the log, now
+// tells.
+func TestUnconfirmedReadAnswerIsNotSentTwice(t *testing.T) {
+	u := newUnconfirmed(t, "ura", toolEntry("t.roblock", "read_only", "/block", "40s", ""))
+	in := topics.Intent{ID: client.NewID(), Tool: "t.roblock", Key: "ura-1", Args: map[string]any{"q": 1}}
+	results := collectOn(t, u.seeds, u.names.Results)
+	go func() { _, _ = u.client.Call(u.ctx, in) }()
+	u.ledger.waitArrivals(t, 1, 30*time.Second) // read_started has committed
+	u.drop.arm()
+	u.ledger.releaseAll()
+	results.waitResult(t, in.ID, 30*time.Second)
+	u.callOK(t, "ura-2") // after the executor gave up on the lost end
+	if !u.drop.fired() {
+		t.Fatal("no transaction commit was intercepted: the test did not exercise the fault")
+	}
+	time.Sleep(2 * time.Second)
+	if n := len(results.results(in.ID)); n != 1 {
+		t.Fatalf("the read got %d answers, want 1", n)
+	}
+	if n := u.ledger.total(); n != 2 {
+		t.Fatalf("the tool saw %d requests, want 2 (the read and ura-2 once each)", n)
+	}
+}
+
+// TestUnconfirmedReadStartIsAnswered: the transaction that takes a read
+// on (its read_started event and its intent's offset) commits, but its
+// answer is lost. The executor forgets the call it would have made, and
+// the committed offset means the intent is never delivered again: before
+// the fix, nothing answered the read until the partition changed owner.
+// Now the lost end makes the member take on the partition's pending reads
+// again after it catches up.
+func TestUnconfirmedReadStartIsAnswered(t *testing.T) {
+	u := newUnconfirmed(t, "urs", toolEntry("t.ro", "read_only", "/ok", "5s", ""))
+	u.callOK(t, "urs-0") // the partition is restored and its reads taken on
+	u.drop.arm()
+	in := topics.Intent{ID: client.NewID(), Tool: "t.ro", Key: "urs-1", Args: map[string]any{"q": 1}}
+	results := collectOn(t, u.seeds, u.names.Results)
+	go func() { _, _ = u.client.Call(u.ctx, in) }()
+	res := results.waitResult(t, in.ID, 60*time.Second)
+	if !u.drop.fired() {
+		t.Fatal("no transaction commit was intercepted: the test did not exercise the fault")
+	}
+	if res.Status != topics.StatusSucceeded {
+		t.Fatalf("read answer: %+v", res)
+	}
+	time.Sleep(2 * time.Second)
+	if n := len(results.results(in.ID)); n != 1 {
+		t.Fatalf("the read got %d answers, want 1", n)
+	}
+}
+
+// unconfirmed is one executor on a private kfake cluster whose EndTxn
+// commits can be made to lose their answer (commitDropper). It runs on
+// kfake whatever broker the suite uses: the fault needs kfake's request
+// control.
+type unconfirmed struct {
+	ctx    context.Context
+	seeds  []string
+	names  topics.Names
+	ledger *ledger
+	drop   *commitDropper
+	client *client.Client
+}
+
+// newUnconfirmed starts it; extra adds tool entries whose url is a path
+// of the ledger.
+func newUnconfirmed(t *testing.T, prefix, extra string) *unconfirmed {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test")
 	}
@@ -38,24 +143,25 @@ func TestUnconfirmedCommitIsNotDecidedTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cluster.Close)
-	seeds := cluster.ListenAddrs()
-	names := topics.NamesWithPrefix("uc.")
+	u := &unconfirmed{seeds: cluster.ListenAddrs(), names: topics.NamesWithPrefix(prefix + ".")}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	raw, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	t.Cleanup(cancel)
+	u.ctx = ctx
+	raw, err := kgo.NewClient(kgo.SeedBrokers(u.seeds...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(raw.Close)
-	if _, err := topics.Ensure(ctx, kadm.NewClient(raw), names, topics.Settings{Partitions: 1, MinEventRetention: 48 * time.Hour}); err != nil {
+	if _, err := topics.Ensure(ctx, kadm.NewClient(raw), u.names, topics.Settings{Partitions: 1, MinEventRetention: 48 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	l := newLedger(t)
-	drop := &commitDropper{cluster: cluster, seeds: seeds}
-	cluster.ControlKey(int16(kmsg.EndTxn), drop.control)
+	u.ledger = newLedger(t)
+	u.drop = &commitDropper{cluster: cluster, seeds: u.seeds}
+	cluster.ControlKey(int16(kmsg.EndTxn), u.drop.control)
 
+	yaml := u.ledger.toolsYAML(strings.ReplaceAll(extra, `url: "/`, `url: "`+u.ledger.url("/")))
 	ex, err := executor.New(ctx, executor.Config{
-		Brokers: seeds, Names: names, Group: "uc", DataDir: t.TempDir(), Tools: registry(t, l.toolsYAML("")),
+		Brokers: u.seeds, Names: u.names, Group: prefix, DataDir: t.TempDir(), Tools: registry(t, yaml),
 		SessionTimeout: 3 * time.Second, RebalanceTimeout: 10 * time.Second, DrainTimeout: 5 * time.Second,
 		TransactionTimeout: 6 * time.Second,
 		Logger:             slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: logLevel()})),
@@ -69,40 +175,19 @@ func TestUnconfirmedCommitIsNotDecidedTwice(t *testing.T) {
 	go func() { done <- ex.Run(runCtx) }()
 	t.Cleanup(func() { stop(); <-done; ex.Close() })
 
-	c, err := client.New(ctx, client.Config{Brokers: seeds, Prefix: "uc."})
-	if err != nil {
+	if u.client, err = client.New(ctx, client.Config{Brokers: u.seeds, Prefix: prefix + "."}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.Close)
-	first := topics.Intent{Tool: "t.ok", Key: "uc-1", Args: map[string]any{"n": 1}}
-	if res, err := c.Call(ctx, first); err != nil || res.Status != topics.StatusSucceeded {
-		t.Fatalf("first call: %+v %v", res, err)
-	}
+	t.Cleanup(u.client.Close)
+	return u
+}
 
-	// A duplicate: its tick answers it (a replay) and commits, and that
-	// commit's answer is lost.
-	drop.arm()
-	dup := first
-	dup.ID = client.NewID()
-	results := collectOn(t, seeds, names.Results)
-	if _, err := c.Call(ctx, dup); err != nil {
-		t.Fatalf("duplicate: %v", err)
-	}
-	if !drop.fired() {
-		t.Fatal("no transaction commit was intercepted: the test did not exercise the fault")
-	}
-	// The executor gives up on End after its transaction timeout, aborts,
-	// and goes on; a second answer would come then.
-	next := topics.Intent{Tool: "t.ok", Key: "uc-2", Args: map[string]any{"n": 2}}
-	if res, err := c.Call(ctx, next); err != nil || res.Status != topics.StatusSucceeded {
-		t.Fatalf("call after the fault: %+v %v", res, err)
-	}
-	time.Sleep(2 * time.Second)
-	if n := len(results.results(dup.ID)); n != 1 {
-		t.Fatalf("the duplicate got %d answers, want 1", n)
-	}
-	if n := l.total(); n != 2 {
-		t.Fatalf("the tool saw %d requests, want 2 (uc-1 and uc-2 once each)", n)
+// callOK calls t.ok with key and wants it to succeed.
+func (u *unconfirmed) callOK(t *testing.T, key string) {
+	t.Helper()
+	in := topics.Intent{Tool: "t.ok", Key: key, Args: map[string]any{"k": key}}
+	if res, err := u.client.Call(u.ctx, in); err != nil || res.Status != topics.StatusSucceeded {
+		t.Fatalf("call %s: %+v %v", key, res, err)
 	}
 }
 
