@@ -44,8 +44,8 @@ type Executor struct {
 	// offsetsUnsure: a transaction end failed, so it may have committed
 	// although the session rewound to the offsets before it (outage.go).
 	offsetsUnsure  bool
-	lastStallCheck time.Time // hanging.go
-	ownTxns        ownTxns   // how this member's transactions ended (hanging.go)
+	lastStallCheck time.Time    // hanging.go
+	aborted        *abortedTxns // transactions this member treated as aborted (owntxns.go)
 
 	rebalancePending atomic.Bool
 	dirty            atomic.Bool // a group callback ran: reset the session before the next transaction
@@ -98,6 +98,9 @@ func (e *Executor) open(ctx context.Context) error {
 		return err
 	}
 	e.store = st
+	if e.aborted, err = loadAbortedTxns(st, time.Now()); err != nil {
+		return err
+	}
 	sess, err := kgo.NewGroupTransactSession(e.clientOpts()...)
 	if err != nil {
 		return fmt.Errorf("executor: client: %w", err)

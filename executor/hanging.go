@@ -31,11 +31,14 @@ import (
 // agent twice (the second is a replay). Revealing can cost an extra
 // answer, hiding can cost an extra effect; at most once needs the first.
 //
-// One exception: a transaction this member wrote itself and saw abort
-// (End answered "not committed", no error) is closed with an abort. This member redid its
-// work, so revealing it would answer its intents a second time (a short
-// chaos run saw seven such answers). Only the writer knows; any other
-// member commits.
+// One exception: a transaction its writer treated as aborted (End
+// answered "not committed", or failed and the group's offsets had not
+// moved) is closed with an abort by that writer, which redid its work:
+// revealing it would answer its intents a second time (a short chaos run
+// saw seven such answers, a long one 59). Only the writer's data dir
+// knows (owntxns.go), so any other member waits unknownHangingAge times
+// longer before it commits, leaving the writer, or its restarted process,
+// time to decide first.
 //
 // An open transaction its coordinator still runs is never touched.
 
@@ -44,6 +47,10 @@ import (
 // timeout this executor uses, so only a transaction the coordinator has
 // forgotten qualifies.
 func (e *Executor) hangingAge() time.Duration { return 3 * e.cfg.TransactionTimeout }
+
+// unknownHangingAge multiplies hangingAge for a transaction this member
+// did not record as aborted.
+const unknownHangingAge = 2
 
 // stalledAfter is the interval between two looks for hanging
 // transactions: two read-only admin requests (metadata, producers).
@@ -104,11 +111,16 @@ func (e *Executor) commitHanging(ctx context.Context, set kadm.TopicsSet) (int, 
 		}
 	}
 	closed := 0
+	now := time.Now()
 	for _, c := range cands {
 		if running[c.producerID] {
 			continue
 		}
-		commit := e.ownTxns.outcome(c.producerID, c.producerEpoch)
+		aborted := e.aborted.aborted(c.producerID, c.producerEpoch)
+		if !aborted && now.Sub(c.lastWrite) < unknownHangingAge*e.hangingAge() {
+			continue // its writer, if it treated it as aborted, closes it first
+		}
+		commit := !aborted
 		m := kadm.TxnMarkers{ProducerID: c.producerID, ProducerEpoch: c.producerEpoch, CoordinatorEpoch: c.coordinatorEpoch, Commit: commit,
 			Topics: kadm.TopicsSet{c.topic: {c.partition: {}}}}
 		if _, err := e.adm.WriteTxnMarkers(ctx, m); err != nil {
@@ -181,33 +193,4 @@ func (e *Executor) partitionsOf(ctx context.Context, names ...string) (kadm.Topi
 type txnKey struct {
 	pid   int64
 	epoch int16
-}
-
-// ownTxns remembers how this member's last transactions ended, bounded.
-type ownTxns struct {
-	seen  map[txnKey]bool // true: committed
-	order []txnKey
-}
-
-const ownTxnsKept = 4096
-
-func (o *ownTxns) record(k txnKey, committed bool) {
-	if o.seen == nil {
-		o.seen = map[txnKey]bool{}
-	}
-	if _, ok := o.seen[k]; !ok {
-		o.order = append(o.order, k)
-	}
-	o.seen[k] = committed
-	if len(o.order) > ownTxnsKept {
-		delete(o.seen, o.order[0])
-		o.order = o.order[1:]
-	}
-}
-
-// outcome is the marker to write for a hanging transaction: abort only
-// if this member wrote it and saw it fail; commit otherwise.
-func (o *ownTxns) outcome(pid int64, epoch int16) bool {
-	committed, mine := o.seen[txnKey{pid, epoch}]
-	return !mine || committed
 }

@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/state"
 )
 
 // Only a transaction still open on the partition and older than the age
@@ -28,19 +31,63 @@ func TestHangingCandidates(t *testing.T) {
 	}
 }
 
-// A hanging transaction is committed unless this member wrote it and saw
-// it fail; the memory of own transactions is bounded.
-func TestOwnTxnsOutcome(t *testing.T) {
-	var o ownTxns
-	o.record(txnKey{7, 1}, true)
-	o.record(txnKey{7, 2}, false)
-	if !o.outcome(7, 1) || o.outcome(7, 2) || !o.outcome(8, 1) {
-		t.Fatalf("outcomes: own committed %v, own failed %v, other %v", o.outcome(7, 1), o.outcome(7, 2), o.outcome(8, 1))
+// A transaction recorded as aborted is still known after the process
+// restarts on the same data dir (a remnant is judged long after, often by
+// the next process), and a record past its TTL is dropped.
+func TestAbortedTxnsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	st, err := state.Open(dir, state.Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i := 0; i < ownTxnsKept+10; i++ {
-		o.record(txnKey{9, int16(i % 30000)}, false)
+	now := time.Now()
+	a, err := loadAbortedTxns(st, now)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(o.seen) != ownTxnsKept || len(o.order) != ownTxnsKept || !o.outcome(7, 2) {
-		t.Fatalf("kept %d/%d entries; the oldest must be forgotten (then committed)", len(o.seen), len(o.order))
+	if err := a.add(txnKey{7, 2}, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.add(txnKey{8, 1}, now.Add(-2*abortedTxnsTTL)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = state.Open(dir, state.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	b, err := loadAbortedTxns(st, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.aborted(7, 2) || b.aborted(7, 1) || b.aborted(8, 1) {
+		t.Fatalf("after reopening: 7/2 %v (want true), 7/1 %v, expired 8/1 %v (want false)", b.aborted(7, 2), b.aborted(7, 1), b.aborted(8, 1))
+	}
+}
+
+// A failed End was followed by a resync: the member went on as committed
+// only if the group's offsets cover every offset the transaction tried to
+// commit on a partition it still owns.
+func TestActedCommitted(t *testing.T) {
+	tried := map[string]map[int32]kgo.EpochOffset{"in": {0: {Offset: 10}, 1: {Offset: 5}}}
+	owned := func(p int32) bool { return p == 0 }
+	all := func(int32) bool { return true }
+	cases := []struct {
+		name      string
+		committed map[string]map[int32]kgo.EpochOffset
+		owned     func(int32) bool
+		want      bool
+	}{
+		{"moved", map[string]map[int32]kgo.EpochOffset{"in": {0: {Offset: 10}, 1: {Offset: 5}}}, all, true},
+		{"not moved", map[string]map[int32]kgo.EpochOffset{"in": {0: {Offset: 7}, 1: {Offset: 5}}}, all, false},
+		{"no commit at all", map[string]map[int32]kgo.EpochOffset{}, all, false},
+		{"unowned partition behind", map[string]map[int32]kgo.EpochOffset{"in": {0: {Offset: 12}, 1: {Offset: 1}}}, owned, true},
+	}
+	for _, c := range cases {
+		if got := actedCommitted(tried, c.committed, c.owned); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -88,7 +88,7 @@ func (e *Executor) retryLater(ctx context.Context, err error) error {
 			return fmt.Errorf("%w: rewind: %w (abort: %w)", ErrFatal, err, aerr)
 		}
 	}
-	if err := e.resyncOffsets(); err != nil {
+	if _, err := e.resyncOffsets(); err != nil {
 		return err
 	}
 	select {
@@ -124,7 +124,8 @@ func (e *Executor) resetSessionIfDirty(ctx context.Context) error {
 			return fmt.Errorf("%w: reset session: %w (abort: %w)", ErrFatal, err, aerr)
 		}
 	}
-	return e.resyncOffsets()
+	_, err := e.resyncOffsets()
+	return err
 }
 
 // fetchErrors logs fetch errors other than the poll's own timeout.

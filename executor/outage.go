@@ -98,9 +98,9 @@ func brokerUnreachable(err error) bool {
 // offsets of other members (a partition that is moving in a rebalance we
 // are blocking) would otherwise make us wait for them while they wait for
 // us.
-func (e *Executor) resyncOffsets() error {
+func (e *Executor) resyncOffsets() (map[string]map[int32]kgo.EpochOffset, error) {
 	if !e.offsetsUnsure || len(e.owned) == 0 {
-		return nil
+		return nil, nil
 	}
 	deadline := time.Now().Add(e.cfg.BrokerOutage)
 	for {
@@ -108,10 +108,10 @@ func (e *Executor) resyncOffsets() error {
 		if err == nil {
 			e.sess.Client().SetOffsets(set)
 			e.cfg.Logger.Info("consumer moved to the committed offsets after an unconfirmed transaction end", "offsets", set)
-			return nil
+			return set, nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: committed offsets unknown after a failed transaction end: %w", ErrFatal, err)
+			return nil, fmt.Errorf("%w: committed offsets unknown after a failed transaction end: %w", ErrFatal, err)
 		}
 		e.cfg.Logger.Warn("fetching committed offsets failed; retrying", "err", err)
 		time.Sleep(500 * time.Millisecond)

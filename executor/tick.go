@@ -27,9 +27,10 @@ type tick struct {
 	started  []job        // calls to dispatch after the commit
 	recorded []completion // completions this tick records
 	done     map[string]bool
-	touched  map[int32]bool         // events partitions this tick writes
-	reads    map[string]*saga.Event // pending reads to store (nil: answered), by aux key
-	txn      txnKey                 // the producer id and epoch of its transaction
+	touched  map[int32]bool                       // events partitions this tick writes
+	reads    map[string]*saga.Event               // pending reads to store (nil: answered), by aux key
+	txn      txnKey                               // the producer id and epoch of its transaction
+	tried    map[string]map[int32]kgo.EpochOffset // the offsets its End tried to commit
 	inputs   int
 	verdicts map[string]int
 
@@ -178,10 +179,11 @@ func (e *Executor) commit(t *tick) (bool, error) {
 	start := time.Now()
 	committed, err := e.end(t)
 	e.m.TxnDuration.Observe(time.Since(start).Seconds())
-	if t.txn != (txnKey{}) && err == nil {
-		// A known outcome only: after an error the broker may have
-		// committed, and a commit is the safe way to close a remnant.
-		e.ownTxns.record(t.txn, committed)
+	if err == nil && !committed {
+		// Seen to abort, and redone: a remnant must stay hidden. After an
+		// error the outcome is unknown; afterAbort decides by what the
+		// member does next.
+		e.recordAborted(t.txn)
 	}
 	if err != nil {
 		return false, e.recoverTxn(err)
@@ -211,6 +213,7 @@ func (e *Executor) end(t *tick) (bool, error) {
 	if pid, epoch, err := e.sess.Client().ProducerID(endCtx); err == nil {
 		t.txn = txnKey{pid, epoch}
 	}
+	t.tried = e.sess.Client().UncommittedOffsets()
 	return e.sess.End(endCtx, try)
 }
 
@@ -371,7 +374,27 @@ func (e *Executor) afterAbort(t *tick, err error) error {
 		e.needCatchUp(t)
 		e.offsetsUnsure = true
 	}
-	return e.resyncOffsets()
+	set, err2 := e.resyncOffsets()
+	if err2 != nil {
+		return err2
+	}
+	if err != nil && set != nil && !actedCommitted(t.tried, set, e.owns) {
+		// The group's offsets did not move: this member polls the
+		// tick's records again and redoes them.
+		e.recordAborted(t.txn)
+	}
+	return nil
+}
+
+func (e *Executor) owns(p int32) bool { _, ok := e.owned[p]; return ok }
+
+// recordAborted keeps k among the transactions this member treated as
+// aborted. A failed write is logged, not fatal: the remnant it protects
+// is rare, and losing the record costs at most a repeated answer.
+func (e *Executor) recordAborted(k txnKey) {
+	if err := e.aborted.add(k, time.Now()); err != nil {
+		e.cfg.Logger.Error("recording an aborted transaction failed", "producer_id", k.pid, "producer_epoch", k.epoch, "err", err)
+	}
 }
 
 func (e *Executor) needCatchUp(t *tick) {
