@@ -155,6 +155,13 @@ func (rn *run) startBroker() error {
 		return err
 	}
 	rn.undo = append(rn.undo, func() {
+		if rn.cfg.Keep {
+			// Its log is the evidence of a failure: the event log, the
+			// answers and the transaction markers.
+			rn.logf("stopping the private broker, data kept in %s (--keep)", rn.broker.RunDir)
+			_ = rn.broker.Stop()
+			return
+		}
 		rn.logf("stopping the private broker")
 		_ = rn.broker.Wipe()
 	})
