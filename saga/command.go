@@ -39,7 +39,7 @@ func startCompensation(rec *Record, in Input, env Env) Decision {
 	ev := Event{Kind: EvCompensationStarted, Tenant: rec.Tenant, Key: rec.Key, At: env.Now, IntentID: in.IntentID,
 		Tool: pol.CompensateWith, Waiter: &w, By: in.By, Reason: in.Reason}
 	call := &Call{Kind: CallCompensation, Tenant: rec.Tenant, Key: rec.Key, Tool: pol.CompensateWith,
-		CallID: in.IntentID, Args: rec.Args, Traceparent: in.Traceparent, Attempt: rec.Attempt}
+		CallID: in.IntentID, Args: rec.Args, Traceparent: in.Traceparent, Attempt: rec.Attempt, DecidedAt: env.Now}
 	return Decision{Verdict: VerdictCompensate, Events: []Event{ev}, Call: call}
 }
 

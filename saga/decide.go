@@ -69,7 +69,7 @@ func execute(rec *Record, in Input, pol Policy, env Env) Decision {
 		RetentionMs: pol.RetentionMs, Attempt: attempt, RunID: in.RunID, ThreadID: in.ThreadID, Waiter: &w,
 	}
 	call := &Call{Kind: CallOriginal, Tenant: in.Tenant, Key: in.Key, Tool: in.Tool, CallID: in.IntentID,
-		Args: in.Args, Traceparent: in.Traceparent, Attempt: attempt}
+		Args: in.Args, Traceparent: in.Traceparent, Attempt: attempt, DecidedAt: env.Now}
 	return Decision{Verdict: VerdictExecute, Events: []Event{ev}, Call: call}
 }
 

@@ -832,8 +832,8 @@ func TestStartedEventCarriesTheCall(t *testing.T) {
 	if !reflect.DeepEqual(ev, want) {
 		t.Errorf("started event\n got %+v\nwant %+v", ev, want)
 	}
-	if d.Call == nil || d.Call.Traceparent != "tp-A" || d.Call.CallID != "A" {
-		t.Errorf("call %+v", d.Call)
+	if d.Call == nil || d.Call.Traceparent != "tp-A" || d.Call.CallID != "A" || d.Call.DecidedAt != ev.At {
+		t.Errorf("call %+v (its pending budget must run from the started event's At, %d)", d.Call, ev.At)
 	}
 }
 

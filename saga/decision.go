@@ -68,6 +68,9 @@ type Call struct {
 	Traceparent string
 	Attempt     int
 	Origin      Waiter // read-only calls: who to answer
+	// DecidedAt (unix ms) is the At of the event that started the call:
+	// its pending budget runs from here (tools.Request.Decided).
+	DecidedAt int64
 }
 
 // Answer is a result to send to one waiting intent.

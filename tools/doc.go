@@ -23,14 +23,17 @@
 // ambiguous outcomes for class NativeKey only, because that downstream
 // dedupes on the Idempotency-Key, which is the same on every attempt. All
 // retries are bounded by Spec.Retries and by Spec.PendingTTL: Invoke never
-// starts an attempt that could still be running PendingTTL after Invoke began.
+// starts an attempt that could still be running PendingTTL after
+// Request.Decided (the pending record's start; when Invoke began if zero),
+// and sends nothing at all when that budget is already spent.
 //
 // # The caller's duties
 //
 //  1. Decide each intent and write a pending dedup record for it before
 //     calling Invoke (not needed for class ReadOnly). The record must live at
-//     least Spec.PendingTTL; pass Invoke a ctx whose deadline is no later than
-//     the record's expiry, so a call never outlives its record.
+//     least Spec.PendingTTL; set Request.Decided to the record's start, so a
+//     call that waited (in a queue, in a paused process) never outlives its
+//     record.
 //  2. Set Request.DownstreamKey to DownstreamKey(tenant, tool, key), and use
 //     that same value for every attempt and every later investigation
 //     (HTTP.Probe). Invoke refuses an empty key.

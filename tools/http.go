@@ -82,14 +82,26 @@ func newTransport(spec Spec) *http.Transport {
 
 // Invoke POSTs req.Args to the tool and retries what is safe to retry (see
 // the package doc). It never starts an attempt that could end later than
-// PendingTTL after Invoke began, and waits at most that long for one of the
-// MaxInFlight slots. It honours ctx: cancelled before a connection existed
-// gives NotExecuted "cancelled", after gives Unknown.
+// PendingTTL after req.Decided (or after Invoke began), and waits at most
+// that long for one of the MaxInFlight slots. It honours ctx: cancelled
+// before a connection existed gives NotExecuted "cancelled", after gives
+// Unknown.
 func (h *HTTP) Invoke(ctx context.Context, req Request) Outcome {
 	start := h.now()
+	if !req.Decided.IsZero() && req.Decided.Before(start) {
+		start = req.Decided
+	}
 	body, out, ok := h.prepare(ctx, req)
 	if !ok {
 		return out
+	}
+	if h.now().Sub(start)+h.spec.Timeout > h.spec.PendingTTL {
+		// Why: a call that waited in a queue (or in a paused process)
+		// past its budget could land after the reconciler has probed
+		// and found nothing, then act on a key already settled as not
+		// executed (found by the chaos harness: effects of keys the log
+		// says were not executed, and second effects).
+		return outcome(NotExecuted, CodeBudgetSpent, fmt.Sprintf("decided %v ago, pending_ttl is %v", h.now().Sub(start).Round(time.Millisecond), h.spec.PendingTTL))
 	}
 	release, out, ok := h.acquire(ctx, start)
 	if !ok {

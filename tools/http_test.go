@@ -590,3 +590,27 @@ func TestSleepCtx(t *testing.T) {
 		t.Errorf("sleepCtx = %v", err)
 	}
 }
+
+// The pending budget runs from when the call was decided, not from when
+// Invoke began: a call that waited in the executor's queue past its budget
+// is not sent at all, since the reconciler may already have probed the key
+// and found nothing (the chaos harness: effects of keys the log said were
+// not executed). Found budget left: it is sent.
+func TestHTTPBudgetFromDecision(t *testing.T) {
+	ts := newToolServer(t, answer(200, "{}"))
+	spec := testSpec(Irreversible, ts.URL)
+	spec.Timeout, spec.PendingTTL = time.Second, 3*time.Second
+	h, _ := newTestHTTP(spec, nil)
+	late := testRequest()
+	late.Decided = time.Now().Add(-2500 * time.Millisecond)
+	checkOutcome(t, h.Invoke(context.Background(), late), NotExecuted, CodeBudgetSpent, 0)
+	if n := len(ts.requests()); n != 0 {
+		t.Fatalf("a call past its budget reached the tool (%d requests)", n)
+	}
+	inTime := testRequest()
+	inTime.Decided = time.Now().Add(-1500 * time.Millisecond)
+	checkOutcome(t, h.Invoke(context.Background(), inTime), Succeeded, "", 1)
+	if n := len(ts.requests()); n != 1 {
+		t.Fatalf("%d requests, want 1", n)
+	}
+}

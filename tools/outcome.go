@@ -68,6 +68,7 @@ const (
 	CodeConnect           = "connect_error"      // never reached, other reason
 	CodeCancelled         = "cancelled"          // the caller's ctx ended
 	CodeOverloaded        = "overloaded"         // max_in_flight reached for too long; never sent
+	CodeBudgetSpent       = "pending_ttl_spent"  // too late to start: an attempt could outlive pending_ttl; never sent
 	CodeBadRequest        = "bad_request"        // the Request could not be sent (no key, bad URL); never sent
 	CodeArgsTooLarge      = "args_too_large"     // args over max_args_bytes; never sent
 	CodeBadResponse       = "bad_response"       // the answer could not be understood

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Request is one invocation.
@@ -16,6 +17,11 @@ type Request struct {
 	// Traceparent is a W3C traceparent, forwarded as the "traceparent"
 	// header when non-empty and printable ASCII.
 	Traceparent string
+	// Decided is when the call was decided and its pending record written:
+	// the PendingTTL budget runs from here, since that record is what
+	// becomes the reconciler's when the budget ends. Zero: from when
+	// Invoke begins.
+	Decided time.Time
 }
 
 // Tool invokes one call. Implementations must be safe for concurrent use
