@@ -50,8 +50,7 @@ func decodeIntentBytes(value []byte) (*Intent, *Reject) {
 		return nil, reject(ReasonUndecodable, "not a msgpack intent map: %v", err)
 	}
 	var in Intent
-	d := msgpack.NewDecoder(bytes.NewReader(value))
-	if err := d.Decode(&in); err != nil {
+	if err := decodeSafely(msgpack.NewDecoder(bytes.NewReader(value)), &in); err != nil {
 		rej := reject(ReasonUndecodable, "not a msgpack intent map: %v", err)
 		salvage(value, rej)
 		return nil, rej
@@ -63,7 +62,7 @@ func decodeIntentBytes(value []byte) (*Intent, *Reject) {
 // failed, so that the rejection can still be answered.
 func salvage(value []byte, rej *Reject) {
 	var m map[string]any
-	if msgpack.Unmarshal(value, &m) != nil {
+	if unmarshal(value, &m) != nil {
 		return
 	}
 	str := func(k string) string { s, _ := m[k].(string); return s }
@@ -242,7 +241,7 @@ func DecodeResult(b []byte) (*Result, error) {
 		return nil, fmt.Errorf("topics: decode result: %w", err)
 	}
 	var r Result
-	if err := msgpack.Unmarshal(b, &r); err != nil {
+	if err := unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("topics: decode result: %w", err)
 	}
 	return &r, nil
@@ -269,8 +268,29 @@ func DecodeDeadLetter(b []byte) (*DeadLetter, error) {
 		return nil, fmt.Errorf("topics: decode dead letter: %w", err)
 	}
 	var d DeadLetter
-	if err := msgpack.Unmarshal(b, &d); err != nil {
+	if err := unmarshal(b, &d); err != nil {
 		return nil, fmt.Errorf("topics: decode dead letter: %w", err)
 	}
 	return &d, nil
+}
+
+// unmarshal is msgpack.Unmarshal that turns a panic inside the decoder
+// into an error. Why: msgpack v5 panics on some malformed input, such as
+// a map that repeats a key whose field is an interface (the second value
+// is decoded into the first one's unaddressable copy: found by
+// FuzzDecodeResult). Answers and dead letters come from the wire, and a
+// reader must get an error, never a crash.
+func unmarshal(b []byte, v any) error {
+	return decodeSafely(msgpack.NewDecoder(bytes.NewReader(b)), v)
+}
+
+// decodeSafely is d.Decode(v) with the same guard (intents too come from
+// the wire, and a panic there would stop an executor).
+func decodeSafely(d *msgpack.Decoder, v any) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("malformed msgpack: %v", p)
+		}
+	}()
+	return d.Decode(v)
 }

@@ -417,3 +417,26 @@ func FuzzDecodeDeadLetter(f *testing.F) {
 		}
 	})
 }
+
+// A map that repeats a key whose field is an interface made msgpack v5
+// panic (the second value is decoded into the first one's unaddressable
+// copy; found by FuzzDecodeResult). Answers, dead letters and intents all
+// come from the wire: each must be an error or a rejection, never a panic.
+func TestRepeatedInterfaceKeyIsNotAPanic(t *testing.T) {
+	twice := func(fields ...any) []byte {
+		var buf bytes.Buffer
+		enc := msgpack.NewEncoder(&buf)
+		_ = enc.EncodeMapLen(len(fields) / 2)
+		for _, f := range fields {
+			_ = enc.Encode(f)
+		}
+		return buf.Bytes()
+	}
+	if _, err := topics.DecodeResult(twice("intent_id", "a", "result", 48, "result", 48)); err == nil {
+		t.Error("result with \"result\" twice: no error")
+	}
+	in := twice("v", 1, "id", "a", "tenant", "t", "key", "k", "tool", "x", "type", "resolve", "result", 48, "result", 48)
+	if _, rej := topics.DecodeIntent(in, []byte("t/k"), topics.FromControl); rej == nil {
+		t.Error("intent with \"result\" twice: no rejection")
+	}
+}
