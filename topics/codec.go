@@ -1,7 +1,6 @@
 package topics
 
 import (
-	"bytes"
 	"fmt"
 	"unicode/utf8"
 
@@ -50,7 +49,7 @@ func decodeIntentBytes(value []byte) (*Intent, *Reject) {
 		return nil, reject(ReasonUndecodable, "not a msgpack intent map: %v", err)
 	}
 	var in Intent
-	if err := decodeSafely(msgpack.NewDecoder(bytes.NewReader(value)), &in); err != nil {
+	if err := unmarshal(value, &in); err != nil {
 		rej := reject(ReasonUndecodable, "not a msgpack intent map: %v", err)
 		salvage(value, rej)
 		return nil, rej
@@ -278,19 +277,13 @@ func DecodeDeadLetter(b []byte) (*DeadLetter, error) {
 // into an error. Why: msgpack v5 panics on some malformed input, such as
 // a map that repeats a key whose field is an interface (the second value
 // is decoded into the first one's unaddressable copy: found by
-// FuzzDecodeResult). Answers and dead letters come from the wire, and a
-// reader must get an error, never a crash.
-func unmarshal(b []byte, v any) error {
-	return decodeSafely(msgpack.NewDecoder(bytes.NewReader(b)), v)
-}
-
-// decodeSafely is d.Decode(v) with the same guard (intents too come from
-// the wire, and a panic there would stop an executor).
-func decodeSafely(d *msgpack.Decoder, v any) (err error) {
+// FuzzDecodeResult). Intents, answers and dead letters come from the
+// wire: a reader gets an error, and an executor never stops on one.
+func unmarshal(b []byte, v any) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("malformed msgpack: %v", p)
 		}
 	}()
-	return d.Decode(v)
+	return msgpack.Unmarshal(b, v)
 }
