@@ -49,9 +49,9 @@ func parseFlags(args []string) (chaos.Config, error) {
 	var cfg chaos.Config
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fs.StringVar(&cfg.Brokers, "brokers", "127.0.0.1:19092", "the broker to use with --own-broker=false (the deploy/kafka broker by default)")
-	fs.BoolVar(&cfg.OwnBroker, "own-broker", true, "start a private broker (deploy/kafka/start on --broker-port, run dir --broker-run-dir), bounce it, stop and wipe it at the end; false: use --brokers and skip broker bounces (they would disturb others)")
+	fs.BoolVar(&cfg.OwnBroker, "own-broker", true, "start a private broker (deploy/kafka/start on --broker-port, run dir --broker-run-dir), bounce it, stop it at the end and wipe it unless --keep; false: use --brokers and skip broker bounces (they would disturb others)")
 	fs.IntVar(&cfg.BrokerPort, "broker-port", 29192, "client port of the private broker; its controller listens on the next port")
-	fs.StringVar(&cfg.BrokerRunDir, "broker-run-dir", "/tmp/chaos-kafka", "run dir of the private broker (wiped at start and end)")
+	fs.StringVar(&cfg.BrokerRunDir, "broker-run-dir", "/tmp/chaos-kafka", "run dir of the private broker (wiped at start, and at the end unless --keep)")
 	fs.DurationVar(&cfg.Duration, "duration", 2*time.Minute, "how long the load and the faults run")
 	fs.DurationVar(&cfg.Settle, "settle", 3*time.Minute, "longest wait for the reconciler to settle everything afterwards")
 	seed := fs.Uint64("seed", 0, "seed of every random choice (load, faults); 0 picks one from the clock; printed at start")
