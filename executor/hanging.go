@@ -31,14 +31,22 @@ import (
 // agent twice (the second is a replay). Revealing can cost an extra
 // answer, hiding can cost an extra effect; at most once needs the first.
 //
-// One exception: a transaction its writer treated as aborted (End
-// answered "not committed", or failed and the group's offsets had not
-// moved) is closed with an abort by that writer, which redid its work:
-// revealing it would answer its intents a second time (a short chaos run
-// saw seven such answers, a long one 59). Only the writer's data dir
-// knows (owntxns.go), so any other member waits unknownHangingAge times
-// longer before it commits, leaving the writer, or its restarted process,
-// time to decide first.
+// Two exceptions, both transactions known to have been aborted, whose
+// intents were therefore redone: revealing them would answer those
+// intents a second time (a short chaos run saw seven such answers, long
+// ones 59 and 10). They are closed with an abort marker.
+//   - The writer treated it as aborted (End answered "not committed", or
+//     failed and the group's offsets had not moved). Only the writer's
+//     data dir knows (owntxns.go).
+//   - Its coordinator aborted it and nothing followed: the transactional
+//     id's last state is CompleteAbort at the epoch after the remnant's.
+//     A writer killed with its transaction open leaves exactly that (the
+//     coordinator times the transaction out), and no data dir records it;
+//     the seed 2031 run showed the abort markers missing from every
+//     partition of such a transaction (coordinatorAborted).
+// Any other member waits unknownHangingAge times longer before it
+// commits, leaving the writer, or its restarted process, time to decide
+// first.
 //
 // An open transaction its coordinator still runs is never touched.
 
@@ -86,7 +94,8 @@ func hangingCandidates(ps kadm.DescribedProducersTopics, now time.Time, age time
 var runningStates = map[string]bool{"Ongoing": true, "PrepareCommit": true, "PrepareAbort": true, "PrepareEpochFence": true}
 
 // commitHanging finds the hanging transactions on the given partitions
-// and closes each with a commit marker. It returns how many it closed.
+// and closes each with the marker closeMarker chooses. It returns how many
+// it closed.
 func (e *Executor) commitHanging(ctx context.Context, set kadm.TopicsSet) (int, error) {
 	described, err := e.adm.DescribeProducers(ctx, set)
 	if err != nil {
@@ -96,31 +105,17 @@ func (e *Executor) commitHanging(ctx context.Context, set kadm.TopicsSet) (int, 
 	if len(cands) == 0 {
 		return 0, nil
 	}
-	pids := make([]int64, 0, len(cands))
-	for _, c := range cands {
-		pids = append(pids, c.producerID)
-	}
-	listed, err := e.adm.ListTransactions(ctx, pids, nil)
+	coords, err := e.coordinatorStates(ctx, cands)
 	if err != nil {
 		return 0, err
-	}
-	running := map[int64]bool{}
-	for _, t := range listed {
-		if runningStates[t.State] {
-			running[t.ProducerID] = true
-		}
 	}
 	closed := 0
 	now := time.Now()
 	for _, c := range cands {
-		if running[c.producerID] {
+		commit, ok := closeMarker(c, e.aborted.aborted(c.producerID, c.producerEpoch), coords[c.producerID], now, e.hangingAge())
+		if !ok {
 			continue
 		}
-		aborted := e.aborted.aborted(c.producerID, c.producerEpoch)
-		if !aborted && now.Sub(c.lastWrite) < unknownHangingAge*e.hangingAge() {
-			continue // its writer, if it treated it as aborted, closes it first
-		}
-		commit := !aborted
 		m := kadm.TxnMarkers{ProducerID: c.producerID, ProducerEpoch: c.producerEpoch, CoordinatorEpoch: c.coordinatorEpoch, Commit: commit,
 			Topics: kadm.TopicsSet{c.topic: {c.partition: {}}}}
 		if _, err := e.adm.WriteTxnMarkers(ctx, m); err != nil {
@@ -134,6 +129,70 @@ func (e *Executor) commitHanging(ctx context.Context, set kadm.TopicsSet) (int, 
 			"open_since", c.lastWrite)
 	}
 	return closed, nil
+}
+
+// coordinatorStates describes the transactional ids whose producer ids
+// hold the candidates, by producer id. Ids a coordinator does not list
+// (expired, or a producer id since replaced) are absent. An id listed but
+// not described keeps its listed state with an unknown epoch (-1): it is
+// still left alone while running, and proves no abort.
+func (e *Executor) coordinatorStates(ctx context.Context, cands []openTxn) (map[int64]kadm.DescribedTransaction, error) {
+	pids := make([]int64, 0, len(cands))
+	for _, c := range cands {
+		pids = append(pids, c.producerID)
+	}
+	listed, err := e.adm.ListTransactions(ctx, pids, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int64]kadm.DescribedTransaction{}
+	listed.Each(func(t kadm.ListedTransaction) {
+		out[t.ProducerID] = kadm.DescribedTransaction{TxnID: t.TxnID, ProducerID: t.ProducerID, ProducerEpoch: -1, State: t.State}
+	})
+	if len(out) == 0 {
+		return out, nil
+	}
+	described, err := e.adm.DescribeTransactions(ctx, listed.TransactionalIDs()...)
+	if err != nil {
+		e.cfg.Logger.Debug("hanging check: transactions not described", "err", err)
+	}
+	for _, d := range described {
+		if l, ok := out[d.ProducerID]; ok && d.Err == nil && d.TxnID == l.TxnID {
+			out[d.ProducerID] = d
+		}
+	}
+	return out, nil
+}
+
+// closeMarker decides how to close a hanging candidate: commit (true) or
+// abort (false), or not yet (ok false). A producer whose coordinator still
+// runs a transaction is never touched; a transaction known to be aborted
+// is closed with an abort at once; any other waits unknownHangingAge
+// times the hanging age and is committed (the package comment explains
+// why a commit).
+func closeMarker(c openTxn, ownAborted bool, coord kadm.DescribedTransaction, now time.Time, age time.Duration) (commit, ok bool) {
+	if coord.ProducerID == c.producerID && runningStates[coord.State] {
+		return false, false
+	}
+	if ownAborted || coordinatorAborted(c, coord) {
+		return false, true
+	}
+	if now.Sub(c.lastWrite) < unknownHangingAge*age {
+		return false, false // its writer, if it treated it as aborted, closes it first
+	}
+	return true, true
+}
+
+// coordinatorAborted reports whether the coordinator's last word on the
+// candidate's producer is an abort of the candidate's own transaction.
+// Every transaction end bumps the producer epoch (transaction version 2),
+// so CompleteAbort at the remnant's epoch + 1 is the end of exactly that
+// transaction, with nothing begun since. (Under version 1 an epoch bump
+// is a fence or a timeout, which aborts the open transaction too.)
+// CompleteCommit at that epoch is not taken as proof of a commit: under
+// version 1 it would be a later transaction's.
+func coordinatorAborted(c openTxn, coord kadm.DescribedTransaction) bool {
+	return coord.ProducerID == c.producerID && coord.State == "CompleteAbort" && coord.ProducerEpoch == c.producerEpoch+1
 }
 
 // watchStalls runs on the loop and looks for hanging transactions once

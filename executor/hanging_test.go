@@ -91,3 +91,52 @@ func TestActedCommitted(t *testing.T) {
 		}
 	}
 }
+
+// How a hanging remnant is closed. The seed 2031 chaos run: producer
+// 21008's transaction at epoch 50 stayed open on four partitions after
+// its writer was killed, while its coordinator had aborted it (last state
+// CompleteAbort, epoch 51) without the markers landing; the intents were
+// redone, and committing the remnant answered ten of them twice.
+func TestCloseMarker(t *testing.T) {
+	age := time.Minute // the hanging age: every candidate is at least this old
+	now := time.UnixMilli(10_000_000)
+	remnant := func(sinceAges int) openTxn {
+		return openTxn{topic: "events", producerID: 21008, producerEpoch: 50, lastWrite: now.Add(-time.Duration(sinceAges) * age)}
+	}
+	coord := func(state string, epoch int16) kadm.DescribedTransaction {
+		return kadm.DescribedTransaction{TxnID: "ex-1", ProducerID: 21008, ProducerEpoch: epoch, State: state}
+	}
+	const wait, commit, abort = "wait", "commit", "abort"
+	cases := []struct {
+		name       string
+		since      int
+		ownAborted bool
+		coord      kadm.DescribedTransaction
+		want       string
+	}{
+		{"coordinator aborted it (seed 2031)", 1, false, coord("CompleteAbort", 51), abort},
+		{"writer recorded an abort", 1, true, kadm.DescribedTransaction{}, abort},
+		{"still running at its coordinator", 10, false, coord("Ongoing", 50), wait},
+		{"running, though the writer recorded an abort", 10, true, coord("PrepareAbort", 51), wait},
+		{"a later transaction aborted: unknown, young", 1, false, coord("CompleteAbort", 52), wait},
+		{"a later transaction aborted: unknown, old", 2, false, coord("CompleteAbort", 52), commit},
+		{"committed at the next epoch: not taken as proof, young", 1, false, coord("CompleteCommit", 51), wait},
+		{"committed at the next epoch, old", 2, false, coord("CompleteCommit", 51), commit},
+		{"listed, not described (epoch unknown)", 2, false, coord("CompleteAbort", -1), commit},
+		{"another producer id holds the transactional id", 2, false, kadm.DescribedTransaction{ProducerID: 9, ProducerEpoch: 51, State: "CompleteAbort"}, commit},
+		{"no coordinator state", 1, false, kadm.DescribedTransaction{}, wait},
+	}
+	for _, c := range cases {
+		commitIt, ok := closeMarker(remnant(c.since), c.ownAborted, c.coord, now, age)
+		got := wait
+		switch {
+		case ok && commitIt:
+			got = commit
+		case ok:
+			got = abort
+		}
+		if got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+}
