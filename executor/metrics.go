@@ -48,7 +48,7 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 		RestoreEvents:    prometheus.NewCounter(prometheus.CounterOpts(opts("restore_events_total", "Events folded by restores."))),
 		DeadLetters:      prometheus.NewCounterVec(prometheus.CounterOpts(opts("deadletters_total", "Inputs dead-lettered, by reason.")), []string{"reason"}),
 		OutcomesLost:     prometheus.NewCounter(prometheus.CounterOpts(opts("outcomes_unrecorded_total", "Calls whose outcome could not be recorded because the partition moved; their keys are in doubt."))),
-		HangingCommitted: prometheus.NewCounter(prometheus.CounterOpts(opts("hanging_transactions_committed_total", "Transactions left open on a partition of the executor's topics, unknown to their coordinator, that it closed: with a commit marker, or an abort marker for one its writer had treated as aborted."))),
+		HangingCommitted: prometheus.NewCounter(prometheus.CounterOpts(opts("hanging_transactions_committed_total", "Transactions left open on a partition of the executor's topics, unknown to their coordinator, that it closed: with an abort marker for one known aborted (its writer's record, or its coordinator's last state), else a commit marker."))),
 		ReadsResumed:     prometheus.NewCounter(prometheus.CounterOpts(opts("reads_resumed_total", "Read-only calls called again by a new owner because their previous owner left them unanswered."))),
 		Fsyncs:           prometheus.NewCounter(prometheus.CounterOpts(opts("state_syncs_total", "Synced Pebble batches."))),
 	}
