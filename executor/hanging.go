@@ -112,8 +112,8 @@ func (e *Executor) commitHanging(ctx context.Context, set kadm.TopicsSet) (int, 
 	closed := 0
 	now := time.Now()
 	for _, c := range cands {
-		commit, ok := closeMarker(c, e.aborted.aborted(c.producerID, c.producerEpoch), coords[c.producerID], now, e.hangingAge())
-		if !ok {
+		commit, why := closeMarker(c, e.aborted.aborted(c.producerID, c.producerEpoch), coords[c.producerID], now, e.hangingAge())
+		if why == "" {
 			continue
 		}
 		m := kadm.TxnMarkers{ProducerID: c.producerID, ProducerEpoch: c.producerEpoch, CoordinatorEpoch: c.coordinatorEpoch, Commit: commit,
@@ -125,7 +125,7 @@ func (e *Executor) commitHanging(ctx context.Context, set kadm.TopicsSet) (int, 
 		closed++
 		e.m.HangingCommitted.Inc()
 		e.cfg.Logger.Warn("closed a hanging transaction (open on the partition, unknown to its coordinator)",
-			"commit", commit, "topic", c.topic, "partition", c.partition, "producer_id", c.producerID, "producer_epoch", c.producerEpoch,
+			"commit", commit, "why", why, "topic", c.topic, "partition", c.partition, "producer_id", c.producerID, "producer_epoch", c.producerEpoch,
 			"open_since", c.lastWrite)
 	}
 	return closed, nil
@@ -165,22 +165,24 @@ func (e *Executor) coordinatorStates(ctx context.Context, cands []openTxn) (map[
 }
 
 // closeMarker decides how to close a hanging candidate: commit (true) or
-// abort (false), or not yet (ok false). A producer whose coordinator still
+// abort (false), and why, for the log; no reason means not yet. A
+// producer whose coordinator still
 // runs a transaction is never touched; a transaction known to be aborted
 // is closed with an abort at once; any other waits unknownHangingAge
 // times the hanging age and is committed (the package comment explains
 // why a commit).
-func closeMarker(c openTxn, ownAborted bool, coord kadm.DescribedTransaction, now time.Time, age time.Duration) (commit, ok bool) {
-	if coord.ProducerID == c.producerID && runningStates[coord.State] {
-		return false, false
+func closeMarker(c openTxn, ownAborted bool, coord kadm.DescribedTransaction, now time.Time, age time.Duration) (commit bool, why string) {
+	switch {
+	case coord.ProducerID == c.producerID && runningStates[coord.State]:
+		return false, ""
+	case ownAborted:
+		return false, "aborted by its writer"
+	case coordinatorAborted(c, coord):
+		return false, "aborted by its coordinator"
+	case now.Sub(c.lastWrite) < unknownHangingAge*age:
+		return false, "" // its writer, if it treated it as aborted, closes it first
 	}
-	if ownAborted || coordinatorAborted(c, coord) {
-		return false, true
-	}
-	if now.Sub(c.lastWrite) < unknownHangingAge*age {
-		return false, false // its writer, if it treated it as aborted, closes it first
-	}
-	return true, true
+	return true, "outcome unknown"
 }
 
 // coordinatorAborted reports whether the coordinator's last word on the

@@ -127,12 +127,12 @@ func TestCloseMarker(t *testing.T) {
 		{"no coordinator state", 1, false, kadm.DescribedTransaction{}, wait},
 	}
 	for _, c := range cases {
-		commitIt, ok := closeMarker(remnant(c.since), c.ownAborted, c.coord, now, age)
+		commitIt, why := closeMarker(remnant(c.since), c.ownAborted, c.coord, now, age)
 		got := wait
 		switch {
-		case ok && commitIt:
+		case why != "" && commitIt:
 			got = commit
-		case ok:
+		case why != "":
 			got = abort
 		}
 		if got != c.want {
