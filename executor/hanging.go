@@ -93,10 +93,10 @@ func hangingCandidates(ps kadm.DescribedProducersTopics, now time.Time, age time
 // still own an open transaction: those are left alone.
 var runningStates = map[string]bool{"Ongoing": true, "PrepareCommit": true, "PrepareAbort": true, "PrepareEpochFence": true}
 
-// commitHanging finds the hanging transactions on the given partitions
+// closeHanging finds the hanging transactions on the given partitions
 // and closes each with the marker closeMarker chooses. It returns how many
 // it closed.
-func (e *Executor) commitHanging(ctx context.Context, set kadm.TopicsSet) (int, error) {
+func (e *Executor) closeHanging(ctx context.Context, set kadm.TopicsSet) (int, error) {
 	described, err := e.adm.DescribeProducers(ctx, set)
 	if err != nil {
 		return 0, err
@@ -166,11 +166,10 @@ func (e *Executor) coordinatorStates(ctx context.Context, cands []openTxn) (map[
 
 // closeMarker decides how to close a hanging candidate: commit (true) or
 // abort (false), and why, for the log; no reason means not yet. A
-// producer whose coordinator still
-// runs a transaction is never touched; a transaction known to be aborted
-// is closed with an abort at once; any other waits unknownHangingAge
-// times the hanging age and is committed (the package comment explains
-// why a commit).
+// producer whose coordinator still runs a transaction is never touched; a
+// transaction known to be aborted is closed with an abort at once; any
+// other waits unknownHangingAge times the hanging age and is committed
+// (the package comment explains why a commit).
 func closeMarker(c openTxn, ownAborted bool, coord kadm.DescribedTransaction, now time.Time, age time.Duration) (commit bool, why string) {
 	switch {
 	case coord.ProducerID == c.producerID && runningStates[coord.State]:
@@ -225,7 +224,7 @@ func (e *Executor) checkHanging(ctx context.Context) {
 		e.cfg.Logger.Debug("stall check: topics not described", "err", err)
 		return
 	}
-	if _, err := e.commitHanging(cctx, set); err != nil {
+	if _, err := e.closeHanging(cctx, set); err != nil {
 		e.cfg.Logger.Debug("stall check failed", "err", err)
 	}
 }

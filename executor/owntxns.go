@@ -16,8 +16,8 @@ import (
 // offsets showed that the transaction's offsets had not moved, so the
 // member polled its records again and redid the work. A hanging remnant of
 // one of them must be closed with an abort marker: revealing it would
-// answer its intents twice and log their started events twice. Any other
-// remnant is closed with a commit marker (hanging.go explains why).
+// answer its intents twice and log their started events twice. How other
+// remnants are closed, hanging.go decides.
 //
 // Why in the store and not only in memory: every executor process gets a
 // new transactional id, so after a kill -9 no live producer owns the old

@@ -95,7 +95,7 @@ func (h *HTTP) Invoke(ctx context.Context, req Request) Outcome {
 	if !ok {
 		return out
 	}
-	if h.now().Sub(start)+h.spec.Timeout > h.spec.PendingTTL {
+	if h.startBudget(start) < 0 {
 		// Why: a call that waited in a queue (or in a paused process)
 		// past its budget could land after the reconciler has probed
 		// and found nothing, then act on a key already settled as not
@@ -147,6 +147,12 @@ func encodeArgs(args map[string]any, limit int) ([]byte, error) {
 	return body, nil
 }
 
+// startBudget is how long from now an attempt may still start and end
+// within PendingTTL of start; negative when none may.
+func (h *HTTP) startBudget(start time.Time) time.Duration {
+	return h.spec.PendingTTL - h.spec.Timeout - h.now().Sub(start)
+}
+
 // acquire takes one of the MaxInFlight slots, waiting no longer than leaves
 // time for one attempt within PendingTTL.
 func (h *HTTP) acquire(ctx context.Context, start time.Time) (func(), Outcome, bool) {
@@ -156,7 +162,7 @@ func (h *HTTP) acquire(ctx context.Context, start time.Time) (func(), Outcome, b
 		return release, Outcome{}, true
 	default:
 	}
-	t := time.NewTimer(h.spec.PendingTTL - h.spec.Timeout - h.now().Sub(start))
+	t := time.NewTimer(h.startBudget(start))
 	defer t.Stop()
 	select {
 	case h.slots <- struct{}{}:
@@ -178,7 +184,7 @@ func (h *HTTP) run(ctx context.Context, req Request, body []byte, start time.Tim
 			return out
 		}
 		wait := backoff(n)
-		if h.now().Sub(start)+wait+h.spec.Timeout > h.spec.PendingTTL {
+		if wait > h.startBudget(start) {
 			return annotate(out, out.Code, "no retry: pending_ttl budget spent")
 		}
 		if err := h.sleep(ctx, wait); err != nil {
