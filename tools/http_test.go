@@ -556,7 +556,10 @@ func TestHTTPMaxInFlight(t *testing.T) {
 		answer(200, "{}")(n, w, r)
 	})
 	spec := testSpec(Irreversible, ts.URL)
-	spec.MaxInFlight, spec.Timeout, spec.PendingTTL = 1, 2*time.Second, 2100*time.Millisecond
+	// 500 ms of budget to start an attempt: the second call waits that long
+	// for the slot. Less (it was 100 ms) let a loaded machine spend the
+	// budget before the slot was even tried (pending_ttl_spent).
+	spec.MaxInFlight, spec.Timeout, spec.PendingTTL = 1, 2*time.Second, 2500*time.Millisecond
 	h, _ := newTestHTTP(spec, nil)
 	first := make(chan Outcome)
 	go func() { first <- h.Invoke(context.Background(), testRequest()) }()
