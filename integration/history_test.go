@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atmostonce/toolexec/eventlog"
@@ -40,5 +41,35 @@ func history(t *testing.T, e *env, tenant, key string) []*saga.Event {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return out
+}
+
+// readCommitted reads every committed record of every partition of topic,
+// each partition up to the high watermark it had when the read began, once
+// every transaction open then has ended (eventlog.Target). Unlike a
+// background collector, its result is a snapshot that includes every
+// transaction committed before the call.
+func readCommitted(t *testing.T, e *env, topic string) []*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ends, err := e.adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*kgo.Record
+	ends.Each(func(o kadm.ListedOffset) {
+		end, err := eventlog.Target(ctx, e.adm, topic, o.Partition, 20*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = eventlog.Read(ctx, brokers, topic, o.Partition, 0, end, func(_ int64, r *kgo.Record) error {
+			out = append(out, r)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
 	return out
 }

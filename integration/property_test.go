@@ -86,7 +86,6 @@ func runHistory(t *testing.T, seed uint64) {
 		t.Fatal(err)
 	}
 	h := &propHistory{t: t, e: e, rng: rng, reg: reg, tool: tool, faults: map[string]int{}}
-	res := e.collect(e.names.Results)
 	h.addMember()
 	for step := 0; step < 40; step++ {
 		h.step()
@@ -94,7 +93,7 @@ func runHistory(t *testing.T, seed uint64) {
 	if len(h.members) == 0 {
 		h.addMember()
 	}
-	h.check(res)
+	h.check()
 }
 
 func (h *propHistory) step() {
@@ -172,10 +171,15 @@ func (h *propHistory) removeMember() {
 }
 
 // check waits for the system to settle and compares it with the model.
-func (h *propHistory) check(res *collector) {
+// The verdict is the last snapshot the wait loop took, never a fresh read
+// (issue 18: a second read after the loop saw a key leave doubt before
+// its answer was in, and reported an answered intent as lost).
+func (h *propHistory) check() {
 	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) && len(h.unsettled(res)) > 0 {
+	left := h.unsettled()
+	for len(left) > 0 && time.Now().Before(deadline) {
 		time.Sleep(250 * time.Millisecond)
+		left = h.unsettled()
 	}
 	h.tool.mu.Lock()
 	for k, n := range h.tool.calls {
@@ -184,40 +188,51 @@ func (h *propHistory) check(res *collector) {
 		}
 	}
 	h.tool.mu.Unlock()
-	if left := h.unsettled(res); len(left) > 0 {
+	if len(left) > 0 {
 		h.t.Errorf("%d of %d intents have neither a terminal answer nor an in-doubt key, e.g. %+v", len(left), len(h.sent), left[0])
 	}
 	h.t.Logf("intents %d, keys called %d, faults %v", len(h.sent), len(h.tool.calls), h.faults)
 }
 
 // unsettled lists the intents that have no terminal answer and whose key
-// is not in doubt in the event log.
-func (h *propHistory) unsettled(res *collector) []sentIntent {
-	var out []sentIntent
+// is not in doubt in the event log, from one consistent snapshot.
+//
+// Why the log is read first and the answers second: an outcome's events
+// and the answers it owes commit in one transaction. Once the log shows a
+// key settled, every answer of that transaction is below the results
+// topic's stable offset, so a read of the answers that starts afterwards
+// and reaches the stable offset (answers, below) contains them. Read the
+// other way round, a key could settle between the two reads and its
+// intents would look answered by nobody. A key that leaves doubt after its
+// log read is still in doubt in this snapshot: the next one sees its
+// answer.
+func (h *propHistory) unsettled() []sentIntent {
 	doubt := map[string]bool{}
 	for _, s := range h.sent {
-		if h.terminal(res, s.id) {
-			continue
+		if _, seen := doubt[s.key]; !seen {
+			doubt[s.key] = h.keyInDoubt(s.key)
 		}
-		in, seen := doubt[s.key]
-		if !seen {
-			in = h.keyInDoubt(s.key)
-			doubt[s.key] = in
-		}
-		if !in {
+	}
+	terminal := terminalAnswers(h.t, h.e)
+	var out []sentIntent
+	for _, s := range h.sent {
+		if !terminal[s.id] && !doubt[s.key] {
 			out = append(out, s)
 		}
 	}
 	return out
 }
 
-func (h *propHistory) terminal(res *collector, id string) bool {
-	for _, r := range res.results(id) {
-		if topics.Terminal(r.Status) {
-			return true
+// terminalAnswers reads every committed answer on the results topic up to
+// its stable offset, and returns the intent ids that have a terminal one.
+func terminalAnswers(t *testing.T, e *env) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range readCommitted(t, e, e.names.Results) {
+		if res, err := topics.DecodeResult(r.Value); err == nil && topics.Terminal(res.Status) {
+			out[res.IntentID] = true
 		}
 	}
-	return false
+	return out
 }
 
 // keyInDoubt folds the key's committed events and reports whether it is
