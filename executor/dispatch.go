@@ -176,7 +176,7 @@ func (d *dispatcher) invoke(j job) tools.Outcome {
 	}
 	req := tools.Request{
 		Tenant: j.call.Tenant, Key: j.call.Key, Tool: j.call.Tool, Args: args, Traceparent: j.call.Traceparent,
-		DownstreamKey: tools.DownstreamKey(j.call.Tenant, j.call.Tool, j.call.Key),
+		DownstreamKey: tools.CallDownstreamKey(j.call.DownstreamKey, j.call.Tenant, j.call.Tool, j.call.Key),
 	}
 	if j.call.DecidedAt > 0 {
 		req.Decided = time.UnixMilli(j.call.DecidedAt)

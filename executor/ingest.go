@@ -55,7 +55,7 @@ func (e *Executor) toInput(in *topics.Intent, r *kgo.Record) (saga.Input, *topic
 		IntentID: in.ID, Tenant: in.Tenant, Key: in.Key, Tool: in.Tool,
 		ArgsHash: topics.ArgsHash(canon), Args: canon, ReplyTo: in.ReplyTo,
 		Traceparent: header(r, "traceparent"), DeadlineMs: in.DeadlineMs,
-		By: in.By, Reason: in.Reason, CallID: in.CallID,
+		By: in.By, Reason: in.Reason, CallID: in.CallID, Force: in.Force,
 		Partition: r.Partition, Owner: topics.Partition(in.RoutingKey(), e.layout.Partitions),
 	}
 	if in.Scope != nil {

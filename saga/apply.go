@@ -36,7 +36,7 @@ func applyStarted(prev *Record, ev Event) *Record {
 	rec := &Record{
 		Tenant: ev.Tenant, Key: ev.Key, Tool: ev.Tool, ArgsHash: ev.ArgsHash, Args: ev.Args,
 		Status: StatusStarted, Attempt: ev.Attempt, CalledAt: ev.At, PendingUntil: ev.At + ev.PendingTTL,
-		RetentionMs: ev.RetentionMs, LastEventAt: ev.At,
+		RetentionMs: ev.RetentionMs, LastEventAt: ev.At, DownstreamKey: ev.DownstreamKey,
 	}
 	if ev.Waiter != nil {
 		rec.Origin = *ev.Waiter
@@ -79,7 +79,10 @@ func applyCompensationStarted(rec *Record, ev Event) *Record {
 	if rec == nil || rec.Status == StatusCompensating {
 		return rec
 	}
-	comp := &Compensation{Tool: ev.Tool, StartedAt: ev.At, PrevStatus: rec.Status}
+	comp := &Compensation{Tool: ev.Tool, StartedAt: ev.At, PrevStatus: rec.Status, DownstreamKey: ev.DownstreamKey}
+	if ev.PendingTTL > 0 {
+		comp.PendingUntil = ev.At + ev.PendingTTL
+	}
 	if ev.Waiter != nil {
 		comp.Origin = *ev.Waiter
 	}

@@ -24,6 +24,8 @@ func decideCompensate(rec *Record, in Input, env Env) Decision {
 		return rejectInput(in, topics.ReasonInvalidCommand, movedOn(rec, in))
 	case rec.Status == StatusStarted && env.InFlight:
 		return rejectInput(in, topics.ReasonInvalidCommand, "the call is in flight; compensate after it settles")
+	case mayStillLand(rec, env) && !in.Force:
+		return rejectInput(in, topics.ReasonInvalidCommand, stillLanding(rec, env, "compensate"))
 	case rec.Status == StatusSucceeded, rec.Status == StatusUnknown, rec.Status == StatusStarted:
 		return startCompensation(rec, in, env)
 	}
@@ -36,10 +38,13 @@ func startCompensation(rec *Record, in Input, env Env) Decision {
 		return rejectInput(in, topics.ReasonInvalidCommand, fmt.Sprintf("tool %q has no compensate_with", rec.Tool))
 	}
 	w := in.waiter(env.Now)
+	dk := callKey(rec.Tenant, pol.CompensateWith, rec.Key, rec.Attempt, env.Now)
 	ev := Event{Kind: EvCompensationStarted, Tenant: rec.Tenant, Key: rec.Key, At: env.Now, IntentID: in.IntentID,
-		Tool: pol.CompensateWith, Waiter: &w, By: in.By, Reason: in.Reason}
+		Tool: pol.CompensateWith, Waiter: &w, By: in.By, Reason: in.Reason, DownstreamKey: dk,
+		PendingTTL: compensationTTL(pol.CompensateWith, env), Forced: in.Force && mayStillLand(rec, env)}
 	call := &Call{Kind: CallCompensation, Tenant: rec.Tenant, Key: rec.Key, Tool: pol.CompensateWith,
-		CallID: in.IntentID, Args: rec.Args, Traceparent: in.Traceparent, Attempt: rec.Attempt, DecidedAt: env.Now}
+		CallID: in.IntentID, Args: rec.Args, Traceparent: in.Traceparent, Attempt: rec.Attempt, DecidedAt: env.Now,
+		DownstreamKey: dk}
 	return Decision{Verdict: VerdictCompensate, Events: []Event{ev}, Call: call}
 }
 
@@ -51,6 +56,9 @@ func decideResolve(rec *Record, in Input, env Env) Decision {
 	}
 	if env.InFlight {
 		return rejectInput(in, topics.ReasonInvalidCommand, "a call for this key is in flight in the executor; it settles by itself")
+	}
+	if mayStillLand(rec, env) && !in.Force {
+		return rejectInput(in, topics.ReasonInvalidCommand, stillLanding(rec, env, "resolve"))
 	}
 	switch rec.Status {
 	case StatusStarted, StatusUnknown:
@@ -79,7 +87,8 @@ func resolveCall(rec *Record, in Input, env Env) Decision {
 		return rejectInput(in, topics.ReasonInvalidCommand, fmt.Sprintf("a call in doubt resolves to succeeded, failed or not_executed, not %s", in.Outcome))
 	}
 	ev := Event{Kind: EvResolved, Tenant: rec.Tenant, Key: rec.Key, At: env.Now, IntentID: in.IntentID,
-		CallID: rec.Origin.IntentID, Status: in.Outcome, Result: in.Result, Err: in.Err, By: in.By, Reason: in.Reason}
+		CallID: rec.Origin.IntentID, Status: in.Outcome, Result: in.Result, Err: in.Err, By: in.By, Reason: in.Reason,
+		Forced: in.Force && mayStillLand(rec, env)}
 	return settle(rec, in, env, ev)
 }
 
@@ -96,7 +105,8 @@ func resolveCompensation(rec *Record, in Input, env Env) Decision {
 		return rejectInput(in, topics.ReasonInvalidCommand, fmt.Sprintf("a compensation in doubt resolves to compensated, compensation_failed or not_executed, not %s", in.Outcome))
 	}
 	ev := Event{Kind: EvCompensationOutcome, Tenant: rec.Tenant, Key: rec.Key, At: env.Now, IntentID: in.IntentID,
-		CallID: rec.Comp.Origin.IntentID, Status: st, Result: in.Result, Err: in.Err, By: in.By, Reason: in.Reason}
+		CallID: rec.Comp.Origin.IntentID, Status: st, Result: in.Result, Err: in.Err, By: in.By, Reason: in.Reason,
+		Forced: in.Force && mayStillLand(rec, env)}
 	return settle(rec, in, env, ev)
 }
 
@@ -123,4 +133,52 @@ func callInDoubt(rec *Record, in Input) bool {
 
 func movedOn(rec *Record, in Input) string {
 	return fmt.Sprintf("the command is for call %q, but the key moved on (current call %q, %s)", in.CallID, rec.Origin.IntentID, rec.Status)
+}
+
+// mayStillLand reports whether the key's call (or compensation) in doubt
+// may still reach its tool: until its PendingUntil an executor may still
+// send it (a call queued for dispatch, or a zombie's, is sent only within
+// that budget, see tools.Request.Decided), and no command may settle or
+// undo it before then without Force.
+//
+// Why (issue 12): the saga's only guard was env.InFlight, which covers
+// this process alone. After a drain timeout, or on a zombie, a call can
+// land until its decision time plus pending_ttl. An agent's compensate
+// then ran the undo before the effect, and an operator's "resolve
+// not_executed" freed the key for a duplicate that ran the tool again.
+func mayStillLand(rec *Record, env Env) bool {
+	switch rec.Status {
+	case StatusStarted, StatusUnknown:
+		return env.Now < rec.PendingUntil
+	case StatusCompensating, StatusCompensationUnknown:
+		return rec.Comp != nil && env.Now < compensationPendingUntil(rec.Comp, env)
+	}
+	return false
+}
+
+// compensationPendingUntil is when a compensation in doubt can no longer
+// reach its tool. Records written before it was kept take the
+// compensating tool's policy.
+func compensationPendingUntil(c *Compensation, env Env) int64 {
+	if c.PendingUntil > 0 {
+		return c.PendingUntil
+	}
+	return c.StartedAt + compensationTTL(c.Tool, env)
+}
+
+func compensationTTL(tool string, env Env) int64 {
+	pol, ok := env.Policy(tool)
+	if !ok {
+		return 0
+	}
+	return pol.PendingTTLMs
+}
+
+func stillLanding(rec *Record, env Env, what string) string {
+	until := rec.PendingUntil
+	if rec.Comp != nil && (rec.Status == StatusCompensating || rec.Status == StatusCompensationUnknown) {
+		until = compensationPendingUntil(rec.Comp, env)
+	}
+	return fmt.Sprintf("the key is %s and its call may still reach the tool for %d ms (until its pending_ttl passes); "+
+		"%s after that, or force it (an operator, on the control topic)", rec.Status, until-env.Now, what)
 }

@@ -63,13 +63,15 @@ func execute(rec *Record, in Input, pol Policy, env Env) Decision {
 		attempt = rec.Attempt + 1
 	}
 	w := in.waiter(env.Now)
+	dk := callKey(in.Tenant, in.Tool, in.Key, attempt, env.Now)
 	ev := Event{
 		Kind: EvStarted, Tenant: in.Tenant, Key: in.Key, At: env.Now, IntentID: in.IntentID,
 		Tool: in.Tool, ArgsHash: in.ArgsHash, Args: in.Args, PendingTTL: pol.PendingTTLMs,
 		RetentionMs: pol.RetentionMs, Attempt: attempt, RunID: in.RunID, ThreadID: in.ThreadID, Waiter: &w,
+		DownstreamKey: dk,
 	}
 	call := &Call{Kind: CallOriginal, Tenant: in.Tenant, Key: in.Key, Tool: in.Tool, CallID: in.IntentID,
-		Args: in.Args, Traceparent: in.Traceparent, Attempt: attempt, DecidedAt: env.Now}
+		Args: in.Args, Traceparent: in.Traceparent, Attempt: attempt, DecidedAt: env.Now, DownstreamKey: dk}
 	return Decision{Verdict: VerdictExecute, Events: []Event{ev}, Call: call}
 }
 

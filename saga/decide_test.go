@@ -33,6 +33,8 @@ func policies(tool string) (saga.Policy, bool) {
 		return saga.Policy{PendingTTLMs: pendingTTL, RetentionMs: retention, MaxArgsBytes: maxArgs}, true
 	case "search":
 		return saga.Policy{ReadOnly: true, MaxArgsBytes: maxArgs}, true
+	case "refund":
+		return saga.Policy{PendingTTLMs: pendingTTL, RetentionMs: retention, MaxArgsBytes: maxArgs}, true
 	}
 	return saga.Policy{}, false
 }
@@ -58,14 +60,20 @@ func onPartition(in saga.Input, partition, owner int32) saga.Input {
 	return in
 }
 
+// compensate and resolve are forced: the histories that use them are
+// about what a command does to a key, often within its pending_ttl. The
+// gate that refuses an unforced command there has histories of its own
+// (unforced).
 func compensate(id string) saga.Input {
 	return saga.Input{Type: saga.InputCompensate, IntentID: id, Tenant: tenant, Key: key,
-		By: "agent", Reason: "undo", Partition: 1, Owner: 1}
+		By: "agent", Reason: "undo", Partition: 1, Owner: 1, Force: true}
 }
+
+func unforced(in saga.Input) saga.Input { in.Force = false; return in }
 
 func resolve(id string, outcome saga.Status, result string) saga.Input {
 	in := saga.Input{Type: saga.InputResolve, IntentID: id, Tenant: tenant, Key: key, Outcome: outcome,
-		By: "reconciler", Reason: "probe", Partition: 1, Owner: 1}
+		By: "reconciler", Reason: "probe", Partition: 1, Owner: 1, Force: true}
 	if result != "" {
 		in.Result = []byte(result)
 	}
@@ -349,12 +357,35 @@ func TestDecideHistories(t *testing.T) {
 			withCheck(startA, func(t *testing.T, rec *saga.Record) {
 				want := &saga.Record{Tenant: tenant, Key: key, Tool: "charge", ArgsHash: hashOf("x"), Args: []byte("x"),
 					Status: saga.StatusStarted, Attempt: 1, CalledAt: t0, PendingUntil: t0 + pendingTTL, RetentionMs: retention,
-					LastEventAt: t0,
+					LastEventAt: t0, DownstreamKey: "tk2_66d3480f0fdcdf2fd9e02e789839e31e3ab881cc",
 					Origin:      saga.Waiter{IntentID: "A", ReplyTo: "replies", Traceparent: "tp-A", Type: "call", At: t0}}
 				if !reflect.DeepEqual(normalise(rec), normalise(want)) {
 					t.Errorf("record\n got %+v\nwant %+v", rec, want)
 				}
 			}),
+		}},
+		{name: "an unforced resolve before the call's deadline is refused; at the deadline it settles", steps: []step{
+			startA,
+			{at: 200, in: ptr(unforced(resolve("R", saga.StatusNotExecuted, ""))), verdict: saga.VerdictReject,
+				reason: topics.ReasonInvalidCommand, answers: []ans{rejected("R", topics.ReasonInvalidCommand)}, after: saga.StatusStarted},
+			{at: pendingTTL, in: ptr(unforced(resolve("R2", saga.StatusNotExecuted, ""))), verdict: saga.VerdictResolve,
+				events: []saga.EventKind{saga.EvResolved},
+				answers: []ans{{to: "R2", status: topics.StatusResolved, orig: "A", calledAt: t0, completedAt: t0 + pendingTTL, attempt: 1},
+					{to: "A", status: topics.StatusNotExecuted, orig: "A", calledAt: t0, completedAt: t0 + pendingTTL, attempt: 1}},
+				after: saga.StatusNotExecuted},
+		}},
+		{name: "an agent's compensate of a call in doubt waits for its deadline", steps: []step{
+			startA, unknownA,
+			{at: 10, in: ptr(unforced(compensate("K"))), verdict: saga.VerdictReject,
+				reason: topics.ReasonInvalidCommand, answers: []ans{rejected("K", topics.ReasonInvalidCommand)}, after: saga.StatusUnknown},
+			{at: pendingTTL + 1, in: ptr(unforced(compensate("K"))), verdict: saga.VerdictCompensate,
+				events: []saga.EventKind{saga.EvCompensationStarted}, call: &wantCall{kind: saga.CallCompensation, tool: "refund", id: "K", attempt: 1, args: "x"},
+				after: saga.StatusCompensating, check: func(t *testing.T, rec *saga.Record) {
+					if rec.Comp.PendingUntil != t0+pendingTTL+1+pendingTTL || !strings.HasPrefix(rec.Comp.DownstreamKey, "tk2_") ||
+						rec.Comp.DownstreamKey == rec.DownstreamKey {
+						t.Errorf("compensation %+v (call key %s)", rec.Comp, rec.DownstreamKey)
+					}
+				}},
 		}},
 		{name: "duplicate after success replays the stored outcome", steps: []step{
 			startA, succeedA,
@@ -827,12 +858,12 @@ func TestStartedEventCarriesTheCall(t *testing.T) {
 	ev := d.Events[0]
 	want := saga.Event{Kind: saga.EvStarted, Tenant: tenant, Key: key, At: t0, IntentID: "A", Tool: "charge",
 		ArgsHash: hashOf("x"), Args: []byte("x"), PendingTTL: pendingTTL, RetentionMs: retention, Attempt: 1,
-		RunID: "run", ThreadID: "thread",
+		RunID: "run", ThreadID: "thread", DownstreamKey: "tk2_66d3480f0fdcdf2fd9e02e789839e31e3ab881cc",
 		Waiter: &saga.Waiter{IntentID: "A", ReplyTo: "replies", Traceparent: "tp-A", Type: "call", At: t0}}
 	if !reflect.DeepEqual(ev, want) {
 		t.Errorf("started event\n got %+v\nwant %+v", ev, want)
 	}
-	if d.Call == nil || d.Call.Traceparent != "tp-A" || d.Call.CallID != "A" || d.Call.DecidedAt != ev.At {
+	if d.Call == nil || d.Call.Traceparent != "tp-A" || d.Call.CallID != "A" || d.Call.DecidedAt != ev.At || d.Call.DownstreamKey != ev.DownstreamKey {
 		t.Errorf("call %+v (its pending budget must run from the started event's At, %d)", d.Call, ev.At)
 	}
 }
@@ -886,5 +917,32 @@ func TestReadOnlyObligation(t *testing.T) {
 		if len(done.Answers) != 1 || done.Answers[0].To.IntentID != "R1" || done.Answers[0].Status != c.want || done.Answers[0].WasReplay {
 			t.Fatalf("completion answers %+v", done.Answers)
 		}
+	}
+}
+
+// TestDownstreamKeyIsPerCall (issue 12): every new call of a key gets a
+// new downstream key, so that a probe or a native_key tool never answers
+// for an earlier call; the value is pinned, since a change of derivation
+// would give an investigation of a call started before an upgrade another
+// key than its call.
+func TestDownstreamKeyIsPerCall(t *testing.T) {
+	env := saga.Env{Now: t0, Policy: policies}
+	first := saga.Decide(nil, call("A", "x"), env)
+	if got := first.Call.DownstreamKey; got != "tk2_66d3480f0fdcdf2fd9e02e789839e31e3ab881cc" {
+		t.Fatalf("downstream key %s: the derivation changed", got)
+	}
+	rec := saga.Apply(nil, first.Events[0])
+	rec = saga.Apply(rec, saga.Event{Kind: saga.EvOutcome, Tenant: tenant, Key: key, At: t0 + 5, CallID: "A", Status: saga.StatusNotExecuted})
+	env.Now = t0 + 10
+	second := saga.Decide(rec, call("B", "x"), env)
+	if second.Call == nil || second.Call.Attempt != 2 || second.Call.DownstreamKey == first.Call.DownstreamKey {
+		t.Fatalf("the call after not_executed: %+v", second.Call)
+	}
+	// After expiry the attempt counter starts again; the time still
+	// separates the calls.
+	env.Now = t0 + 2*retention
+	third := saga.Decide(nil, call("C", "x"), env)
+	if third.Call.Attempt != 1 || third.Call.DownstreamKey == first.Call.DownstreamKey {
+		t.Fatalf("the call after expiry reuses the first call's key: %+v", third.Call)
 	}
 }

@@ -71,6 +71,10 @@ type Call struct {
 	// DecidedAt (unix ms) is the At of the event that started the call:
 	// its pending budget runs from here (tools.Request.Decided).
 	DecidedAt int64
+	// DownstreamKey is the key the tool sees (downstream.go). Empty for
+	// read-only calls and calls started before it existed: the runtime
+	// then uses the per-key tools.DownstreamKey.
+	DownstreamKey string
 }
 
 // Answer is a result to send to one waiting intent.

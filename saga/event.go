@@ -65,6 +65,10 @@ type Event struct {
 	Attempt     int    `msgpack:"attempt,omitempty"`
 	RunID       string `msgpack:"run_id,omitempty"`
 	ThreadID    string `msgpack:"thread_id,omitempty"`
+	// DownstreamKey (started, compensation_started) is the key the tool
+	// sees for this call (downstream.go); empty in events written before
+	// it existed, whose calls used the per-key tools.DownstreamKey.
+	DownstreamKey string `msgpack:"dk,omitempty"`
 
 	// Outcome, Resolved, CompensationOutcome.
 	CallID string `msgpack:"call_id,omitempty"`
@@ -73,6 +77,9 @@ type Event struct {
 	Err    *Error `msgpack:"err,omitempty"`
 	By     string `msgpack:"by,omitempty"`
 	Reason string `msgpack:"reason,omitempty"`
+	// Forced (resolve, compensation_started): an operator settled or
+	// undid a call that might still reach its tool, explicitly.
+	Forced bool `msgpack:"forced,omitempty"`
 
 	// Started (the origin), Coalesced, Waiting, CompensationStarted,
 	// ReadStarted (who to answer).

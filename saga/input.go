@@ -49,6 +49,10 @@ type Input struct {
 	// (the call settled meanwhile) is refused instead of undoing a success
 	// or settling a newer call. Empty means unconditional (operators).
 	CallID string
+	// Force (resolve, compensate; the control topic only) settles or
+	// undoes a call that may still reach its tool. Without it such a
+	// command is refused until the call's PendingUntil (command.go).
+	Force bool
 
 	// Routing: where it arrived and where it belongs.
 	Partition, Owner int32

@@ -208,13 +208,16 @@ func (m *propModel) resolveOne() {
 		(k.rec.Status == saga.StatusCompensating || k.rec.Status == saga.StatusCompensationUnknown) {
 		outcome = saga.StatusCompensated
 	}
-	m.resolve(k, outcome)
+	m.resolve(k, outcome, rapid.Bool().Draw(m.t, "force"))
 }
 
-func (m *propModel) resolve(k *propKey, outcome saga.Status) saga.Decision {
+// resolve: by the reconciler (force false, only past the deadline in a
+// real run, any time here: the saga must refuse it before), or by an
+// operator who forces it.
+func (m *propModel) resolve(k *propKey, outcome saga.Status, force bool) saga.Decision {
 	id, tag := m.freshID()
 	in := saga.Input{Type: saga.InputResolve, IntentID: id, Tenant: tenant, Key: k.name, ReplyTo: "control",
-		Traceparent: tag, Outcome: outcome, Result: []byte("resolved-" + id), By: "reconciler"}
+		Traceparent: tag, Outcome: outcome, Result: []byte("resolved-" + id), By: "reconciler", Force: force}
 	return m.deliver(k, &delivery{tag: tag, in: in})
 }
 
@@ -228,6 +231,7 @@ func (m *propModel) deliver(k *propKey, d *delivery) saga.Decision {
 	}
 	before := k.rec.Clone()
 	dec := saga.Decide(k.rec, d.in, m.env(k))
+	m.checkNotBeforeDeadline(k, d.in, dec)
 	m.t.Logf("%s %s %s %s on %s (status %s, in flight %v) -> %s %v",
 		d.tag, d.in.Type, d.in.IntentID, d.in.Tool, k.name, statusOf(k.rec), k.inflight != nil, dec.Verdict, kinds(dec.Events))
 	if !reflect.DeepEqual(before, k.rec) {
@@ -435,10 +439,36 @@ func (m *propModel) checkKey(k *propKey) {
 	}
 }
 
-// settleAll ends the history: the process stops, and the reconciler
-// resolves every key left in doubt.
+// checkNotBeforeDeadline: no command settles or undoes a call that may
+// still reach its tool (before its PendingUntil) unless it was forced, and
+// then the event says so (issue 12).
+func (m *propModel) checkNotBeforeDeadline(k *propKey, in saga.Input, dec saga.Decision) {
+	if k.rec == nil || !k.rec.Status.InDoubt() || (in.Type != saga.InputResolve && in.Type != saga.InputCompensate) {
+		return
+	}
+	until := k.rec.PendingUntil
+	if c := k.rec.Comp; c != nil && (k.rec.Status == saga.StatusCompensating || k.rec.Status == saga.StatusCompensationUnknown) {
+		until = c.PendingUntil
+	}
+	if m.now >= until {
+		return
+	}
+	for _, ev := range dec.Events {
+		switch ev.Kind {
+		case saga.EvResolved, saga.EvCompensationStarted, saga.EvCompensationOutcome:
+			if !in.Force || !ev.Forced {
+				m.t.Fatalf("%s %s on %s (%s) %d ms before its deadline: %s (force %v, event forced %v)",
+					in.Type, in.IntentID, k.name, k.rec.Status, until-m.now, ev.Kind, in.Force, ev.Forced)
+			}
+		}
+	}
+}
+
+// settleAll ends the history: the process stops, and once every call's
+// deadline has passed the reconciler resolves every key left in doubt.
 func (m *propModel) settleAll() {
 	m.crash()
+	m.now += 2 * propTTL
 	for _, k := range m.keys {
 		for i := 0; k.rec != nil && k.rec.Status.InDoubt(); i++ {
 			if i == 4 {
@@ -451,7 +481,7 @@ func (m *propModel) settleAll() {
 					outcomes = append([]saga.Status{saga.StatusNotExecuted}, compOutcomes...)
 				}
 			}
-			if dec := m.resolve(k, rapid.SampledFrom(outcomes).Draw(m.t, "finalOutcome")); dec.Verdict != saga.VerdictResolve {
+			if dec := m.resolve(k, rapid.SampledFrom(outcomes).Draw(m.t, "finalOutcome"), false); dec.Verdict != saga.VerdictResolve {
 				m.t.Fatalf("resolve of %s in doubt was %s: %s", k.name, dec.Verdict, dec.Detail)
 			}
 		}

@@ -24,6 +24,10 @@ type Compensation struct {
 	StartedAt   int64  `msgpack:"started_at"`
 	CompletedAt int64  `msgpack:"completed_at,omitempty"`
 	PrevStatus  Status `msgpack:"prev_status"` // restored if the compensation never reached its tool
+	// PendingUntil: the compensation may reach its tool until then (0 in
+	// records from before it was kept: the tool's policy decides).
+	PendingUntil  int64  `msgpack:"pending_until,omitempty"`
+	DownstreamKey string `msgpack:"dk,omitempty"`
 	Result      []byte `msgpack:"result,omitempty"`
 	Err         *Error `msgpack:"err,omitempty"`
 }
@@ -51,6 +55,7 @@ type Record struct {
 	ResolvedBy     string        `msgpack:"resolved_by,omitempty"`  // operator or reconciler that settled it
 	Waiters        []Waiter      `msgpack:"waiters,omitempty"`
 	Comp           *Compensation `msgpack:"comp,omitempty"`
+	DownstreamKey  string        `msgpack:"dk,omitempty"` // the current call's; empty: the legacy per-key one
 	LastEventAt    int64         `msgpack:"last_event_at"`
 }
 

@@ -32,3 +32,14 @@ func writePart(h hash.Hash, s string) {
 	h.Write(n[:])
 	h.Write([]byte(s))
 }
+
+// CallDownstreamKey is the downstream key of one call: recorded, the one
+// its started event carries (a new one per call, saga.callKey); empty, the
+// per-key key of calls started before keys were per call, which their
+// retries and investigations keep.
+func CallDownstreamKey(recorded, tenant, tool, key string) string {
+	if recorded != "" {
+		return recorded
+	}
+	return DownstreamKey(tenant, tool, key)
+}

@@ -130,6 +130,8 @@ func validateHeader(in *Intent, src Source) *Reject {
 		return reject(ReasonMissingField, "field type is required")
 	case in.Type == TypeResolve && src == FromIntents:
 		return reject(ReasonResolveOnIntents, "resolve is accepted only on the control topic")
+	case in.Force && src == FromIntents:
+		return reject(ReasonResolveOnIntents, "force is accepted only on the control topic")
 	case in.Type != TypeCall && in.Type != TypeCompensate && in.Type != TypeResolve:
 		return reject(ReasonInvalidField, "field type %q is not call, compensate or resolve", in.Type)
 	}

@@ -63,6 +63,12 @@ type Intent struct {
 	// doubt: that compensation) is the key's current one and in doubt,
 	// and is rejected (invalid_command) otherwise. The reconciler sets it.
 	CallID string `msgpack:"call_id,omitempty"`
+
+	// Force (resolve, compensate; the control topic only): settle or undo
+	// a call that may still reach its tool, before its pending_ttl has
+	// passed. Recorded in the event log (forced). Refused on Intents: an
+	// agent never forces.
+	Force bool `msgpack:"force,omitempty"`
 }
 
 // RoutingKey is the intent's Kafka key.
