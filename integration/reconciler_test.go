@@ -70,7 +70,8 @@ func (s *effects) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	var args map[string]any
 	_ = json.NewDecoder(r.Body).Decode(&args)
-	ans, first := s.act(r.URL.Path, key, args)
+	logical := r.Header.Get("X-Tool-Tenant") + "/" + r.Header.Get("X-Tool-Key")
+	ans, first := s.act(r.URL.Path, key, logical, args)
 	if first && s.lose.Load() && r.URL.Path != "/refund" {
 		<-r.Context().Done() // the effect happened; the answer never comes
 		return
@@ -79,16 +80,20 @@ func (s *effects) serve(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(ans)
 }
 
-// act performs (or, for /native with a known key, replays) one effect.
-func (s *effects) act(path, key string, args map[string]any) (any, bool) {
+// act performs (or, for /native with a known downstream key, replays)
+// one effect. Requests and effects are counted by the logical key
+// (tenant/key, from the X-Tool-* headers): each call of a key has its own
+// downstream key, so a second effect of one call under another key shows
+// as two effects of the logical key.
+func (s *effects) act(path, key, logical string, args map[string]any) (any, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requests[path+" "+key]++
+	s.requests[path+" "+logical]++
 	if prev, ok := s.answer[key]; ok && path == "/native" {
 		return prev, false
 	}
-	s.effect[path+" "+key]++
-	n := s.effect[path+" "+key]
+	s.effect[path+" "+logical]++
+	n := s.effect[path+" "+logical]
 	ans := map[string]any{"effect_id": fmt.Sprintf("fx-%s-%d", key[len(key)-6:], n), "args": args}
 	if path == "/refund" {
 		ans = map[string]any{"refunded": true}
@@ -146,11 +151,11 @@ func (s *effects) openGate() {
 }
 
 // effectsOf is the number of effects tool path performed for (tenant,
-// tool, key): the ledger that must show exactly one.
-func (s *effects) effectsOf(path, tenant, tool, key string) int {
+// key), under any downstream key: the ledger that must show exactly one.
+func (s *effects) effectsOf(path, tenant, _, key string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.effect[path+" "+tools.DownstreamKey(tenant, tool, key)]
+	return s.effect[path+" "+tenant+"/"+key]
 }
 
 // totalEffects counts the effects of tool path over every key: a retry
@@ -167,10 +172,10 @@ func (s *effects) totalEffects(path string) int {
 	return n
 }
 
-func (s *effects) requestsOf(path, tenant, tool, key string) int {
+func (s *effects) requestsOf(path, tenant, _, key string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.requests[path+" "+tools.DownstreamKey(tenant, tool, key)]
+	return s.requests[path+" "+tenant+"/"+key]
 }
 
 func (s *effects) probeCount() int {
