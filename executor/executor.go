@@ -169,7 +169,9 @@ func (e *Executor) clientOpts() []kgo.Opt {
 // after it, and while the member refuses to decide because the topics'
 // partitions changed (layout.go) or a partition's log has a gap
 // (gaps.go).
-func (e *Executor) Ready() bool { return e.ready.Load() && !e.layoutRefused.Load() && e.gapCount.Load() == 0 }
+func (e *Executor) Ready() bool {
+	return e.ready.Load() && !e.layoutRefused.Load() && e.gapCount.Load() == 0
+}
 
 // Store exposes the view, read-only by convention (history, tests).
 func (e *Executor) Store() *state.Store { return e.store }
