@@ -26,10 +26,13 @@ import (
 	"github.com/atmostonce/toolexec/topics"
 )
 
-// effects is a real HTTP tool server that records every effect per
-// Idempotency-Key. By default the first request of a key performs the
-// effect and then never answers (the executor's attempt times out): the
-// crash window, made on purpose.
+// effects is a real HTTP tool server that records every effect. Effects
+// and requests are counted per logical key (the X-Tool-Tenant and
+// X-Tool-Key headers), so that a second effect of a key shows whatever
+// downstream key it came under; replays and the probe go by
+// Idempotency-Key, as a real downstream's would. By default the first
+// request of a downstream key performs the effect and then never answers
+// (the executor's attempt times out): the crash window, made on purpose.
 //
 //	POST /native   honours the key like Stripe: a later request with the
 //	               same key gets the stored answer, without a second effect
@@ -39,19 +42,22 @@ import (
 //	POST /refund   the compensating tool: one compensation per request
 type effects struct {
 	srv  *httptest.Server
-	lose atomic.Bool // the first request of a key hangs after its effect
+	lose atomic.Bool // the first request of a downstream key hangs after its effect
 
 	mu       sync.Mutex
-	effect   map[string]int // tool path + key -> effects performed
-	answer   map[string]any // key -> the answer of its first effect
-	requests map[string]int // tool path + key -> requests received
+	effect   map[string]int             // tool path + logical key -> effects performed
+	requests map[string]int             // tool path + logical key -> requests received
+	dks      map[string]map[string]bool // tool path + logical key -> downstream keys it came under
+	answer   map[string]any             // downstream key -> the answer of its first effect
+	perDK    map[string]int             // tool path + downstream key -> effects
 	probes   int
 	gate     chan struct{} // probes wait while it is open (not nil, not closed)
 	probed   chan string
 }
 
 func newEffects(t *testing.T) *effects {
-	s := &effects{effect: map[string]int{}, answer: map[string]any{}, requests: map[string]int{}, probed: make(chan string, 64)}
+	s := &effects{effect: map[string]int{}, answer: map[string]any{}, requests: map[string]int{}, dks: map[string]map[string]bool{},
+		perDK: map[string]int{}, probed: make(chan string, 64)}
 	s.lose.Store(true)
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(func() {
@@ -63,14 +69,15 @@ func newEffects(t *testing.T) *effects {
 }
 
 func (s *effects) serve(w http.ResponseWriter, r *http.Request) {
-	key := r.Header.Get("Idempotency-Key")
+	dk := r.Header.Get("Idempotency-Key")
 	if r.URL.Path == "/status" {
 		s.probe(w, r)
 		return
 	}
 	var args map[string]any
 	_ = json.NewDecoder(r.Body).Decode(&args)
-	ans, first := s.act(r.URL.Path, key, args)
+	logical := r.URL.Path + " " + r.Header.Get("X-Tool-Tenant") + "/" + r.Header.Get("X-Tool-Key")
+	ans, first := s.act(r.URL.Path, logical, dk, args)
 	if first && s.lose.Load() && r.URL.Path != "/refund" {
 		<-r.Context().Done() // the effect happened; the answer never comes
 		return
@@ -79,22 +86,28 @@ func (s *effects) serve(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(ans)
 }
 
-// act performs (or, for /native with a known key, replays) one effect.
-func (s *effects) act(path, key string, args map[string]any) (any, bool) {
+// act performs (or, for /native with a known downstream key, replays) one
+// effect.
+func (s *effects) act(path, logical, dk string, args map[string]any) (any, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requests[path+" "+key]++
-	if prev, ok := s.answer[key]; ok && path == "/native" {
+	s.requests[logical]++
+	if s.dks[logical] == nil {
+		s.dks[logical] = map[string]bool{}
+	}
+	s.dks[logical][dk] = true
+	if prev, ok := s.answer[dk]; ok && path == "/native" {
 		return prev, false
 	}
-	s.effect[path+" "+key]++
-	n := s.effect[path+" "+key]
-	ans := map[string]any{"effect_id": fmt.Sprintf("fx-%s-%d", key[len(key)-6:], n), "args": args}
+	s.effect[logical]++
+	s.perDK[path+" "+dk]++
+	n := s.perDK[path+" "+dk]
+	ans := map[string]any{"effect_id": fmt.Sprintf("fx-%s-%d", dk[len(dk)-6:], n), "args": args}
 	if path == "/refund" {
 		ans = map[string]any{"refunded": true}
 	}
-	if _, ok := s.answer[key]; !ok {
-		s.answer[key] = ans
+	if _, ok := s.answer[dk]; !ok {
+		s.answer[dk] = ans
 	}
 	return ans, n == 1
 }
@@ -146,11 +159,11 @@ func (s *effects) openGate() {
 }
 
 // effectsOf is the number of effects tool path performed for (tenant,
-// tool, key): the ledger that must show exactly one.
-func (s *effects) effectsOf(path, tenant, tool, key string) int {
+// key), under any downstream key: the ledger that must show exactly one.
+func (s *effects) effectsOf(path, tenant, key string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.effect[path+" "+tools.DownstreamKey(tenant, tool, key)]
+	return s.effect[path+" "+tenant+"/"+key]
 }
 
 // totalEffects counts the effects of tool path over every key: a retry
@@ -167,10 +180,22 @@ func (s *effects) totalEffects(path string) int {
 	return n
 }
 
-func (s *effects) requestsOf(path, tenant, tool, key string) int {
+func (s *effects) requestsOf(path, tenant, key string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.requests[path+" "+tools.DownstreamKey(tenant, tool, key)]
+	return s.requests[path+" "+tenant+"/"+key]
+}
+
+// downstreamKeys lists the downstream keys (tenant, key) reached tool path
+// under, in no order.
+func (s *effects) downstreamKeys(path, tenant, key string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for dk := range s.dks[path+" "+tenant+"/"+key] {
+		out = append(out, dk)
+	}
+	return out
 }
 
 func (s *effects) probeCount() int {
@@ -364,11 +389,11 @@ func TestReconcileNativeKeyRetriesWithSameKey(t *testing.T) {
 	if a.WasReplay || !b.WasReplay || fmt.Sprint(a.Result) != fmt.Sprint(b.Result) || !strings.Contains(fmt.Sprint(a.Result), "fx-") {
 		t.Fatalf("answers differ or were not the tool's: %+v / %+v", a, b)
 	}
-	if n, all := fx.effectsOf("/native", "default", "r.native", "nk-1"), fx.totalEffects("/native"); n != 1 || all != 1 {
+	if n, all := fx.effectsOf("/native", "default", "nk-1"), fx.totalEffects("/native"); n != 1 || all != 1 {
 		t.Fatalf("effects %d (%d under any key), want exactly 1", n, all)
 	}
-	if n := fx.requestsOf("/native", "default", "r.native", "nk-1"); n != 2 {
-		t.Fatalf("requests %d, want 2: the call and the reconciler's retry with the same key", n)
+	if n, dks := fx.requestsOf("/native", "default", "nk-1"), fx.downstreamKeys("/native", "default", "nk-1"); n != 2 || len(dks) != 1 {
+		t.Fatalf("requests %d under downstream keys %v, want 2 under one: the call and the reconciler's retry with the same key", n, dks)
 	}
 	settledBy(t, e, "nk-1", saga.EvResolved, "reconciler")
 	m := r.rc.Metrics()
@@ -393,7 +418,7 @@ func TestReconcileProbeFindsTheEffect(t *testing.T) {
 	in := topics.Intent{Tool: "r.probe", Key: "pr-1", Args: map[string]any{"deploy": "api"}}
 	first := e.send(in)
 	a.exited(t, 60*time.Second)
-	if n := fx.effectsOf("/plain", "default", "r.probe", "pr-1"); n != 1 {
+	if n := fx.effectsOf("/plain", "default", "pr-1"); n != 1 {
 		t.Fatalf("effects before the crash %d, want 1", n)
 	}
 	e.startProc(yaml, "")
@@ -407,7 +432,7 @@ func TestReconcileProbeFindsTheEffect(t *testing.T) {
 			t.Fatalf("answer to %s: %+v", id, got)
 		}
 	}
-	if n := fx.effectsOf("/plain", "default", "r.probe", "pr-1"); n != 1 {
+	if n := fx.effectsOf("/plain", "default", "pr-1"); n != 1 {
 		t.Fatalf("effects %d, want exactly 1", n)
 	}
 	ev := settledBy(t, e, "pr-1", saga.EvResolved, "reconciler")
@@ -435,16 +460,50 @@ func TestReconcileProbeNotExecuted(t *testing.T) {
 
 	e.startReconciler(reg, "", nil)
 	waitAnswers(t, res, topics.StatusNotExecuted, first, dup)
-	if fx.probeCount() == 0 || fx.requestsOf("/plain", "default", "r.probe", "pn-1") != 0 {
-		t.Fatalf("probes %d, tool requests %d: want the probe asked and the tool never reached", fx.probeCount(), fx.requestsOf("/plain", "default", "r.probe", "pn-1"))
+	if fx.probeCount() == 0 || fx.requestsOf("/plain", "default", "pn-1") != 0 {
+		t.Fatalf("probes %d, tool requests %d: want the probe asked and the tool never reached", fx.probeCount(), fx.requestsOf("/plain", "default", "pn-1"))
 	}
 	fx.lose.Store(false)
 	again := res.waitResult(t, e.send(in), 60*time.Second)
 	if again.Status != topics.StatusSucceeded || again.PreviousStatus != topics.StatusNotExecuted || again.Attempt != 2 {
 		t.Fatalf("the next intent: %+v", again)
 	}
-	if n := fx.effectsOf("/plain", "default", "r.probe", "pn-1"); n != 1 {
+	if n := fx.effectsOf("/plain", "default", "pn-1"); n != 1 {
 		t.Fatalf("effects %d, want exactly 1", n)
+	}
+}
+
+// A key settled not_executed and called again acts under a new downstream
+// key, and its answer is lost: the reconciler must probe that call, under
+// its key, and find the effect. Under the key of the first call (which
+// never reached the tool) the probe answers 404, and the reconciler
+// settled the second call not_executed although it acted, freeing the key
+// for a second effect (issue 12: "the downstream key is reused").
+func TestReconcileProbeAfterNotExecutedAsksTheNewCall(t *testing.T) {
+	e := newEnv(t, 2)
+	fx := newEffects(t)
+	yaml := fx.toolsYAML()
+	reg := registry(t, yaml)
+	res := e.collect(e.names.Results)
+	a := e.startProc(yaml, "", "TOOLEXEC_FAULT=after_started_commit:exit:pg-1")
+	in := topics.Intent{Tool: "r.probe", Key: "pg-1", Args: map[string]any{"deploy": "db"}}
+	first := e.send(in)
+	a.exited(t, 60*time.Second)
+	e.startProc(yaml, "")
+	e.startReconciler(reg, "", nil)
+	waitAnswers(t, res, topics.StatusNotExecuted, first)
+
+	second := e.send(in) // lose is on: it acts, and its answer never comes
+	got := res.waitResult(t, second, 60*time.Second)
+	if got.Status != topics.StatusSucceeded || !strings.Contains(fmt.Sprint(got.Result), "fx-") {
+		t.Fatalf("the second call acted and was answered %+v, want succeeded with the tool's result", got)
+	}
+	if n, dks := fx.effectsOf("/plain", "default", "pg-1"), fx.downstreamKeys("/plain", "default", "pg-1"); n != 1 || len(dks) != 1 {
+		t.Fatalf("effects %d under downstream keys %v, want exactly 1", n, dks)
+	}
+	ev := settledBy(t, e, "pg-1", saga.EvResolved, "reconciler")
+	if ev.CallID != first {
+		t.Fatalf("the first resolve is for %s, want %s", ev.CallID, first)
 	}
 }
 
@@ -463,10 +522,10 @@ func TestReconcileCompensatableCompensatesOnce(t *testing.T) {
 
 	e.startReconciler(reg, "", nil)
 	waitAnswers(t, res, topics.StatusCompensated, first, dup)
-	if n := fx.effectsOf("/plain", "default", "r.comp", "cp-1"); n != 1 {
+	if n := fx.effectsOf("/plain", "default", "cp-1"); n != 1 {
 		t.Fatalf("effects %d, want exactly 1", n)
 	}
-	if n, all := fx.effectsOf("/refund", "default", "r.refund", "cp-1"), fx.totalEffects("/refund"); n != 1 || all != 1 {
+	if n, all := fx.effectsOf("/refund", "default", "cp-1"), fx.totalEffects("/refund"); n != 1 || all != 1 {
 		t.Fatalf("compensations %d (%d under any key), want exactly 1", n, all)
 	}
 	ev := settledBy(t, e, "cp-1", saga.EvCompensationStarted, "reconciler")
@@ -520,7 +579,7 @@ func TestReconcileIrreversibleEscalatesUntilResolved(t *testing.T) {
 	}
 	settledBy(t, e, "ir-1", saga.EvResolved, "alice")
 	waitFor(t, 30*time.Second, "the escalated gauge to drop", func() bool { return metricValue(t, m.Escalated.WithLabelValues("r.irrev")) == 0 })
-	if n := fx.effectsOf("/plain", "default", "r.irrev", "ir-1"); n != 1 {
+	if n := fx.effectsOf("/plain", "default", "ir-1"); n != 1 {
 		t.Fatalf("effects %d, want exactly 1", n)
 	}
 }
@@ -556,7 +615,7 @@ func TestReconcilerKilledDuringProbe(t *testing.T) {
 	if n := countType(commands(ctl, "default", "kp-1"), topics.TypeResolve); n != 1 {
 		t.Fatalf("%d resolve commands, want 1", n)
 	}
-	if n := fx.effectsOf("/plain", "default", "r.probe", "kp-1"); n != 1 {
+	if n := fx.effectsOf("/plain", "default", "kp-1"); n != 1 {
 		t.Fatalf("effects %d, want exactly 1", n)
 	}
 	_ = reg
@@ -627,10 +686,10 @@ func TestReconcilerCrashAroundCompensate(t *testing.T) {
 					t.Fatalf("command %+v; the compensation was started by %s for call %s", cmd, ev.IntentID, first)
 				}
 			}
-			if n := fx.effectsOf("/refund", "default", "r.refund", "cc-1"); n != 1 {
+			if n := fx.effectsOf("/refund", "default", "cc-1"); n != 1 {
 				t.Fatalf("compensations %d, want exactly 1", n)
 			}
-			if n := fx.effectsOf("/plain", "default", "r.comp", "cc-1"); n != 1 {
+			if n := fx.effectsOf("/plain", "default", "cc-1"); n != 1 {
 				t.Fatalf("effects %d, want exactly 1", n)
 			}
 		})

@@ -256,10 +256,10 @@ func TestReconcilerSubjectOf(t *testing.T) {
 	}
 	lookup := func(n string) (tools.Spec, bool) { s, ok := specs[n]; return s, ok }
 	rec := &saga.Record{Tenant: "acme", Key: "k1", Tool: "pay", Status: saga.StatusStarted, CalledAt: 1000, PendingUntil: 61_000,
-		Origin: saga.Waiter{IntentID: "A"}, Waiters: []saga.Waiter{{IntentID: "B"}}}
+		Origin: saga.Waiter{IntentID: "A"}, Waiters: []saga.Waiter{{IntentID: "B"}}, DownstreamKey: "tk2_a"}
 	s, ok := subjectOf(rec, lookup)
 	want := Subject{Tenant: "acme", Key: "k1", Phase: PhaseCall, CallID: "A", Tool: "pay", Class: tools.Compensatable,
-		CompensateWith: "refund", Status: saga.StatusStarted, CalledAt: 1000, Deadline: 61_000, Waiters: 1}
+		DownstreamKey: "tk2_a", CompensateWith: "refund", Status: saga.StatusStarted, CalledAt: 1000, Deadline: 61_000, Waiters: 1}
 	if !ok || s != want {
 		t.Errorf("call: %+v, want %+v", s, want)
 	}
