@@ -8,6 +8,7 @@ import (
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
+	"github.com/atmostonce/toolexec/topics"
 )
 
 // fold folds every polled event of an owned partition into the view: one
@@ -51,6 +52,7 @@ func (r *Reconciler) foldPartition(p int32, o *partition, recs []*kgo.Record) er
 		return fmt.Errorf("%w: %w", ErrFatal, err)
 	}
 	o.next = next
+	o.forget(f.touched())
 	return nil
 }
 
@@ -115,6 +117,16 @@ func (f *folder) commit(topic string, p int32, next int64) error {
 		return err
 	}
 	return b.Commit(state.Sync)
+}
+
+// touched lists the routing keys of the records this poll changed.
+func (f *folder) touched() []string {
+	out := make([]string, 0, len(f.cur))
+	for rk := range f.cur {
+		tenant, key := splitRK(rk)
+		out = append(out, topics.RoutingKey(tenant, key))
+	}
+	return out
 }
 
 // splitRK splits the overlay key "<tenant> 0x00 <key>"; tenants never hold
