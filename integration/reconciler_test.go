@@ -217,7 +217,12 @@ func (s *effects) toolsYAML() string {
 		entry("r.probe", "probe", "/plain", fmt.Sprintf("    probe_url: %q\n", u+"/status")) +
 		entry("r.comp", "compensatable", "/plain", "    compensate_with: r.refund\n") +
 		entry("r.refund", "native_key", "/refund", "") +
-		entry("r.irrev", "irreversible", "/plain", "")
+		entry("r.irrev", "irreversible", "/plain", "") +
+		entry("r.comp2", "compensatable", "/plain", "    compensate_with: r.gone\n") +
+		// Port 1 refuses every connection: each compensation by r.gone comes
+		// back not_executed.
+		fmt.Sprintf("  - name: r.gone\n    class: native_key\n    url: %q\n    timeout: 1s\n    pending_ttl: 3s\n    retention: 1h\n    retries: 0\n",
+			"http://127.0.0.1:1/refund")
 }
 
 // recon is a reconciler running in the test process.
@@ -531,6 +536,44 @@ func TestReconcileCompensatableCompensatesOnce(t *testing.T) {
 	ev := settledBy(t, e, "cp-1", saga.EvCompensationStarted, "reconciler")
 	if cmds := commands(ctl, "default", "cp-1"); countType(cmds, topics.TypeCompensate) != 1 || cmds[0].CallID != first || cmds[0].ID != ev.IntentID {
 		t.Fatalf("compensate commands %+v, want one for call %s", cmds, first)
+	}
+}
+
+// compensatable, with a compensating tool that refuses every connection:
+// each compensation comes back not_executed and the call is in doubt
+// again. The reconciler counts those rounds and escalates the key after
+// MaxAttempts; the first version compensated again for ever (issue 12).
+func TestReconcileCompensationNeverReachingItsToolEscalates(t *testing.T) {
+	e := newEnv(t, 2)
+	fx := newEffects(t)
+	reg := registry(t, fx.toolsYAML())
+	e.startInproc(reg, nil)
+	res := e.collect(e.names.Results)
+	ctl := e.collect(e.names.Control)
+	in := topics.Intent{Tool: "r.comp2", Key: "cg-1", Args: map[string]any{"amount": 4}}
+	first, dup := e.inDoubtPair(res, in)
+
+	r := e.startReconciler(reg, "", nil)
+	m := r.rc.Metrics()
+	waitFor(t, 90*time.Second, "the escalation", func() bool { return metricValue(t, m.Escalated.WithLabelValues("r.comp2")) == 1 })
+	time.Sleep(2 * time.Second) // a compensate after the escalation would be on the topic by now
+	cmds := commands(ctl, "default", "cg-1")
+	ids := map[string]bool{}
+	for _, c := range cmds {
+		ids[c.ID] = true
+	}
+	if n := countType(cmds, topics.TypeCompensate); n != testPolicy.MaxAttempts || len(ids) != testPolicy.MaxAttempts {
+		t.Fatalf("%d compensate commands (%d ids), want one per round: %d", n, len(ids), testPolicy.MaxAttempts)
+	}
+	for _, id := range []string{first, dup} {
+		for _, got := range res.results(id) {
+			if topics.Terminal(got.Status) {
+				t.Fatalf("%s was answered %s (%+v) while its key is escalated", id, got.Status, got.Error)
+			}
+		}
+	}
+	if n := fx.effectsOf("/plain", "default", "cg-1"); n != 1 {
+		t.Fatalf("effects %d, want exactly 1", n)
 	}
 }
 

@@ -35,7 +35,7 @@ func (p *probeRecorder) Probe(_ context.Context, dk string) tools.Outcome {
 // the key for a third call (issue 12, "the downstream key is reused").
 func TestReconcilerProbesTheCallInDoubtUnderItsOwnDownstreamKey(t *testing.T) {
 	st := viewStore(t)
-	r := &Reconciler{store: st, owned: map[int32]*partition{0: {epoch: 1}}}
+	r := &Reconciler{store: st, cfg: Config{Now: time.Now}, owned: map[int32]*partition{0: {epoch: 1}}}
 	r.cfg.Names.Events = "ev"
 	w := func(id string, at int64) *saga.Waiter { return &saga.Waiter{IntentID: id, Type: "call", At: at} }
 	first := saga.Event{Kind: saga.EvStarted, Tenant: "acme", Key: "k1", At: 1, IntentID: "A", Tool: "deploy",

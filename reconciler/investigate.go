@@ -48,7 +48,7 @@ func (r *Reconciler) examine(ctx context.Context, now int64, p int32, rec *saga.
 // investigation loads what is remembered of subj's investigation; nil
 // when nothing is, or when it belongs to an earlier subject of the key.
 func (r *Reconciler) investigation(subj Subject) (*Investigation, error) {
-	b, err := r.store.Aux(investigationKey(subj.Tenant, subj.Key))
+	b, err := r.store.Aux(investigationKey(subj.Tenant, subj.Key, subj.Phase))
 	if err != nil || b == nil {
 		return nil, err
 	}
@@ -180,7 +180,7 @@ func (r *Reconciler) remember(subj Subject, inv *Investigation) error {
 		return fmt.Errorf("%w: %w", ErrFatal, err)
 	}
 	b := r.store.NewBatch()
-	if err := b.PutAux(investigationKey(subj.Tenant, subj.Key), v); err != nil {
+	if err := b.PutAux(investigationKey(subj.Tenant, subj.Key, inv.Phase), v); err != nil {
 		b.Discard()
 		return fmt.Errorf("%w: %w", ErrFatal, err)
 	}

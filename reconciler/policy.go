@@ -93,6 +93,10 @@ func Plan(now int64, s Subject, inv *Investigation, p Policy) Step {
 		return Step{Kind: StepIdle, Inv: cur}
 	case cur.Sent != nil:
 		return afterSent(now, s, cur, p)
+	case cur.Attempts >= p.MaxAttempts:
+		// Rounds can fail outside a Judge: a compensation that came back
+		// without reaching its tool is counted by the view's fold.
+		return escalate(now, cur, fmt.Sprintf("%d rounds without settling the key; last: %s", cur.Attempts, cur.Reason))
 	case now < cur.NextAt:
 		return Step{Kind: StepWait, At: cur.NextAt, Inv: cur, Changed: changed}
 	}
@@ -134,8 +138,12 @@ func undecidable(s Subject) string {
 	return fmt.Sprintf("tool %q of class %s cannot be investigated", s.Tool, s.Class)
 }
 
+// compensate sends a compensate command. Its id is the same for every
+// resend within one round (the saga sees one compensation however often
+// it arrives), and new for each round after a compensation came back
+// not_executed.
 func compensate(now int64, s Subject, inv Investigation) Step {
-	cmd := &Command{Type: topics.TypeCompensate, ID: commandID(s, topics.TypeCompensate, 0), Tenant: s.Tenant, Key: s.Key,
+	cmd := &Command{Type: topics.TypeCompensate, ID: commandID(s, topics.TypeCompensate, inv.Compensations), Tenant: s.Tenant, Key: s.Key,
 		CallID: s.CallID, Reason: fmt.Sprintf("in doubt past pending_ttl; compensating with %s", s.CompensateWith)}
 	inv.Sent = &Sent{Type: cmd.Type, ID: cmd.ID, At: now}
 	inv.Reason = cmd.Reason

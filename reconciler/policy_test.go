@@ -279,8 +279,15 @@ func TestReconcilerSubjectOf(t *testing.T) {
 	if _, ok := subjectOf(settled, lookup); ok {
 		t.Error("a settled key has a subject")
 	}
-	if identity(rec) == identity(comp) || identity(settled) != "" || identity(nil) != "" {
-		t.Errorf("identities %q %q %q", identity(rec), identity(comp), identity(settled))
+	comp.Comp.PrevStatus = saga.StatusStarted
+	if callIdentity(rec) != "A" || callIdentity(comp) != "A" || compensationIdentity(comp) != "K" || compensationIdentity(rec) != "" ||
+		callIdentity(settled) != "" || callIdentity(nil) != "" || compensationIdentity(nil) != "" {
+		t.Errorf("identities: call %q %q %q, compensation %q %q", callIdentity(rec), callIdentity(comp), callIdentity(settled),
+			compensationIdentity(rec), compensationIdentity(comp))
+	}
+	comp.Comp.PrevStatus = saga.StatusSucceeded // an agent undoing a success: no call in doubt
+	if callIdentity(comp) != "" {
+		t.Errorf("the compensation of a succeeded call keeps a call investigation alive")
 	}
 }
 

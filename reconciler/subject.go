@@ -108,16 +108,27 @@ func compensationDeadline(c *saga.Compensation, ttl time.Duration) int64 {
 	return c.StartedAt + ttl.Milliseconds()
 }
 
-// identity names the investigation a record calls for: the phase and the
-// call id of what is in doubt, or "" when nothing is. When a key's
-// identity changes, whatever was known about its previous investigation
-// is obsolete.
-func identity(rec *saga.Record) string {
-	if rec == nil || !rec.Status.InDoubt() {
+// callIdentity is the call whose investigation a record keeps alive: the
+// call in doubt, also while a compensation of it runs or is in doubt (its
+// rounds belong to the call's investigation); "" when none. When it
+// changes, the call's investigation is obsolete.
+func callIdentity(rec *saga.Record) string {
+	switch {
+	case rec == nil:
+		return ""
+	case rec.Status == saga.StatusStarted || rec.Status == saga.StatusUnknown:
+		return rec.Origin.IntentID
+	case compensationIdentity(rec) != "" && (rec.Comp.PrevStatus == saga.StatusStarted || rec.Comp.PrevStatus == saga.StatusUnknown):
+		return rec.Origin.IntentID
+	}
+	return ""
+}
+
+// compensationIdentity is the compensation in doubt (running or unknown)
+// of a record, "" when none.
+func compensationIdentity(rec *saga.Record) string {
+	if rec == nil || rec.Comp == nil || (rec.Status != saga.StatusCompensating && rec.Status != saga.StatusCompensationUnknown) {
 		return ""
 	}
-	if rec.Comp != nil && (rec.Status == saga.StatusCompensating || rec.Status == saga.StatusCompensationUnknown) {
-		return PhaseCompensation.String() + "/" + rec.Comp.Origin.IntentID
-	}
-	return PhaseCall.String() + "/" + rec.Origin.IntentID
+	return rec.Comp.Origin.IntentID
 }
