@@ -219,6 +219,7 @@ func (s *effects) toolsYAML() string {
 		entry("r.refund", "native_key", "/refund", "") +
 		entry("r.irrev", "irreversible", "/plain", "") +
 		entry("r.comp2", "compensatable", "/plain", "    compensate_with: r.gone\n") +
+		strings.Replace(entry("r.slow", "irreversible", "/plain", ""), "pending_ttl: 3s", "pending_ttl: 5m", 1) +
 		// Port 1 refuses every connection: each compensation by r.gone comes
 		// back not_executed.
 		fmt.Sprintf("  - name: r.gone\n    class: native_key\n    url: %q\n    timeout: 1s\n    pending_ttl: 3s\n    retention: 1h\n    retries: 0\n",
@@ -627,6 +628,37 @@ func TestReconcileIrreversibleEscalatesUntilResolved(t *testing.T) {
 	}
 }
 
+// An operator's resolve before the call's pending_ttl passed is refused
+// (the call may still reach its tool), and the CLI says so and names
+// --force; with --force the key is settled, and the event log records
+// that it was forced (issue 12 §4).
+func TestReconcilerResolveBeforePendingTTLNeedsForce(t *testing.T) {
+	e := newEnv(t, 2)
+	fx := newEffects(t)
+	reg := registry(t, fx.toolsYAML())
+	e.startInproc(reg, nil)
+	res := e.collect(e.names.Results)
+	first := e.send(topics.Intent{Tool: "r.slow", Key: "rf-1", Args: map[string]any{"n": 1}})
+	waitPending(t, res, first, 60*time.Second)
+
+	args := []string{"resolve", "--brokers", brokers[0], "--topic-prefix", e.prefix, "--key", "rf-1",
+		"--outcome", "succeeded", "--result", `{"checked":true}`, "--by", "alice", "--reason", "seen in the tool's log"}
+	out, stderr, err := runReconcilerCLIStatus(t, args...)
+	if err == nil || !strings.Contains(stderr, "--force") || !strings.Contains(stderr, "pending_ttl") || !strings.Contains(string(out), `"rejected"`) {
+		t.Fatalf("a resolve within the pending_ttl: err %v\nstdout %s\nstderr %s", err, out, stderr)
+	}
+	if got := res.results(first); len(got) != 1 || got[0].Status != topics.StatusPending {
+		t.Fatalf("the refused resolve answered the call: %+v", got)
+	}
+	runReconcilerCLI(t, append(args, "--force")...)
+	if got := res.waitResult(t, first, 30*time.Second); got.Status != topics.StatusSucceeded || fmt.Sprint(got.Result) != "map[checked:true]" {
+		t.Fatalf("answer after the forced resolve: %+v", got)
+	}
+	if ev := settledBy(t, e, "rf-1", saga.EvResolved, "alice"); !ev.Forced {
+		t.Fatalf("the resolve event does not say it was forced: %+v", ev)
+	}
+}
+
 // A reconciler killed (kill -9) while its probe is blocked, and restarted
 // on the same data directory, probes again and settles the key once: no
 // second effect, one resolve.
@@ -804,6 +836,18 @@ func runReconcilerCLI(t *testing.T, args ...string) []byte {
 		t.Fatalf("reconciler %s: %v\n%s\n%s", args[0], err, out, stderr.String())
 	}
 	return out
+}
+
+// runReconcilerCLIStatus runs an operator subcommand that may fail.
+func runReconcilerCLIStatus(t *testing.T, args ...string) ([]byte, string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, reconcilerBinary(t), args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	return out, stderr.String(), err
 }
 
 // startReconcilerProc runs the reconciler binary on dataDir.
