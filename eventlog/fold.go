@@ -123,7 +123,7 @@ func (f *folder) foldRecord(ev *saga.Event) error {
 }
 
 func (f *folder) foldRead(ev *saga.Event) {
-	k := string(ReadKey(f.partition, ev.IntentID))
+	k := string(ReadKeyOf(f.partition, ev))
 	if ev.Kind == saga.EvReadStarted {
 		f.reads[k] = ev
 	} else {

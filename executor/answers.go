@@ -28,6 +28,7 @@ func (t *tick) answer(a saga.Answer) {
 }
 
 func (t *tick) produceResult(res *topics.Result, replyTo, traceparent string, key []byte) {
+	topic := t.replyTopic(res, replyTo)
 	b, err := topics.EncodeResult(res)
 	if err != nil {
 		t.e.cfg.Logger.Error("cannot encode result; answering with an error instead", "intent", res.IntentID, "err", err)
@@ -35,15 +36,37 @@ func (t *tick) produceResult(res *topics.Result, replyTo, traceparent string, ke
 		res.Error = &topics.ErrorInfo{Code: "result_not_encodable", Message: err.Error()}
 		b, _ = topics.EncodeResult(res)
 	}
-	topic := t.e.cfg.Names.Results
-	if replyTo != "" && t.e.replies.check(replyTo) == "" {
-		topic = replyTo
+	if len(key) > maxAnswerKeyBytes {
+		key = key[:maxAnswerKeyBytes] // a rejected record's own Kafka key, which may be anything
 	}
 	r := &kgo.Record{Topic: topic, Partition: topics.Partition(string(key), t.e.replies.partitions(topic)), Key: key, Value: b}
 	if traceparent != "" {
 		r.Headers = []kgo.RecordHeader{{Key: "traceparent", Value: []byte(traceparent)}}
 	}
-	t.out = append(t.out, r)
+	t.produce(r)
+}
+
+// maxAnswerKeyBytes bounds an answer's Kafka key: a routing key is at
+// most a 64-byte tenant, "/" and a 256-byte key.
+const maxAnswerKeyBytes = 64 + 1 + topics.MaxKeyBytes
+
+// replyTopic is where res goes: its reply_to when that can take it, else
+// the results topic, with the reason in the answer (issue 12: a reply_to
+// that is missing or was deleted while the answer was owed). An origin
+// isolated after a failure always answers on the results topic.
+func (t *tick) replyTopic(res *topics.Result, replyTo string) string {
+	if replyTo == "" {
+		return t.e.cfg.Names.Results
+	}
+	if t.e.poison.isolated(t.origin) > 0 {
+		res.ReplyToError = "an earlier answer to " + replyTo + " could not be produced; answered on the results topic"
+		return t.e.cfg.Names.Results
+	}
+	if why := t.e.replies.check(replyTo); why != "" {
+		res.ReplyToError = why
+		return t.e.cfg.Names.Results
+	}
+	return replyTo
 }
 
 // reject answers an input that could not be decided, where it can be
@@ -68,20 +91,46 @@ func (t *tick) reject(r *kgo.Record, rej *topics.Reject) {
 func (t *tick) deadLetter(r *kgo.Record, reason, detail, id, tenant, key string) {
 	t.e.m.DeadLetters.WithLabelValues(reason).Inc()
 	dl := &topics.DeadLetter{Reason: reason, Detail: detail, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
-		IntentID: id, Tenant: tenant, Key: key, Value: r.Value, At: t.now}
-	if len(r.Headers) > 0 {
-		dl.Headers = map[string]string{}
-		for _, h := range r.Headers {
-			dl.Headers[h.Key] = string(h.Value)
-		}
+		IntentID: id, Tenant: tenant, Key: key, At: t.now}
+	topics.DeadLetterValue(dl, r.Value)
+	dl.Headers = deadLetterHeaders(r.Headers)
+	if t.e.poison.isolated(t.origin) > 1 {
+		// Even the isolated answer failed: keep only the facts.
+		dl.Value, dl.Headers = nil, nil
 	}
 	b, err := topics.EncodeDeadLetter(dl)
 	if err != nil {
 		dl.Value, dl.Detail = nil, fmt.Sprintf("%s (original value not encodable: %v)", detail, err)
 		b, _ = topics.EncodeDeadLetter(dl)
 	}
+	rk := r.Key
+	if len(rk) > topics.MaxDeadLetterPrefix {
+		rk = rk[:topics.MaxDeadLetterPrefix]
+	}
 	n := t.e.layout.DeadLetterPartitions
-	t.out = append(t.out, &kgo.Record{Topic: t.e.cfg.Names.DeadLetter, Partition: topics.Partition(string(r.Key), n), Key: r.Key, Value: b})
+	t.produce(&kgo.Record{Topic: t.e.cfg.Names.DeadLetter, Partition: topics.Partition(string(rk), n), Key: rk, Value: b})
+}
+
+// deadLetterHeaders keeps a bounded copy of a record's headers.
+func deadLetterHeaders(hs []kgo.RecordHeader) map[string]string {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for _, h := range hs {
+		if len(out) == topics.MaxDeadLetterHeaders {
+			break
+		}
+		k, v := h.Key, h.Value
+		if len(k) > topics.MaxDeadLetterHeaderValue {
+			k = k[:topics.MaxDeadLetterHeaderValue]
+		}
+		if len(v) > topics.MaxDeadLetterHeaderValue {
+			v = v[:topics.MaxDeadLetterHeaderValue]
+		}
+		out[k] = string(v)
+	}
+	return out
 }
 
 // forward re-produces a record that landed on the wrong partition to its
@@ -91,20 +140,12 @@ func (t *tick) forward(r *kgo.Record, owner int32) {
 	fr := &kgo.Record{Topic: r.Topic, Partition: owner, Key: r.Key, Value: r.Value,
 		Headers: append(append([]kgo.RecordHeader(nil), r.Headers...),
 			kgo.RecordHeader{Key: "x-forwarded-from", Value: fmt.Appendf(nil, "%s/%d/%d", r.Topic, r.Partition, r.Offset)})}
-	t.out = append(t.out, fr)
+	t.produce(fr)
 }
 
-func wireStatus(s saga.Status) string {
-	switch s {
-	case saga.StatusSucceeded:
-		return topics.StatusSucceeded
-	case saga.StatusFailed:
-		return topics.StatusFailed
-	case saga.StatusNotExecuted:
-		return topics.StatusNotExecuted
-	}
-	return topics.StatusPending
-}
+// codeResultNotStored: the call succeeded, its result is not kept (too
+// large, not encodable, or its answer could not be produced).
+const codeResultNotStored = "result_not_stored"
 
 // toCompletion converts a tool outcome to the saga's vocabulary. A result
 // that cannot be encoded is still a success: the effect happened.
@@ -120,13 +161,13 @@ func toCompletion(c completion) saga.Completion {
 	default:
 		sc.Status = saga.StatusUnknown
 	}
-	if c.outcome.Status != tools.Succeeded {
+	if c.outcome.Status != tools.Succeeded || c.outcome.Code == codeResultNotStored {
 		sc.Err = &saga.Error{Code: c.outcome.Code, Message: c.outcome.Message}
 	}
 	if c.outcome.Result != nil {
 		b, err := msgpack.Marshal(c.outcome.Result)
-		if err != nil || len(b) > topics.MaxMessageBytes/2 {
-			sc.Err = &saga.Error{Code: "result_not_stored", Message: "the tool's result is too large or not encodable; the call succeeded"}
+		if err != nil || len(b) > topics.MaxResultBytes {
+			sc.Err = &saga.Error{Code: codeResultNotStored, Message: "the tool's result is too large or not encodable; the call succeeded"}
 		} else {
 			sc.Result = b
 		}

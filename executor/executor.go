@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
 	"github.com/atmostonce/toolexec/topics"
@@ -46,6 +47,7 @@ type Executor struct {
 	offsetsUnsure  bool
 	lastStallCheck time.Time    // hanging.go
 	aborted        *abortedTxns // transactions this member treated as aborted (owntxns.go)
+	poison         *poisoned    // origins of records that could not be produced (poison.go)
 
 	rebalancePending atomic.Bool
 	dirty            atomic.Bool // a group callback ran: reset the session before the next transaction
@@ -84,7 +86,7 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Executor{cfg: cfg, m: newMetrics(cfg.Registerer), owned: map[int32]*ownership{}, inflight: map[string]inflightCall{}, reads: map[string]inflightCall{}, unsettled: map[int32]int{}, runDone: make(chan struct{})}
+	e := &Executor{cfg: cfg, m: newMetrics(cfg.Registerer), owned: map[int32]*ownership{}, inflight: map[string]inflightCall{}, reads: map[string]inflightCall{}, unsettled: map[int32]int{}, runDone: make(chan struct{}), poison: newPoisoned()}
 	if err := e.open(ctx); err != nil {
 		e.Close()
 		return nil, err
@@ -98,6 +100,11 @@ func (e *Executor) open(ctx context.Context) error {
 		return err
 	}
 	e.store = st
+	if n, err := eventlog.MigrateReadKeys(st); err != nil {
+		return fmt.Errorf("executor: pending reads: %w", err)
+	} else if n > 0 {
+		e.cfg.Logger.Info("pending reads moved to keys that name their tenant and key", "reads", n)
+	}
 	if e.aborted, err = loadAbortedTxns(st, time.Now()); err != nil {
 		return err
 	}

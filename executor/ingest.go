@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -17,6 +18,10 @@ func (t *tick) input(r *kgo.Record) error {
 	src := topics.FromIntents
 	if r.Topic == t.e.cfg.Names.Control {
 		src = topics.FromControl
+	}
+	if n := t.e.poison.isolated(t.origin); n > 0 {
+		t.isolate(r, src, n)
+		return nil
 	}
 	in, rej := topics.DecodeIntent(r.Value, r.Key, src)
 	if rej != nil {
@@ -39,17 +44,44 @@ func (t *tick) input(r *kgo.Record) error {
 	return t.act(r, en, si, d)
 }
 
+// isolate answers an input whose records could not be produced before,
+// on its own: rejected `unproducible` on the results topic and
+// dead-lettered with a prefix of its value. After a second failure
+// (isolated > 1) it is only dead-lettered, bare. Either way its offset
+// commits with the rest of the tick (poison.go).
+func (t *tick) isolate(r *kgo.Record, src topics.Source, isolated int) {
+	rej := &topics.Reject{}
+	if in, r2 := topics.DecodeIntent(r.Value, r.Key, src); r2 != nil {
+		rej = r2
+	} else {
+		rej = rejectFrom(in, "", "")
+	}
+	rej.Reason = topics.ReasonUnproducible
+	rej.Detail = "a record produced for this input was refused by the broker (too large, or its topic is gone); the input was not decided"
+	if isolated > 1 {
+		t.deadLetter(r, rej.Reason, rej.Detail, rej.ID, rej.Tenant, rej.Key)
+		t.verdicts["reject"]++
+		return
+	}
+	t.reject(r, rej)
+}
+
 // toInput turns a decoded intent into a saga input: canonical arguments,
-// a usable reply address, and the owning partition.
+// bounded headers, a reply address that is not ours, and the owning
+// partition.
+//
+// A reply_to topic that does not exist is no reason to refuse the intent:
+// its answer goes to the results topic with the reason (replyTopic).
 func (e *Executor) toInput(in *topics.Intent, r *kgo.Record) (saga.Input, *topics.Reject) {
 	_, canon, err := topics.CanonicalArgs(in.Args)
 	if err != nil {
 		return saga.Input{}, rejectFrom(in, topics.ReasonInvalidArgs, err.Error())
 	}
-	if in.ReplyTo != "" {
-		if reason := e.replies.check(in.ReplyTo); reason != "" {
-			return saga.Input{}, rejectFrom(in, topics.ReasonBadReplyTo, reason)
-		}
+	if rej := checkRecordHeaders(r); rej != nil {
+		return saga.Input{}, rejectFrom(in, rej.Reason, rej.Detail)
+	}
+	if in.ReplyTo != "" && e.cfg.Names.Internal(in.ReplyTo) {
+		return saga.Input{}, rejectFrom(in, topics.ReasonBadReplyTo, "reply_to names an internal topic of the executor")
 	}
 	si := saga.Input{
 		IntentID: in.ID, Tenant: in.Tenant, Key: in.Key, Tool: in.Tool,
@@ -62,6 +94,22 @@ func (e *Executor) toInput(in *topics.Intent, r *kgo.Record) (saga.Input, *topic
 		si.RunID, si.ThreadID = in.Scope.RunID, in.Scope.ThreadID
 	}
 	return si, fillType(&si, in)
+}
+
+// checkRecordHeaders bounds the headers the executor copies: the trace
+// headers into events and answers, all of them into a forward.
+func checkRecordHeaders(r *kgo.Record) *topics.Reject {
+	if rej := topics.CheckHeaders(header(r, "traceparent"), header(r, "tracestate")); rej != nil {
+		return rej
+	}
+	n := 0
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	if n > topics.MaxForwardHeaderBytes {
+		return &topics.Reject{Reason: topics.ReasonOversized, Detail: fmt.Sprintf("the record's headers are %d bytes, the limit is %d", n, topics.MaxForwardHeaderBytes)}
+	}
+	return nil
 }
 
 func fillType(si *saga.Input, in *topics.Intent) *topics.Reject {
@@ -82,8 +130,8 @@ func fillResolve(si *saga.Input, in *topics.Intent) *topics.Reject {
 	si.Outcome = st
 	if in.Result != nil {
 		b, err := msgpack.Marshal(in.Result)
-		if err != nil || len(b) > topics.MaxResolveResult {
-			return rejectFrom(in, topics.ReasonInvalidField, "field result cannot be stored (too large or not encodable)")
+		if err != nil || len(b) > topics.MaxResultBytes {
+			return rejectFrom(in, topics.ReasonInvalidField, fmt.Sprintf("field result cannot be stored: not encodable, or over %d bytes", topics.MaxResultBytes))
 		}
 		si.Result = b
 	}
@@ -120,7 +168,7 @@ func (t *tick) startCall(p int32, c saga.Call) {
 	rk := topics.RoutingKey(c.Tenant, c.Key)
 	j := job{call: c, partition: p, rk: rk, epoch: t.e.owned[p].epoch}
 	if c.Kind == saga.CallReadOnly {
-		t.e.reads[c.CallID] = inflightCall{partition: p, epoch: j.epoch}
+		t.e.reads[readID(rk, c.CallID)] = inflightCall{partition: p, epoch: j.epoch}
 	} else {
 		t.e.inflight[rk] = inflightCall{partition: p, epoch: j.epoch}
 	}
@@ -138,6 +186,9 @@ func (t *tick) complete(c completion) error {
 		t.e.m.OutcomesLost.Inc()
 		t.e.cfg.Logger.Warn("outcome not recorded: partition moved; the key is in doubt for its owner", "key", c.job.rk, "status", c.outcome.Status.String())
 		return nil
+	}
+	if t.e.poison.isolated(t.origin) > 0 {
+		c = withoutResult(c)
 	}
 	if c.job.call.Kind == saga.CallReadOnly {
 		return t.completeRead(c)
@@ -181,6 +232,16 @@ func (t *tick) sweep() error {
 		}
 	}
 	return nil
+}
+
+// withoutResult is a completion whose records could not be produced,
+// recorded again without its result: the outcome itself must not be lost.
+func withoutResult(c completion) completion {
+	if c.outcome.Result != nil {
+		c.outcome.Result = nil
+		c.outcome.Code, c.outcome.Message = codeResultNotStored, "the answer carrying the tool's result could not be produced; the call's outcome stands"
+	}
+	return c
 }
 
 func header(r *kgo.Record, key string) string {

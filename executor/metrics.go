@@ -23,6 +23,7 @@ type Metrics struct {
 	ReadsResumed     prometheus.Counter
 	HangingCommitted prometheus.Counter
 	Fsyncs           prometheus.Counter
+	Unproducible     prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *Metrics {
@@ -51,10 +52,11 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 		HangingCommitted: prometheus.NewCounter(prometheus.CounterOpts(opts("hanging_transactions_committed_total", "Transactions left open on a partition of the executor's topics, unknown to their coordinator, that it closed: with an abort marker for one known aborted (its writer's record, or its coordinator's last state), else a commit marker."))),
 		ReadsResumed:     prometheus.NewCounter(prometheus.CounterOpts(opts("reads_resumed_total", "Read-only calls called again by a new owner because their previous owner left them unanswered."))),
 		Fsyncs:           prometheus.NewCounter(prometheus.CounterOpts(opts("state_syncs_total", "Synced Pebble batches."))),
+		Unproducible:     prometheus.NewCounter(prometheus.CounterOpts(opts("unproducible_records_total", "Records that could not be produced (too large, refused by the broker); their inputs are answered on their own when polled again."))),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Intents, m.Calls, m.CallDuration, m.TickDuration, m.TxnDuration, m.Txns, m.TickRecords,
-			m.InFlight, m.KeysInDoubt, m.Restores, m.RestoreEvents, m.DeadLetters, m.OutcomesLost, m.ReadsResumed, m.HangingCommitted, m.Fsyncs)
+			m.InFlight, m.KeysInDoubt, m.Restores, m.RestoreEvents, m.DeadLetters, m.OutcomesLost, m.ReadsResumed, m.HangingCommitted, m.Fsyncs, m.Unproducible)
 	}
 	return m
 }

@@ -27,7 +27,7 @@ const resumeReadsLimit = 10000
 const idleRestoreAfter = 2 * time.Second
 
 func (t *tick) pendingRead(p int32, ev *saga.Event) {
-	k := string(eventlog.ReadKey(p, ev.IntentID))
+	k := string(eventlog.ReadKeyOf(p, ev))
 	if ev.Kind == saga.EvReadStarted {
 		t.reads[k] = ev
 	} else {
@@ -50,7 +50,7 @@ func (t *tick) completeRead(c completion) error {
 	if err := t.e.ensureRestored(t.ctx, p); err != nil {
 		return err
 	}
-	pending, err := t.readPending(p, c.job.call.CallID)
+	pending, err := t.readPending(p, c.job.call)
 	if err != nil {
 		return err
 	}
@@ -64,10 +64,10 @@ func (t *tick) completeRead(c completion) error {
 	return t.emit(&entry{p: p}, d, c.job.call.Traceparent)
 }
 
-// readPending reports whether the read of intentID on p is taken on and
-// not answered, as of this tick.
-func (t *tick) readPending(p int32, intentID string) (bool, error) {
-	k := eventlog.ReadKey(p, intentID)
+// readPending reports whether the read c on p is taken on and not
+// answered, as of this tick.
+func (t *tick) readPending(p int32, c saga.Call) (bool, error) {
+	k := eventlog.ReadKey(p, c.Tenant, c.Key, c.CallID)
 	if ev, ok := t.reads[string(k)]; ok {
 		return ev != nil, nil
 	}
@@ -88,7 +88,7 @@ func (e *Executor) forgetStarted(t *tick) {
 
 func (e *Executor) forgetCall(j job) {
 	if j.call.Kind == saga.CallReadOnly {
-		delete(e.reads, j.call.CallID)
+		delete(e.reads, readID(j.rk, j.call.CallID))
 		return
 	}
 	delete(e.inflight, j.rk)
@@ -111,12 +111,13 @@ func (e *Executor) resumeReads(p int32, o *ownership) {
 	}
 	var jobs []job
 	for _, ev := range evs {
-		if _, mine := e.reads[ev.IntentID]; mine {
+		rk := topics.RoutingKey(ev.Tenant, ev.Key)
+		if _, mine := e.reads[readID(rk, ev.IntentID)]; mine {
 			continue
 		}
 		c := saga.ReadCall(*ev, "")
-		e.reads[c.CallID] = inflightCall{partition: p, epoch: o.epoch}
-		jobs = append(jobs, job{call: *c, partition: p, rk: topics.RoutingKey(c.Tenant, c.Key), epoch: o.epoch})
+		e.reads[readID(rk, c.CallID)] = inflightCall{partition: p, epoch: o.epoch}
+		jobs = append(jobs, job{call: *c, partition: p, rk: rk, epoch: o.epoch})
 	}
 	if len(jobs) > 0 {
 		e.cfg.Logger.Info("calling again the reads a previous owner left unanswered", "partition", p, "reads", len(jobs))
@@ -143,3 +144,7 @@ func (e *Executor) restoreIdle(ctx context.Context) {
 		return
 	}
 }
+
+// readID names a read-only call in flight: its routing key and intent id.
+// An intent id alone is not unique across tenants (issue 12).
+func readID(rk, intentID string) string { return rk + "\x00" + intentID }

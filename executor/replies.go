@@ -49,6 +49,20 @@ func (r *replyTopics) check(topic string) string {
 	return ""
 }
 
+// forget drops what is known of topic: a produce to it failed because it
+// is gone (deleted while an answer to it was owed). Before this the cache
+// was never invalidated, and every transaction carrying an answer to the
+// deleted topic aborted, one per transaction timeout (issue 12).
+func (r *replyTopics) forget(topic string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if topic == r.names.Results || topic == r.names.DeadLetter {
+		return
+	}
+	delete(r.mu.known, topic)
+	r.mu.missing[topic] = time.Now()
+}
+
 // partitions returns topic's partition count, 0 if it does not exist.
 func (r *replyTopics) partitions(topic string) int32 {
 	r.mu.Lock()

@@ -34,9 +34,15 @@ type tick struct {
 	inputs   int
 	verdicts map[string]int
 
+	// origin is what the tick is producing records for right now;
+	// origins tags every queued record with it (poison.go).
+	origin  origin
+	origins map[*kgo.Record]origin
+
 	mu         sync.Mutex
 	lastOffset map[int32]int64 // events partition -> offset of the last event produced
 	produceErr error
+	failedRecs []failedRecord // records that could not be produced, with their origins
 }
 
 // entry is one key's record before and during the tick.
@@ -47,7 +53,8 @@ type entry struct {
 
 func (e *Executor) newTick(ctx context.Context) *tick {
 	return &tick{e: e, ctx: ctx, now: e.now(), overlay: map[string]*entry{}, done: map[string]bool{},
-		verdicts: map[string]int{}, lastOffset: map[int32]int64{}, touched: map[int32]bool{}, reads: map[string]*saga.Event{}}
+		verdicts: map[string]int{}, lastOffset: map[int32]int64{}, touched: map[int32]bool{}, reads: map[string]*saga.Event{},
+		origins: map[*kgo.Record]origin{}}
 }
 
 // tick decides everything polled plus every finished call, commits it in
@@ -94,6 +101,7 @@ func (e *Executor) collectCompletions() {
 
 func (t *tick) build(fs kgo.Fetches) error {
 	for _, c := range t.e.unrecorded {
+		t.origin = callOrigin(c.job.rk + "\x00" + c.job.call.CallID) // read ids are unique per key only
 		if err := t.complete(c); err != nil {
 			return err
 		}
@@ -101,12 +109,14 @@ func (t *tick) build(fs kgo.Fetches) error {
 	var err error
 	fs.EachRecord(func(r *kgo.Record) {
 		if err == nil {
+			t.origin = inputOrigin(r)
 			err = t.input(r)
 		}
 	})
 	if err != nil {
 		return err
 	}
+	t.origin = origin{}
 	t.e.restoreIdle(t.ctx)
 	t.e.watchStalls(t.ctx)
 	return t.sweep()
@@ -140,7 +150,7 @@ func (t *tick) emit(en *entry, d saga.Decision, traceparent string) error {
 			return fmt.Errorf("%w: saga produced an invalid event: %w", ErrFatal, err)
 		}
 		r := eventlog.EncodeRecord(t.e.cfg.Names, en.p, b, ev.Tenant, ev.Key, traceparent)
-		t.out = append(t.out, r)
+		t.produce(r)
 		t.touched[en.p] = true
 		if ev.Kind.IsRead() {
 			t.pendingRead(en.p, ev)
@@ -268,14 +278,12 @@ func (e *Executor) commitHooks(t *tick) {
 }
 
 func (t *tick) promise(r *kgo.Record, err error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if err != nil {
-		if t.produceErr == nil {
-			t.produceErr = fmt.Errorf("produce to %s/%d: %w", r.Topic, r.Partition, err)
-		}
+		t.fail(r, t.origins[r], err) // origins is complete before the first produce
 		return
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if r.Topic == t.e.cfg.Names.Events && r.Offset >= t.lastOffset[r.Partition] {
 		t.lastOffset[r.Partition] = r.Offset
 	}
@@ -367,6 +375,7 @@ func (e *Executor) countDoubt(t *tick) {
 // used again.
 func (e *Executor) afterAbort(t *tick, err error) error {
 	e.m.Txns.WithLabelValues("aborted").Inc()
+	e.notePoison(t)
 	e.forgetStarted(t)
 	t.finishWithoutCommit()
 	if err != nil {

@@ -358,7 +358,7 @@ func TestDecideHistories(t *testing.T) {
 				want := &saga.Record{Tenant: tenant, Key: key, Tool: "charge", ArgsHash: hashOf("x"), Args: []byte("x"),
 					Status: saga.StatusStarted, Attempt: 1, CalledAt: t0, PendingUntil: t0 + pendingTTL, RetentionMs: retention,
 					LastEventAt: t0, DownstreamKey: "tk2_66d3480f0fdcdf2fd9e02e789839e31e3ab881cc",
-					Origin:      saga.Waiter{IntentID: "A", ReplyTo: "replies", Traceparent: "tp-A", Type: "call", At: t0}}
+					Origin: saga.Waiter{IntentID: "A", ReplyTo: "replies", Traceparent: "tp-A", Type: "call", At: t0}}
 				if !reflect.DeepEqual(normalise(rec), normalise(want)) {
 					t.Errorf("record\n got %+v\nwant %+v", rec, want)
 				}

@@ -28,8 +28,8 @@ type Compensation struct {
 	// records from before it was kept: the tool's policy decides).
 	PendingUntil  int64  `msgpack:"pending_until,omitempty"`
 	DownstreamKey string `msgpack:"dk,omitempty"`
-	Result      []byte `msgpack:"result,omitempty"`
-	Err         *Error `msgpack:"err,omitempty"`
+	Result        []byte `msgpack:"result,omitempty"`
+	Err           *Error `msgpack:"err,omitempty"`
 }
 
 // Record is the state of one (tenant, key): the fold of its events.

@@ -120,29 +120,26 @@ func (h *HTTP) prepare(ctx context.Context, req Request) ([]byte, Outcome, bool)
 	if err := checkDownstreamKey(req.DownstreamKey); err != nil {
 		return nil, outcome(NotExecuted, CodeBadRequest, err.Error()), false
 	}
-	body, err := encodeArgs(req.Args, h.spec.MaxArgsBytes)
-	if errors.Is(err, errArgsTooLarge) {
-		return nil, outcome(NotExecuted, CodeArgsTooLarge, err.Error()), false
-	}
+	body, err := encodeArgs(req.Args)
 	if err != nil {
 		return nil, outcome(NotExecuted, CodeBadRequest, err.Error()), false
 	}
 	return body, Outcome{}, true
 }
 
-var errArgsTooLarge = errors.New("tools: args too large")
-
-// encodeArgs encodes args as a JSON object of at most limit bytes.
-func encodeArgs(args map[string]any, limit int) ([]byte, error) {
+// encodeArgs encodes args as a JSON object.
+//
+// Why no size check here: max_args_bytes has one meaning, the size of the
+// canonical arguments, and the saga checks it before a started event is
+// written (issue 12). A second check of the JSON size here let an intent
+// commit started and then come back not_executed args_too_large.
+func encodeArgs(args map[string]any) ([]byte, error) {
 	if args == nil {
 		args = map[string]any{}
 	}
 	body, err := json.Marshal(args)
 	if err != nil {
 		return nil, fmt.Errorf("tools: encode args: %w", err)
-	}
-	if len(body) > limit {
-		return nil, fmt.Errorf("%w: %d bytes, max_args_bytes is %d", errArgsTooLarge, len(body), limit)
 	}
 	return body, nil
 }

@@ -70,7 +70,6 @@ const (
 	CodeOverloaded        = "overloaded"         // max_in_flight reached for too long; never sent
 	CodeBudgetSpent       = "pending_ttl_spent"  // too late to start: an attempt could outlive pending_ttl; never sent
 	CodeBadRequest        = "bad_request"        // the Request could not be sent (no key, bad URL); never sent
-	CodeArgsTooLarge      = "args_too_large"     // args over max_args_bytes; never sent
 	CodeBadResponse       = "bad_response"       // the answer could not be understood
 	CodeResponseTooLarge  = "response_too_large" // 2xx body over 1 MiB: it did run
 	CodePanic             = "panic"              // an in-process tool panicked

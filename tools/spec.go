@@ -36,8 +36,11 @@ type Spec struct {
 	// Retries (retries) bounds the retries of attempts that never reached
 	// the tool and, for NativeKey, of ambiguous outcomes. Default 3, 0..20.
 	Retries int
-	// MaxArgsBytes (max_args_bytes) bounds the JSON-encoded args of an HTTP
-	// invocation. Default 65536, 1..1048576.
+	// MaxArgsBytes (max_args_bytes) bounds the canonical arguments of a
+	// call (msgpack, sorted keys: about the size of compact JSON or less),
+	// checked once, before the call is started (saga.Decide): an intent
+	// over it is rejected "oversized" and never started. Default 65536,
+	// 1..1048576.
 	MaxArgsBytes int
 }
 

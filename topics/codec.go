@@ -22,7 +22,9 @@ const (
 // input (see FuzzDecodeIntent).
 func DecodeIntent(value []byte, recordKey []byte, src Source) (*Intent, *Reject) {
 	if len(value) > MaxMessageBytes {
-		return nil, reject(ReasonOversized, "message is %d bytes, the limit is %d", len(value), MaxMessageBytes)
+		rej := reject(ReasonOversized, "message is %d bytes, the limit is %d", len(value), MaxMessageBytes)
+		salvageLarge(value, rej)
+		return nil, rej
 	}
 	in, rej := decodeIntentBytes(value)
 	if rej != nil {
@@ -109,6 +111,9 @@ func validateIntent(in *Intent, src Source) *Reject {
 		return rej
 	}
 	if rej := validateIdentity(in); rej != nil {
+		return rej
+	}
+	if rej := checkCopiedFields(in); rej != nil {
 		return rej
 	}
 	switch in.Type {

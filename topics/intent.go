@@ -22,7 +22,7 @@ const (
 	MaxMessageBytes  = 1 << 20
 	DefaultMaxArgs   = 64 << 10
 	DefaultTenant    = "default"
-	MaxResolveResult = 256 << 10
+	MaxResolveResult = MaxResultBytes // one bound for every stored result (bounds.go)
 )
 
 var tenantRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)

@@ -18,6 +18,10 @@ const (
 	ReasonInvalidArgs        = "invalid_args"
 	ReasonDeadlineExceeded   = "deadline_exceeded"
 	ReasonInvalidCommand     = "invalid_command"
+	// ReasonUnproducible: a record the executor produced for this input
+	// was refused (too large, or its destination vanished), so the input
+	// is answered on its own (issue 12).
+	ReasonUnproducible = "unproducible"
 )
 
 // Reject explains why an input cannot be decided. It carries whatever

@@ -40,6 +40,10 @@ type Result struct {
 	// not_executed and this intent therefore ran the tool anew.
 	PreviousStatus string `msgpack:"previous_status,omitempty" json:"previous_status,omitempty"`
 	Attempt        int    `msgpack:"attempt,omitempty" json:"attempt,omitempty"`
+	// ReplyToError says why this answer is on the results topic and not on
+	// the intent's reply_to (the topic does not exist, or was deleted
+	// while the answer was owed).
+	ReplyToError string `msgpack:"reply_to_error,omitempty" json:"reply_to_error,omitempty"`
 }
 
 // Terminal reports whether s ends the intent's conversation.
@@ -60,6 +64,12 @@ type DeadLetter struct {
 	Tenant    string            `msgpack:"tenant,omitempty"`
 	Key       string            `msgpack:"key,omitempty"`
 	Headers   map[string]string `msgpack:"headers,omitempty"`
-	Value     []byte            `msgpack:"value"`
-	At        int64             `msgpack:"at"`
+	// Value is the offending record's value, or its first
+	// MaxDeadLetterPrefix bytes (ValueTruncated); ValueLen and ValueSHA256
+	// are of the whole value (DeadLetterValue).
+	Value          []byte `msgpack:"value"`
+	ValueLen       int    `msgpack:"value_len"`
+	ValueSHA256    []byte `msgpack:"value_sha256,omitempty"`
+	ValueTruncated bool   `msgpack:"value_truncated,omitempty"`
+	At             int64  `msgpack:"at"`
 }
