@@ -6,9 +6,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/atmostonce/toolexec/saga"
-	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -40,8 +40,14 @@ type Report struct {
 	LedgerCalls      int            `json:"ledger_calls"`
 	LedgerEffects    int            `json:"ledger_effects"`
 	LedgerDrops      int            `json:"ledger_drops"`
-	Violations       []string       `json:"violations"`
-	kinds            map[string]int // violations by kind
+	// Hostile counts the hostile records sent, by poison kind;
+	// HostileDeadLetters those without a readable id found dead-lettered.
+	Hostile             map[string]int `json:"hostile"`
+	HostileDeadLetters  int            `json:"hostile_dead_letters"`
+	AbortedTransactions int            `json:"aborted_transactions"`
+	AbortedBound        int            `json:"aborted_bound"`
+	Violations          []string       `json:"violations"`
+	kinds               map[string]int // violations by kind
 }
 
 // maxPerKind bounds the violations listed per kind (the word before the
@@ -68,6 +74,12 @@ type checkInput struct {
 	hist      map[string]*keyHistory // by routing key
 	escalated map[string]bool        // routing keys the reconciler escalated
 	stuck     []string               // events partitions whose open transaction never ended
+	// The hostile waves' records, the dead letters by the record they are
+	// about, the executors' aborted transactions and the faults injected.
+	hostile     []hostileRec
+	deadLetters map[deadLetterAt]*topics.DeadLetter
+	aborted     int
+	faults      int
 }
 
 // check computes the verdict. Pure.
@@ -79,6 +91,7 @@ func check(in checkInput, r *Report) {
 	checkLedger(in, r)
 	checkIntents(in, r)
 	checkKeys(in, r)
+	checkHostile(in, r)
 	r.Escalated = len(in.escalated)
 	r.EscalatedKeys = slices.Sorted(maps.Keys(in.escalated))
 	if len(r.EscalatedKeys) > 20 {
@@ -94,26 +107,96 @@ func check(in checkInput, r *Report) {
 	}
 }
 
-// checkLedger: at most one effect per downstream key, and no effect
-// without a committed started event (the fence).
+// checkLedger holds the effects the tool saw against the log: at most
+// one effect per downstream key; every effect under a downstream key that
+// a started (or compensation_started) event of its key carries (the
+// fence); none under a call or compensation the log says never reached
+// the tool (not_executed); at most one call of a key with an effect,
+// unless the earlier one expired (a key runs again only after its call
+// was settled not_executed, which had no effect, or expired); and no undo
+// before the effect it undoes.
 func checkLedger(in checkInput, r *Report) {
 	r.LedgerCalls, r.LedgerEffects, r.LedgerDrops = in.ledger.Calls, in.ledger.Effects, in.ledger.Drops
-	for dk, k := range in.ledger.Keys {
+	for _, dk := range slices.Sorted(maps.Keys(in.ledger.Keys)) {
+		k := in.ledger.Keys[dk]
 		r.EffectsMaxPerKey = max(r.EffectsMaxPerKey, k.Effects)
 		rk := topics.RoutingKey(k.Tenant, k.Key)
 		if k.Effects > 1 {
 			r.DuplicateEffects += k.Effects - 1
 			r.violate("duplicate_effect: %s %s downstream key %s: %d effects, %d requests", k.Path, rk, dk, k.Effects, k.Calls)
 		}
-		h := in.hist[rk]
-		switch {
-		case k.Effects == 0:
-		case h == nil:
-			r.violate("effect_without_record: %s %s: effect at the tool, no event in the log", k.Path, rk)
-		case k.Path == "/undo" && h.CompStarted == 0:
-			r.violate("compensation_without_started: %s: undo performed, no compensation_started in the log", rk)
-		case k.Path != "/undo" && h.Started == 0:
-			r.violate("effect_without_started: %s %s: effect at the tool, no started event in the log", k.Path, rk)
+		if k.Effects > 0 {
+			checkEffect(in.hist[rk], r, rk, dk, k)
+		}
+	}
+	for _, rk := range slices.Sorted(maps.Keys(in.hist)) {
+		checkGenerations(in, r, rk, in.hist[rk])
+	}
+}
+
+// checkEffect finds the call (or compensation) an effect belongs to.
+func checkEffect(h *keyHistory, r *Report, rk, dk string, k keyLedger) {
+	if h == nil {
+		r.violate("effect_without_record: %s %s: effect at the tool, no event in the log", k.Path, rk)
+		return
+	}
+	gens, what := h.Calls, "started"
+	if k.Path == pathOf[ToolUndo] {
+		gens, what = h.Comps, "compensation_started"
+	}
+	g, ok := findGeneration(gens, dk)
+	switch {
+	case !ok && k.Path == pathOf[ToolUndo]:
+		r.violate("compensation_without_started: %s: undo performed under %s, no compensation_started in the log carries it", rk, dk)
+	case !ok:
+		r.violate("effect_without_started: %s %s: effect under %s, no %s event in the log carries it", k.Path, rk, dk, what)
+	case g.Status == saga.StatusNotExecuted:
+		r.violate("effect_recorded_not_executed: %s %s (%s): the tool performed %s's effect, the log says not_executed", k.Path, rk, h.Tool, g.ID)
+	}
+}
+
+func findGeneration(gens []generation, dk string) (generation, bool) {
+	for _, g := range gens {
+		if g.DK == dk {
+			return g, true
+		}
+	}
+	return generation{}, false
+}
+
+// checkGenerations: one call with an effect per key (a second one is a
+// duplicate effect under a new downstream key unless the first expired),
+// no undo before the effect, and no compensation started while the call
+// could still land.
+func checkGenerations(in checkInput, r *Report, rk string, h *keyHistory) {
+	for _, e := range h.EarlyUndo {
+		r.violate("compensation_before_pending_ttl: %s (%s): %s", rk, h.Tool, e)
+	}
+	if h.Tool == ToolRead {
+		return
+	}
+	path := pathOf[h.Tool]
+	var effect time.Time
+	var with []generation
+	for _, g := range h.Calls {
+		if k := in.ledger.Keys[g.DK]; k.Path == path && k.Effects > 0 {
+			with = append(with, g)
+			if effect.IsZero() || k.FirstEffect.Before(effect) {
+				effect = k.FirstEffect
+			}
+		}
+	}
+	for i := 0; i+1 < len(with); i++ {
+		if !with[i].Expired {
+			r.DuplicateEffects++
+			r.violate("duplicate_effect_across_calls: %s (%s): calls %s and %s both had an effect, under %s and %s", rk, h.Tool,
+				with[i].ID, with[i+1].ID, with[i].DK, with[i+1].DK)
+		}
+	}
+	for _, g := range h.Comps {
+		if k := in.ledger.Keys[g.DK]; k.Effects > 0 && !effect.IsZero() && k.FirstEffect.Before(effect) {
+			r.violate("undo_before_effect: %s: compensation %s undid at %s, the effect came at %s", rk, g.ID,
+				k.FirstEffect.Format("15:04:05.000"), effect.Format("15:04:05.000"))
 		}
 	}
 }
@@ -145,8 +228,8 @@ func checkIntents(in checkInput, r *Report) {
 		default:
 			r.LostIntents++
 			r.LostByTool[it.Tool]++
-			k := in.ledger.Keys[tools.DownstreamKey(it.Tenant, it.Tool, it.Key)]
-			r.violate("lost_intent: intent %s of %s (%s, %s): no answer at all; the tool saw %d requests for the key", it.ID, rk, it.Tool, it.Type, k.Calls)
+			r.violate("lost_intent: intent %s of %s (%s, %s): no answer at all; the tool saw %d requests for the key", it.ID, rk, it.Tool, it.Type,
+				requestsOf(in.ledger, it.Tenant, it.Key))
 		}
 	}
 	r.Keys = len(keys)
@@ -166,26 +249,34 @@ func checkKeys(in checkInput, r *Report) {
 		if h.Started == 0 {
 			continue
 		}
-		tenant, key, _ := topics.SplitRoutingKey(rk)
-		checkAgainstLedger(in, r, rk, h, in.ledger.Keys[tools.DownstreamKey(tenant, h.Tool, key)])
+		checkAgainstLedger(in, r, rk, h)
 		checkInDoubt(in, r, rk, h)
 	}
 }
 
-func checkAgainstLedger(_ checkInput, r *Report, rk string, h *keyHistory, k keyLedger) {
-	if h.Tool == ToolRead {
+// checkAgainstLedger: the key's last call, if the log says it succeeded,
+// had its effect under its own downstream key. (An effect under a call
+// the log says not_executed is checkEffect's.)
+func checkAgainstLedger(in checkInput, r *Report, rk string, h *keyHistory) {
+	if h.Tool == ToolRead || len(h.Calls) == 0 {
 		return
 	}
-	switch h.LastStatus {
-	case saga.StatusNotExecuted:
-		if k.Effects > 0 {
-			r.violate("effect_recorded_not_executed: %s (%s): the tool performed the effect, the log says not_executed", rk, h.Tool)
-		}
-	case saga.StatusSucceeded:
-		if k.Effects == 0 {
-			r.violate("succeeded_without_effect: %s (%s): the log says succeeded, the tool never performed it", rk, h.Tool)
+	last := h.Calls[len(h.Calls)-1]
+	if last.Status == saga.StatusSucceeded && in.ledger.Keys[last.DK].Effects == 0 {
+		r.violate("succeeded_without_effect: %s (%s): the log says call %s succeeded, the tool never performed it under %s", rk, h.Tool, last.ID, last.DK)
+	}
+}
+
+// requestsOf counts the requests the tool saw for a logical key, under
+// any downstream key.
+func requestsOf(l LedgerStats, tenant, key string) int {
+	n := 0
+	for _, k := range l.Keys {
+		if k.Tenant == tenant && k.Key == key {
+			n += k.Calls
 		}
 	}
+	return n
 }
 
 func checkInDoubt(in checkInput, r *Report, rk string, h *keyHistory) {

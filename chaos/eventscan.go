@@ -10,6 +10,7 @@ import (
 
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -27,6 +28,24 @@ type keyHistory struct {
 	// ResolvedComp counts resolves of a compensation in doubt.
 	ResolvedComp int
 	LastStatus   saga.Status
+	// Calls are the key's calls (one per started event), in log order,
+	// Comps its compensations: each with the downstream key its tool saw.
+	Calls []generation
+	Comps []generation
+	// EarlyUndo lists compensations started while the call they undo was
+	// in doubt and could still reach its tool (before its PendingUntil),
+	// without an operator's force: the undo may overtake the effect.
+	EarlyUndo []string
+}
+
+// generation is one call (or compensation) of a key: its downstream key
+// and what the log says became of it.
+type generation struct {
+	ID      string // the intent id that started it
+	DK      string
+	At      int64 // unix ms it started
+	Status  saga.Status
+	Expired bool // the key's record expired after it (the key is free again)
 }
 
 // scanEvents reads every events partition to its end (waiting until no
@@ -92,6 +111,7 @@ func foldEvent(out map[string]*keyHistory, rk string, ev *saga.Event) {
 	case saga.EvStarted:
 		h.Started++
 		h.Tool = ev.Tool
+		h.Calls = append(h.Calls, generation{ID: ev.IntentID, DK: tools.CallDownstreamKey(ev.DownstreamKey, ev.Tenant, ev.Tool, ev.Key), At: ev.At})
 	case saga.EvOutcome:
 		if ev.Status == saga.StatusUnknown {
 			h.Unknown++
@@ -103,13 +123,52 @@ func foldEvent(out map[string]*keyHistory, rk string, ev *saga.Event) {
 		}
 		h.ResolvedSt = append(h.ResolvedSt, ev.Status)
 	case saga.EvCompensationStarted:
-		h.CompStarted++
-		if h.Rec != nil && h.Rec.Status.InDoubt() {
-			h.CompInDoubt++
+		foldCompensationStarted(h, ev)
+	case saga.EvExpired:
+		for i := range h.Calls {
+			h.Calls[i].Expired = true
 		}
 	}
 	h.Rec = saga.Apply(h.Rec, *ev)
 	if h.Rec != nil {
 		h.LastStatus = h.Rec.Status
+	}
+	settleGenerations(h)
+}
+
+func foldCompensationStarted(h *keyHistory, ev *saga.Event) {
+	rec := h.Rec
+	if rec != nil && rec.Status == saga.StatusCompensating {
+		return // the saga ignores it: one compensation at a time
+	}
+	h.CompStarted++
+	if rec != nil && rec.Status.InDoubt() {
+		h.CompInDoubt++
+	}
+	if rec != nil && (rec.Status == saga.StatusStarted || rec.Status == saga.StatusUnknown) && ev.At < rec.PendingUntil && !ev.Forced {
+		h.EarlyUndo = append(h.EarlyUndo, fmt.Sprintf("compensation %s at %d, %d ms before call %s's pending_ttl ended",
+			ev.IntentID, ev.At, rec.PendingUntil-ev.At, rec.Origin.IntentID))
+	}
+	h.Comps = append(h.Comps, generation{ID: ev.IntentID, DK: tools.CallDownstreamKey(ev.DownstreamKey, ev.Tenant, ev.Tool, ev.Key), At: ev.At})
+}
+
+// settleGenerations copies the record's status to the call and the
+// compensation it is about.
+func settleGenerations(h *keyHistory) {
+	rec := h.Rec
+	if rec == nil {
+		return
+	}
+	if n := len(h.Calls); n > 0 && h.Calls[n-1].ID == rec.Origin.IntentID {
+		h.Calls[n-1].Status = rec.Status
+	}
+	if n := len(h.Comps); n > 0 && rec.Comp != nil && h.Comps[n-1].ID == rec.Comp.Origin.IntentID {
+		h.Comps[n-1].Status = rec.Status
+	}
+	if n := len(h.Comps); n > 0 && rec.Comp == nil && h.Comps[n-1].Status != saga.StatusNotExecuted &&
+		(rec.Status == saga.StatusStarted || rec.Status == saga.StatusUnknown || rec.Status == saga.StatusSucceeded) &&
+		h.Comps[n-1].Status.InDoubt() {
+		// The compensation came back not_executed: the key is as before it.
+		h.Comps[n-1].Status = saga.StatusNotExecuted
 	}
 }

@@ -22,7 +22,11 @@ const (
 	FaultBrokerBounce = "broker_bounce"
 	FaultNetwork      = "network"
 	FaultStateLoss    = "state_loss"
+	FaultHostile      = "hostile"
 )
+
+// allFaults lists the fault kinds in report order.
+var allFaults = []string{FaultKill, FaultZombie, FaultScale, FaultBrokerBounce, FaultNetwork, FaultStateLoss, FaultHostile}
 
 // protocolPoints are the executor's fault points (executor/hooks.go), in
 // the order of the protocol.
@@ -41,6 +45,10 @@ type Injector struct {
 	gap       time.Duration
 	only      map[string]bool // empty: every kind
 	logf      func(string, ...any)
+	hostile   *Hostile // nil: no hostile waves
+	// waveCtx outlives the load: a wave in progress when the load stops is
+	// finished, so that its records are judged whole.
+	waveCtx context.Context
 
 	mu     sync.Mutex
 	counts map[string]int
@@ -62,7 +70,7 @@ func (in *Injector) Counts() (map[string]int, map[string]int) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	c, d := map[string]int{}, map[string]int{}
-	for _, k := range []string{FaultKill, FaultZombie, FaultScale, FaultBrokerBounce, FaultNetwork, FaultStateLoss} {
+	for _, k := range allFaults {
 		c[k] = in.counts[k]
 	}
 	for k, v := range in.detail {
@@ -71,13 +79,20 @@ func (in *Injector) Counts() (map[string]int, map[string]int) {
 	return c, d
 }
 
+// note counts a detail of a fault kind without counting a fault.
+func (in *Injector) note(kind, detail string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.detail[kind+":"+detail]++
+}
+
 // kinds lists the fault kinds this run can inject: all of them, less
 // broker bounces with a broker that is not ours, less those --only leaves
 // out.
 func (in *Injector) kinds() []string {
 	var out []string
-	for _, k := range []string{FaultKill, FaultZombie, FaultScale, FaultBrokerBounce, FaultNetwork, FaultStateLoss} {
-		if k == FaultBrokerBounce && in.broker == nil || len(in.only) > 0 && !in.only[k] {
+	for _, k := range allFaults {
+		if k == FaultBrokerBounce && in.broker == nil || k == FaultHostile && in.hostile == nil || len(in.only) > 0 && !in.only[k] {
 			continue
 		}
 		out = append(out, k)
@@ -104,7 +119,7 @@ type plan struct{ kind, point string }
 // protocol point and the other direction of scale and bounce, so that even
 // a short run injects them all.
 func (in *Injector) firstRound() []plan {
-	kinds := []plan{{FaultKill, ""}, {FaultZombie, ""}, {FaultScale, ""}, {FaultNetwork, "tools"}, {FaultStateLoss, ""}}
+	kinds := []plan{{FaultKill, ""}, {FaultZombie, ""}, {FaultScale, ""}, {FaultNetwork, "tools"}, {FaultStateLoss, ""}, {FaultHostile, ""}}
 	rest := []plan{{FaultScale, ""}}
 	if in.kafkaNet != nil {
 		rest = append(rest, plan{FaultNetwork, "kafka"})
@@ -137,8 +152,10 @@ func (in *Injector) randomPlan() plan {
 		return plan{FaultBrokerBounce, []string{"clean", "hard"}[in.rng.IntN(2)]}
 	case r < 88:
 		return plan{FaultNetwork, ""}
-	default:
+	case r < 96:
 		return plan{FaultStateLoss, ""}
+	default:
+		return plan{FaultHostile, ""}
 	}
 }
 
@@ -181,6 +198,21 @@ func (in *Injector) inject(p plan) {
 		in.network(p.point)
 	case FaultStateLoss:
 		in.stateLoss()
+	case FaultHostile:
+		in.hostileWave()
+	}
+}
+
+// hostileWave starts a wave of poison records in the background (one at a
+// time: a wave in progress makes this a no-op), so that the other faults
+// go on meanwhile.
+func (in *Injector) hostileWave() {
+	if in.hostile == nil {
+		return
+	}
+	if in.hostile.Start(in.waveCtx) {
+		in.logf("fault hostile: a wave of poison records")
+		in.count(FaultHostile, "")
 	}
 }
 

@@ -106,6 +106,13 @@ func (f *Fleet) slot(i int) *Proc {
 	return f.slots[i]
 }
 
+// all returns every slot.
+func (f *Fleet) all() []*Proc {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*Proc(nil), f.slots...)
+}
+
 // running returns the slots whose process is alive.
 func (f *Fleet) running() []*Proc {
 	f.mu.Lock()

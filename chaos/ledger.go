@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Ledger is the downstream: an HTTP tool server that records every request
@@ -28,6 +29,18 @@ import (
 // performs the effect and then the connection is hijacked and closed
 // without an answer: the crash window seen from the caller.
 //
+// Slow keys: a request whose logical key (X-Tool-Key) starts with
+// SlowKeyPrefix performs its effect only after slowEffect, longer than the
+// tools' timeout: the caller has given up and the key is in doubt while
+// the effect is still on its way, as a request stuck in a slow downstream
+// is. The hostile waves use them to send an undo that must not overtake
+// the effect.
+//
+// Every effect is counted per downstream key, with the time of its first
+// effect; the checks group downstream keys by their logical key (the
+// X-Tool-Tenant and X-Tool-Key headers) and by the call each one belongs
+// to (the started events of the log).
+//
 // Safe for concurrent use.
 type Ledger struct {
 	dropEvery uint32
@@ -43,15 +56,25 @@ type Ledger struct {
 	}
 }
 
+// SlowKeyPrefix starts the logical keys whose effect the ledger delays by
+// slowEffect.
+const SlowKeyPrefix = "slow-"
+
+// slowEffect is longer than the tools' 1 s timeout and well within their
+// 6 s pending_ttl (toolsYAML): the call is in doubt, and its effect lands
+// before the reconciler may take the key over.
+const slowEffect = 2500 * time.Millisecond
+
 // keyLedger is what the downstream knows of one downstream key.
 type keyLedger struct {
-	Path    string
-	Tenant  string
-	Key     string
-	Calls   int
-	Effects int
-	Dropped int
-	Result  map[string]any
+	Path        string
+	Tenant      string
+	Key         string
+	Calls       int
+	Effects     int
+	Dropped     int
+	FirstEffect time.Time // zero without an effect
+	Result      map[string]any
 }
 
 // NewLedger listens on 127.0.0.1 (a free port) and serves until Close.
@@ -84,7 +107,11 @@ func (l *Ledger) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no Idempotency-Key", http.StatusBadRequest)
 		return
 	}
-	res, drop := l.record(r.URL.Path, dk, r.Header.Get("X-Tool-Tenant"), r.Header.Get("X-Tool-Key"), body)
+	key := r.Header.Get("X-Tool-Key")
+	if strings.HasPrefix(key, SlowKeyPrefix) {
+		time.Sleep(slowEffect) // the caller gives up meanwhile; the effect still comes
+	}
+	res, drop := l.record(r.URL.Path, dk, r.Header.Get("X-Tool-Tenant"), key, body)
 	if drop {
 		hijackClose(w)
 		return
@@ -115,10 +142,13 @@ func (l *Ledger) record(path, dk, tenant, key string, body []byte) (map[string]a
 	}
 	k.Effects++
 	l.mu.effects++
+	if k.FirstEffect.IsZero() {
+		k.FirstEffect = time.Now()
+	}
 	var args any
 	_ = json.Unmarshal(body, &args)
 	k.Result = map[string]any{"effect": k.Effects, "args": args}
-	if k.Calls == 1 && l.dropEvery > 0 && hash32(dk)%l.dropEvery == 0 {
+	if k.Calls == 1 && l.dropEvery > 0 && hash32(dk)%l.dropEvery == 0 && !strings.HasPrefix(key, SlowKeyPrefix) {
 		k.Dropped++
 		l.mu.drops++
 		return nil, true

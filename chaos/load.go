@@ -187,7 +187,7 @@ func (l *Load) emit(k *agentKey, typ string, args map[string]any, why string) {
 	l.wg.Add(1)
 	l.prod.Produce(context.Background(), &kgo.Record{Topic: l.names.Intents, Partition: p, Key: []byte(rk), Value: b},
 		func(_ *kgo.Record, err error) {
-			l.tr.produced(in.ID, err)
+			l.tr.produced(in.Tenant, in.ID, err)
 			l.wg.Done()
 		})
 }

@@ -46,6 +46,7 @@ type Proc struct {
 		done    chan struct{}
 		exit    int
 		stopped bool // SIGSTOPped
+		lives   int  // starts so far
 	}
 }
 
@@ -67,6 +68,7 @@ func (p *Proc) Start(env ...string) error {
 	}
 	done := make(chan struct{})
 	p.mu.cmd, p.mu.done, p.mu.stopped = cmd, done, false
+	p.mu.lives++
 	go func() {
 		err := cmd.Wait()
 		f.Close()
@@ -96,6 +98,14 @@ func (p *Proc) Running() bool {
 	default:
 		return true
 	}
+}
+
+// Lives counts the starts of the process: a new life counts its metrics
+// from zero.
+func (p *Proc) Lives() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.lives
 }
 
 // Started reports whether the process was ever started.

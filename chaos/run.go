@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -61,6 +62,8 @@ type run struct {
 	names    topics.Names
 	prod     *kgo.Client
 	tr       *Tracker
+	hostile  *Hostile
+	aborts   *abortWatch
 	undo     []func()
 	recExits int
 }
@@ -199,16 +202,27 @@ func (rn *run) startClients(ctx context.Context) error {
 		return err
 	}
 	rn.undo = append(rn.undo, rn.prod.Close)
-	rn.tr = newTracker()
+	rn.tr = newTracker(rn.names.Results)
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	rn.undo = append(rn.undo, cancel)
-	return rn.tr.readResults(rctx, rn.brokers, rn.names.Results)
+	if err := rn.tr.readResults(rctx, rn.brokers, rn.names.Results); err != nil {
+		return err
+	}
+	if rn.hostile, err = newHostile(rn.brokers, rn.names, int32(rn.cfg.Partitions), rn.tr, rn.logf); err != nil {
+		return err
+	}
+	rn.undo = append(rn.undo, rn.hostile.Close)
+	rn.aborts = &abortWatch{}
+	go rn.aborts.run(rctx, rn.fleet)
+	return nil
 }
 
 // execute runs the load and the faults, settles and checks.
 func (rn *run) execute(ctx context.Context) (*Report, error) {
 	in := &Injector{rng: rand.New(rand.NewPCG(rn.cfg.Seed, 2)), fleet: rn.fleet, executors: rn.cfg.Executors, broker: rn.broker,
-		net: rn.proxy, kafkaNet: rn.kproxy, gap: rn.cfg.FaultGap, logf: rn.logf, counts: map[string]int{}, detail: map[string]int{}, only: map[string]bool{}}
+		net: rn.proxy, kafkaNet: rn.kproxy, gap: rn.cfg.FaultGap, logf: rn.logf, counts: map[string]int{}, detail: map[string]int{}, only: map[string]bool{},
+		hostile: rn.hostile, waveCtx: ctx}
+	rn.hostile.count = func(kind string) { in.note(FaultHostile, kind) }
 	for _, k := range rn.cfg.Only {
 		in.only[k] = true
 	}
@@ -222,6 +236,7 @@ func (rn *run) execute(ctx context.Context) (*Report, error) {
 	go func() { defer wg.Done(); in.Run(lctx) }()
 	go rn.progress(lctx, in)
 	wg.Wait()
+	rn.hostile.Wait()
 	stopWatch()
 	rn.logf("load and faults stopped; %v; settling (at most %s)", in, rn.cfg.Settle)
 	escalated, err := rn.settle(ctx)
@@ -340,11 +355,23 @@ func (rn *run) verdict(ctx context.Context, in *Injector, load *Load, escalated 
 	if err != nil {
 		return nil, err
 	}
+	dead, err := readDeadLetters(sctx, rn.brokers, rn.names)
+	if err != nil {
+		return nil, err
+	}
 	intents, answers, strays := rn.tr.snapshot()
 	rep := &Report{Answers: answers, Load: load.counts}
 	rep.Faults, rep.FaultDetail = in.Counts()
-	check(checkInput{intents: intents, ledger: rn.ledger.Stats(), hist: hist, escalated: escalated, stuck: stuck}, rep)
+	check(checkInput{intents: intents, ledger: rn.ledger.Stats(), hist: hist, escalated: escalated, stuck: stuck,
+		hostile: rn.hostile.Records(), deadLetters: dead, aborted: rn.aborts.Total(), faults: sumFaults(rep.Faults)}, rep)
 	if rn.cfg.RequireAll {
+		if len(rn.cfg.Only) == 0 || slices.Contains(rn.cfg.Only, FaultHostile) {
+			for _, k := range poisonKinds {
+				if rep.FaultDetail[FaultHostile+":"+k] == 0 {
+					rep.violate("fault_not_injected: hostile %s (no wave sent it)", k)
+				}
+			}
+		}
 		for _, k := range in.kinds() {
 			if rep.Faults[k] == 0 {
 				rep.violate("fault_not_injected: %s (the run was too short to reach it)", k)
@@ -382,4 +409,12 @@ func hasPrefixKey(m map[string]int, prefix string) bool {
 		}
 	}
 	return false
+}
+
+func sumFaults(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }

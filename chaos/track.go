@@ -13,62 +13,117 @@ import (
 // intentRec is what the harness knows of one produced intent.
 type intentRec struct {
 	ID, Tenant, Key, Tool, Type string
+	Hostile                     string // the poison kind, "" for the load's intents
 	Sent                        time.Time
 	Produced, ProduceFailed     bool
-	Terminal                    []string // statuses of terminal answers, in order
+	Terminal                    []string    // statuses of terminal answers, in order
+	Answers                     []answerRec // the terminal answers, in order
 	Pending                     int
 }
 
+// answerRec is one terminal answer as the checks need it.
+type answerRec struct {
+	Status, Code string
+	Topic        string // where it was read
+	ReplyToError string // why it is on the results topic and not on reply_to
+}
+
+// intentKey identifies an intent: ids are unique per emission of one
+// agent, not across tenants (two tenants may send the same id).
+func intentKey(tenant, id string) string { return tenant + "\x00" + id }
+
 // Tracker matches produced intents and the answers read from the results
-// topic (read-committed). Safe for concurrent use.
+// topic (read-committed), and from reply_to topics the hostile waves
+// create. Safe for concurrent use.
 type Tracker struct {
-	mu struct {
+	results string // the results topic
+	mu      struct {
 		sync.Mutex
-		intents map[string]*intentRec
-		keys    map[string][]string // routing key -> intent ids
+		intents map[string]*intentRec // by intentKey
+		byID    map[string][]string   // intent id -> intentKeys
+		keys    map[string][]string   // routing key -> intent ids
 		answers int
 		strays  map[string]int // answers to intent ids we never produced (reconciler commands), by status
 	}
 }
 
-func newTracker() *Tracker {
-	t := &Tracker{}
+func newTracker(results string) *Tracker {
+	t := &Tracker{results: results}
 	t.mu.intents = map[string]*intentRec{}
+	t.mu.byID = map[string][]string{}
 	t.mu.keys = map[string][]string{}
 	t.mu.strays = map[string]int{}
 	return t
 }
 
-func (t *Tracker) add(in *topics.Intent) {
+func (t *Tracker) add(in *topics.Intent) { t.addHostile(in, "") }
+
+// addHostile tracks an intent of a hostile wave; kind names its poison.
+func (t *Tracker) addHostile(in *topics.Intent, kind string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.mu.intents[in.ID] = &intentRec{ID: in.ID, Tenant: in.Tenant, Key: in.Key, Tool: in.Tool, Type: in.Type, Sent: time.Now()}
-	rk := in.RoutingKey()
+	tenant := in.Tenant
+	if tenant == "" {
+		tenant = topics.DefaultTenant
+	}
+	k := intentKey(tenant, in.ID)
+	t.mu.intents[k] = &intentRec{ID: in.ID, Tenant: tenant, Key: in.Key, Tool: in.Tool, Type: in.Type, Hostile: kind, Sent: time.Now()}
+	t.mu.byID[in.ID] = append(t.mu.byID[in.ID], k)
+	rk := topics.RoutingKey(tenant, in.Key)
 	t.mu.keys[rk] = append(t.mu.keys[rk], in.ID)
 }
 
-func (t *Tracker) produced(id string, err error) {
+func (t *Tracker) produced(tenant, id string, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if r := t.mu.intents[id]; r != nil {
+	if r := t.mu.intents[intentKey(tenant, id)]; r != nil {
 		r.Produced, r.ProduceFailed = err == nil, err != nil
 	}
 }
 
-func (t *Tracker) answer(res *topics.Result) {
+// find returns the intent an answer is for: by tenant and id, or by id
+// alone when only one intent has it (an answer to a record whose tenant
+// could not be read).
+func (t *Tracker) findLocked(res *topics.Result) *intentRec {
+	if r := t.mu.intents[intentKey(res.Tenant, res.IntentID)]; r != nil {
+		return r
+	}
+	if ks := t.mu.byID[res.IntentID]; len(ks) == 1 {
+		return t.mu.intents[ks[0]]
+	}
+	return nil
+}
+
+func (t *Tracker) answer(res *topics.Result, topic string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.mu.answers++
-	r := t.mu.intents[res.IntentID]
+	r := t.findLocked(res)
 	if r == nil {
 		t.mu.strays[res.Status]++
 		return
 	}
-	if topics.Terminal(res.Status) {
-		r.Terminal = append(r.Terminal, res.Status)
-	} else {
+	if !topics.Terminal(res.Status) {
 		r.Pending++
+		return
 	}
+	a := answerRec{Status: res.Status, Topic: topic, ReplyToError: res.ReplyToError}
+	if res.Error != nil {
+		a.Code = res.Error.Code
+	}
+	r.Terminal = append(r.Terminal, res.Status)
+	r.Answers = append(r.Answers, a)
+}
+
+// get returns a copy of one intent's record.
+func (t *Tracker) get(tenant, id string) (intentRec, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := t.mu.intents[intentKey(tenant, id)]
+	if r == nil {
+		return intentRec{}, false
+	}
+	return *r, true
 }
 
 // open returns the produced intents without a terminal answer that were
@@ -103,6 +158,12 @@ func (t *Tracker) snapshot() (map[string]intentRec, int, map[string]int) {
 // readResults follows the results topic from its start, read-committed,
 // until ctx ends.
 func (t *Tracker) readResults(ctx context.Context, brokers []string, topic string) error {
+	return t.follow(ctx, brokers, topic, nil)
+}
+
+// follow feeds every answer on topic to the tracker until ctx ends; done,
+// if not nil, is closed when it stopped.
+func (t *Tracker) follow(ctx context.Context, brokers []string, topic string, done chan<- struct{}) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if err != nil {
@@ -110,6 +171,9 @@ func (t *Tracker) readResults(ctx context.Context, brokers []string, topic strin
 	}
 	go func() {
 		defer cl.Close()
+		if done != nil {
+			defer close(done)
+		}
 		for {
 			fs := cl.PollFetches(ctx)
 			if ctx.Err() != nil || fs.IsClientClosed() {
@@ -117,7 +181,7 @@ func (t *Tracker) readResults(ctx context.Context, brokers []string, topic strin
 			}
 			fs.EachRecord(func(r *kgo.Record) {
 				if res, err := topics.DecodeResult(r.Value); err == nil {
-					t.answer(res)
+					t.answer(res, topic)
 				}
 			})
 		}

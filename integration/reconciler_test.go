@@ -26,10 +26,13 @@ import (
 	"github.com/atmostonce/toolexec/topics"
 )
 
-// effects is a real HTTP tool server that records every effect per
-// Idempotency-Key. By default the first request of a key performs the
-// effect and then never answers (the executor's attempt times out): the
-// crash window, made on purpose.
+// effects is a real HTTP tool server that records every effect. Effects
+// and requests are counted per logical key (the X-Tool-Tenant and
+// X-Tool-Key headers), so that a second effect of a key shows whatever
+// downstream key it came under; replays and the probe go by
+// Idempotency-Key, as a real downstream's would. By default the first
+// request of a downstream key performs the effect and then never answers
+// (the executor's attempt times out): the crash window, made on purpose.
 //
 //	POST /native   honours the key like Stripe: a later request with the
 //	               same key gets the stored answer, without a second effect
@@ -39,19 +42,22 @@ import (
 //	POST /refund   the compensating tool: one compensation per request
 type effects struct {
 	srv  *httptest.Server
-	lose atomic.Bool // the first request of a key hangs after its effect
+	lose atomic.Bool // the first request of a downstream key hangs after its effect
 
 	mu       sync.Mutex
-	effect   map[string]int // tool path + key -> effects performed
-	answer   map[string]any // key -> the answer of its first effect
-	requests map[string]int // tool path + key -> requests received
+	effect   map[string]int             // tool path + logical key -> effects performed
+	requests map[string]int             // tool path + logical key -> requests received
+	dks      map[string]map[string]bool // tool path + logical key -> downstream keys it came under
+	answer   map[string]any             // downstream key -> the answer of its first effect
+	perDK    map[string]int             // tool path + downstream key -> effects
 	probes   int
 	gate     chan struct{} // probes wait while it is open (not nil, not closed)
 	probed   chan string
 }
 
 func newEffects(t *testing.T) *effects {
-	s := &effects{effect: map[string]int{}, answer: map[string]any{}, requests: map[string]int{}, probed: make(chan string, 64)}
+	s := &effects{effect: map[string]int{}, answer: map[string]any{}, requests: map[string]int{}, dks: map[string]map[string]bool{},
+		perDK: map[string]int{}, probed: make(chan string, 64)}
 	s.lose.Store(true)
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(func() {
@@ -63,15 +69,15 @@ func newEffects(t *testing.T) *effects {
 }
 
 func (s *effects) serve(w http.ResponseWriter, r *http.Request) {
-	key := r.Header.Get("Idempotency-Key")
+	dk := r.Header.Get("Idempotency-Key")
 	if r.URL.Path == "/status" {
 		s.probe(w, r)
 		return
 	}
 	var args map[string]any
 	_ = json.NewDecoder(r.Body).Decode(&args)
-	logical := r.Header.Get("X-Tool-Tenant") + "/" + r.Header.Get("X-Tool-Key")
-	ans, first := s.act(r.URL.Path, key, logical, args)
+	logical := r.URL.Path + " " + r.Header.Get("X-Tool-Tenant") + "/" + r.Header.Get("X-Tool-Key")
+	ans, first := s.act(r.URL.Path, logical, dk, args)
 	if first && s.lose.Load() && r.URL.Path != "/refund" {
 		<-r.Context().Done() // the effect happened; the answer never comes
 		return
@@ -80,26 +86,28 @@ func (s *effects) serve(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(ans)
 }
 
-// act performs (or, for /native with a known downstream key, replays)
-// one effect. Requests and effects are counted by the logical key
-// (tenant/key, from the X-Tool-* headers): each call of a key has its own
-// downstream key, so a second effect of one call under another key shows
-// as two effects of the logical key.
-func (s *effects) act(path, key, logical string, args map[string]any) (any, bool) {
+// act performs (or, for /native with a known downstream key, replays) one
+// effect.
+func (s *effects) act(path, logical, dk string, args map[string]any) (any, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requests[path+" "+logical]++
-	if prev, ok := s.answer[key]; ok && path == "/native" {
+	s.requests[logical]++
+	if s.dks[logical] == nil {
+		s.dks[logical] = map[string]bool{}
+	}
+	s.dks[logical][dk] = true
+	if prev, ok := s.answer[dk]; ok && path == "/native" {
 		return prev, false
 	}
-	s.effect[path+" "+logical]++
-	n := s.effect[path+" "+logical]
-	ans := map[string]any{"effect_id": fmt.Sprintf("fx-%s-%d", key[len(key)-6:], n), "args": args}
+	s.effect[logical]++
+	s.perDK[path+" "+dk]++
+	n := s.perDK[path+" "+dk]
+	ans := map[string]any{"effect_id": fmt.Sprintf("fx-%s-%d", dk[len(dk)-6:], n), "args": args}
 	if path == "/refund" {
 		ans = map[string]any{"refunded": true}
 	}
-	if _, ok := s.answer[key]; !ok {
-		s.answer[key] = ans
+	if _, ok := s.answer[dk]; !ok {
+		s.answer[dk] = ans
 	}
 	return ans, n == 1
 }
@@ -152,7 +160,7 @@ func (s *effects) openGate() {
 
 // effectsOf is the number of effects tool path performed for (tenant,
 // key), under any downstream key: the ledger that must show exactly one.
-func (s *effects) effectsOf(path, tenant, _, key string) int {
+func (s *effects) effectsOf(path, tenant, key string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.effect[path+" "+tenant+"/"+key]
@@ -172,10 +180,22 @@ func (s *effects) totalEffects(path string) int {
 	return n
 }
 
-func (s *effects) requestsOf(path, tenant, _, key string) int {
+func (s *effects) requestsOf(path, tenant, key string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.requests[path+" "+tenant+"/"+key]
+}
+
+// downstreamKeys lists the downstream keys (tenant, key) reached tool path
+// under, in no order.
+func (s *effects) downstreamKeys(path, tenant, key string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for dk := range s.dks[path+" "+tenant+"/"+key] {
+		out = append(out, dk)
+	}
+	return out
 }
 
 func (s *effects) probeCount() int {
@@ -197,7 +217,13 @@ func (s *effects) toolsYAML() string {
 		entry("r.probe", "probe", "/plain", fmt.Sprintf("    probe_url: %q\n", u+"/status")) +
 		entry("r.comp", "compensatable", "/plain", "    compensate_with: r.refund\n") +
 		entry("r.refund", "native_key", "/refund", "") +
-		entry("r.irrev", "irreversible", "/plain", "")
+		entry("r.irrev", "irreversible", "/plain", "") +
+		entry("r.comp2", "compensatable", "/plain", "    compensate_with: r.gone\n") +
+		strings.Replace(entry("r.slow", "irreversible", "/plain", ""), "pending_ttl: 3s", "pending_ttl: 5m", 1) +
+		// Port 1 refuses every connection: each compensation by r.gone comes
+		// back not_executed.
+		fmt.Sprintf("  - name: r.gone\n    class: native_key\n    url: %q\n    timeout: 1s\n    pending_ttl: 3s\n    retention: 1h\n    retries: 0\n",
+			"http://127.0.0.1:1/refund")
 }
 
 // recon is a reconciler running in the test process.
@@ -369,11 +395,11 @@ func TestReconcileNativeKeyRetriesWithSameKey(t *testing.T) {
 	if a.WasReplay || !b.WasReplay || fmt.Sprint(a.Result) != fmt.Sprint(b.Result) || !strings.Contains(fmt.Sprint(a.Result), "fx-") {
 		t.Fatalf("answers differ or were not the tool's: %+v / %+v", a, b)
 	}
-	if n, all := fx.effectsOf("/native", "default", "r.native", "nk-1"), fx.totalEffects("/native"); n != 1 || all != 1 {
+	if n, all := fx.effectsOf("/native", "default", "nk-1"), fx.totalEffects("/native"); n != 1 || all != 1 {
 		t.Fatalf("effects %d (%d under any key), want exactly 1", n, all)
 	}
-	if n := fx.requestsOf("/native", "default", "r.native", "nk-1"); n != 2 {
-		t.Fatalf("requests %d, want 2: the call and the reconciler's retry with the same key", n)
+	if n, dks := fx.requestsOf("/native", "default", "nk-1"), fx.downstreamKeys("/native", "default", "nk-1"); n != 2 || len(dks) != 1 {
+		t.Fatalf("requests %d under downstream keys %v, want 2 under one: the call and the reconciler's retry with the same key", n, dks)
 	}
 	settledBy(t, e, "nk-1", saga.EvResolved, "reconciler")
 	m := r.rc.Metrics()
@@ -398,7 +424,7 @@ func TestReconcileProbeFindsTheEffect(t *testing.T) {
 	in := topics.Intent{Tool: "r.probe", Key: "pr-1", Args: map[string]any{"deploy": "api"}}
 	first := e.send(in)
 	a.exited(t, 60*time.Second)
-	if n := fx.effectsOf("/plain", "default", "r.probe", "pr-1"); n != 1 {
+	if n := fx.effectsOf("/plain", "default", "pr-1"); n != 1 {
 		t.Fatalf("effects before the crash %d, want 1", n)
 	}
 	e.startProc(yaml, "")
@@ -412,7 +438,7 @@ func TestReconcileProbeFindsTheEffect(t *testing.T) {
 			t.Fatalf("answer to %s: %+v", id, got)
 		}
 	}
-	if n := fx.effectsOf("/plain", "default", "r.probe", "pr-1"); n != 1 {
+	if n := fx.effectsOf("/plain", "default", "pr-1"); n != 1 {
 		t.Fatalf("effects %d, want exactly 1", n)
 	}
 	ev := settledBy(t, e, "pr-1", saga.EvResolved, "reconciler")
@@ -440,16 +466,50 @@ func TestReconcileProbeNotExecuted(t *testing.T) {
 
 	e.startReconciler(reg, "", nil)
 	waitAnswers(t, res, topics.StatusNotExecuted, first, dup)
-	if fx.probeCount() == 0 || fx.requestsOf("/plain", "default", "r.probe", "pn-1") != 0 {
-		t.Fatalf("probes %d, tool requests %d: want the probe asked and the tool never reached", fx.probeCount(), fx.requestsOf("/plain", "default", "r.probe", "pn-1"))
+	if fx.probeCount() == 0 || fx.requestsOf("/plain", "default", "pn-1") != 0 {
+		t.Fatalf("probes %d, tool requests %d: want the probe asked and the tool never reached", fx.probeCount(), fx.requestsOf("/plain", "default", "pn-1"))
 	}
 	fx.lose.Store(false)
 	again := res.waitResult(t, e.send(in), 60*time.Second)
 	if again.Status != topics.StatusSucceeded || again.PreviousStatus != topics.StatusNotExecuted || again.Attempt != 2 {
 		t.Fatalf("the next intent: %+v", again)
 	}
-	if n := fx.effectsOf("/plain", "default", "r.probe", "pn-1"); n != 1 {
+	if n := fx.effectsOf("/plain", "default", "pn-1"); n != 1 {
 		t.Fatalf("effects %d, want exactly 1", n)
+	}
+}
+
+// A key settled not_executed and called again acts under a new downstream
+// key, and its answer is lost: the reconciler must probe that call, under
+// its key, and find the effect. Under the key of the first call (which
+// never reached the tool) the probe answers 404, and the reconciler
+// settled the second call not_executed although it acted, freeing the key
+// for a second effect (issue 12: "the downstream key is reused").
+func TestReconcileProbeAfterNotExecutedAsksTheNewCall(t *testing.T) {
+	e := newEnv(t, 2)
+	fx := newEffects(t)
+	yaml := fx.toolsYAML()
+	reg := registry(t, yaml)
+	res := e.collect(e.names.Results)
+	a := e.startProc(yaml, "", "TOOLEXEC_FAULT=after_started_commit:exit:pg-1")
+	in := topics.Intent{Tool: "r.probe", Key: "pg-1", Args: map[string]any{"deploy": "db"}}
+	first := e.send(in)
+	a.exited(t, 60*time.Second)
+	e.startProc(yaml, "")
+	e.startReconciler(reg, "", nil)
+	waitAnswers(t, res, topics.StatusNotExecuted, first)
+
+	second := e.send(in) // lose is on: it acts, and its answer never comes
+	got := res.waitResult(t, second, 60*time.Second)
+	if got.Status != topics.StatusSucceeded || !strings.Contains(fmt.Sprint(got.Result), "fx-") {
+		t.Fatalf("the second call acted and was answered %+v, want succeeded with the tool's result", got)
+	}
+	if n, dks := fx.effectsOf("/plain", "default", "pg-1"), fx.downstreamKeys("/plain", "default", "pg-1"); n != 1 || len(dks) != 1 {
+		t.Fatalf("effects %d under downstream keys %v, want exactly 1", n, dks)
+	}
+	ev := settledBy(t, e, "pg-1", saga.EvResolved, "reconciler")
+	if ev.CallID != first {
+		t.Fatalf("the first resolve is for %s, want %s", ev.CallID, first)
 	}
 }
 
@@ -468,15 +528,53 @@ func TestReconcileCompensatableCompensatesOnce(t *testing.T) {
 
 	e.startReconciler(reg, "", nil)
 	waitAnswers(t, res, topics.StatusCompensated, first, dup)
-	if n := fx.effectsOf("/plain", "default", "r.comp", "cp-1"); n != 1 {
+	if n := fx.effectsOf("/plain", "default", "cp-1"); n != 1 {
 		t.Fatalf("effects %d, want exactly 1", n)
 	}
-	if n, all := fx.effectsOf("/refund", "default", "r.refund", "cp-1"), fx.totalEffects("/refund"); n != 1 || all != 1 {
+	if n, all := fx.effectsOf("/refund", "default", "cp-1"), fx.totalEffects("/refund"); n != 1 || all != 1 {
 		t.Fatalf("compensations %d (%d under any key), want exactly 1", n, all)
 	}
 	ev := settledBy(t, e, "cp-1", saga.EvCompensationStarted, "reconciler")
 	if cmds := commands(ctl, "default", "cp-1"); countType(cmds, topics.TypeCompensate) != 1 || cmds[0].CallID != first || cmds[0].ID != ev.IntentID {
 		t.Fatalf("compensate commands %+v, want one for call %s", cmds, first)
+	}
+}
+
+// compensatable, with a compensating tool that refuses every connection:
+// each compensation comes back not_executed and the call is in doubt
+// again. The reconciler counts those rounds and escalates the key after
+// MaxAttempts; the first version compensated again for ever (issue 12).
+func TestReconcileCompensationNeverReachingItsToolEscalates(t *testing.T) {
+	e := newEnv(t, 2)
+	fx := newEffects(t)
+	reg := registry(t, fx.toolsYAML())
+	e.startInproc(reg, nil)
+	res := e.collect(e.names.Results)
+	ctl := e.collect(e.names.Control)
+	in := topics.Intent{Tool: "r.comp2", Key: "cg-1", Args: map[string]any{"amount": 4}}
+	first, dup := e.inDoubtPair(res, in)
+
+	r := e.startReconciler(reg, "", nil)
+	m := r.rc.Metrics()
+	waitFor(t, 90*time.Second, "the escalation", func() bool { return metricValue(t, m.Escalated.WithLabelValues("r.comp2")) == 1 })
+	time.Sleep(2 * time.Second) // a compensate after the escalation would be on the topic by now
+	cmds := commands(ctl, "default", "cg-1")
+	ids := map[string]bool{}
+	for _, c := range cmds {
+		ids[c.ID] = true
+	}
+	if n := countType(cmds, topics.TypeCompensate); n != testPolicy.MaxAttempts || len(ids) != testPolicy.MaxAttempts {
+		t.Fatalf("%d compensate commands (%d ids), want one per round: %d", n, len(ids), testPolicy.MaxAttempts)
+	}
+	for _, id := range []string{first, dup} {
+		for _, got := range res.results(id) {
+			if topics.Terminal(got.Status) {
+				t.Fatalf("%s was answered %s (%+v) while its key is escalated", id, got.Status, got.Error)
+			}
+		}
+	}
+	if n := fx.effectsOf("/plain", "default", "cg-1"); n != 1 {
+		t.Fatalf("effects %d, want exactly 1", n)
 	}
 }
 
@@ -525,8 +623,39 @@ func TestReconcileIrreversibleEscalatesUntilResolved(t *testing.T) {
 	}
 	settledBy(t, e, "ir-1", saga.EvResolved, "alice")
 	waitFor(t, 30*time.Second, "the escalated gauge to drop", func() bool { return metricValue(t, m.Escalated.WithLabelValues("r.irrev")) == 0 })
-	if n := fx.effectsOf("/plain", "default", "r.irrev", "ir-1"); n != 1 {
+	if n := fx.effectsOf("/plain", "default", "ir-1"); n != 1 {
 		t.Fatalf("effects %d, want exactly 1", n)
+	}
+}
+
+// An operator's resolve before the call's pending_ttl passed is refused
+// (the call may still reach its tool), and the CLI says so and names
+// --force; with --force the key is settled, and the event log records
+// that it was forced (issue 12 §4).
+func TestReconcilerResolveBeforePendingTTLNeedsForce(t *testing.T) {
+	e := newEnv(t, 2)
+	fx := newEffects(t)
+	reg := registry(t, fx.toolsYAML())
+	e.startInproc(reg, nil)
+	res := e.collect(e.names.Results)
+	first := e.send(topics.Intent{Tool: "r.slow", Key: "rf-1", Args: map[string]any{"n": 1}})
+	waitPending(t, res, first, 60*time.Second)
+
+	args := []string{"resolve", "--brokers", brokers[0], "--topic-prefix", e.prefix, "--key", "rf-1",
+		"--outcome", "succeeded", "--result", `{"checked":true}`, "--by", "alice", "--reason", "seen in the tool's log"}
+	out, stderr, err := runReconcilerCLIStatus(t, args...)
+	if err == nil || !strings.Contains(stderr, "--force") || !strings.Contains(stderr, "pending_ttl") || !strings.Contains(string(out), `"rejected"`) {
+		t.Fatalf("a resolve within the pending_ttl: err %v\nstdout %s\nstderr %s", err, out, stderr)
+	}
+	if got := res.results(first); len(got) != 1 || got[0].Status != topics.StatusPending {
+		t.Fatalf("the refused resolve answered the call: %+v", got)
+	}
+	runReconcilerCLI(t, append(args, "--force")...)
+	if got := res.waitResult(t, first, 30*time.Second); got.Status != topics.StatusSucceeded || fmt.Sprint(got.Result) != "map[checked:true]" {
+		t.Fatalf("answer after the forced resolve: %+v", got)
+	}
+	if ev := settledBy(t, e, "rf-1", saga.EvResolved, "alice"); !ev.Forced {
+		t.Fatalf("the resolve event does not say it was forced: %+v", ev)
 	}
 }
 
@@ -561,7 +690,7 @@ func TestReconcilerKilledDuringProbe(t *testing.T) {
 	if n := countType(commands(ctl, "default", "kp-1"), topics.TypeResolve); n != 1 {
 		t.Fatalf("%d resolve commands, want 1", n)
 	}
-	if n := fx.effectsOf("/plain", "default", "r.probe", "kp-1"); n != 1 {
+	if n := fx.effectsOf("/plain", "default", "kp-1"); n != 1 {
 		t.Fatalf("effects %d, want exactly 1", n)
 	}
 	_ = reg
@@ -632,10 +761,10 @@ func TestReconcilerCrashAroundCompensate(t *testing.T) {
 					t.Fatalf("command %+v; the compensation was started by %s for call %s", cmd, ev.IntentID, first)
 				}
 			}
-			if n := fx.effectsOf("/refund", "default", "r.refund", "cc-1"); n != 1 {
+			if n := fx.effectsOf("/refund", "default", "cc-1"); n != 1 {
 				t.Fatalf("compensations %d, want exactly 1", n)
 			}
-			if n := fx.effectsOf("/plain", "default", "r.comp", "cc-1"); n != 1 {
+			if n := fx.effectsOf("/plain", "default", "cc-1"); n != 1 {
 				t.Fatalf("effects %d, want exactly 1", n)
 			}
 		})
@@ -707,6 +836,18 @@ func runReconcilerCLI(t *testing.T, args ...string) []byte {
 		t.Fatalf("reconciler %s: %v\n%s\n%s", args[0], err, out, stderr.String())
 	}
 	return out
+}
+
+// runReconcilerCLIStatus runs an operator subcommand that may fail.
+func runReconcilerCLIStatus(t *testing.T, args ...string) ([]byte, string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, reconcilerBinary(t), args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	return out, stderr.String(), err
 }
 
 // startReconcilerProc runs the reconciler binary on dataDir.

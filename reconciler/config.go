@@ -31,7 +31,7 @@ type Config struct {
 
 	ScanInterval   time.Duration // how often keys in doubt are examined; default 1s
 	MaxConcurrent  int           // retries and probes running at once; default 16
-	MaxScan        int           // keys in doubt examined per partition per scan; default 100000
+	MaxScan        int           // keys in doubt examined per partition per scan, each scan after the last key the one before examined; default 100000
 	MaxPollRecords int           // events folded per poll; default 5000
 	SessionTimeout time.Duration // group session timeout; default 10s
 

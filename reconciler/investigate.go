@@ -10,54 +10,6 @@ import (
 	"github.com/atmostonce/toolexec/topics"
 )
 
-// scan examines every key in doubt of every owned partition whose view has
-// caught up, plans a step for each one past its deadline (Plan) and
-// carries it out, then publishes the gauges and the rows of /pending.
-//
-// Why only caught-up partitions: a view that lags the log could take a key
-// that settled long ago for one in doubt. Commands carry their call id as
-// a precondition, so a stale decision is refused by the executor anyway;
-// waiting spares it the noise (and a native_key tool a needless retry).
-func (r *Reconciler) scan(ctx context.Context) error {
-	now := r.now()
-	g := newGauges()
-	var rows []Row
-	for _, p := range r.ownedPartitions() {
-		if !r.owned[p].caughtUp {
-			continue
-		}
-		if err := r.scanPartition(ctx, now, p, g, &rows); err != nil {
-			return err
-		}
-	}
-	r.m.publish(g)
-	r.mu.Lock()
-	r.mu.rows = rows
-	r.mu.Unlock()
-	return nil
-}
-
-func (r *Reconciler) scanPartition(ctx context.Context, now int64, p int32, g *gauges, rows *[]Row) error {
-	ds, err := r.store.InDoubt(p, r.cfg.MaxScan)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrFatal, err)
-	}
-	if len(ds) == r.cfg.MaxScan && !r.warned[p] {
-		r.warned[p] = true
-		r.cfg.Logger.Warn("reconciler: more keys in doubt than max_scan; the rest wait for later scans", "partition", p, "max_scan", r.cfg.MaxScan)
-	}
-	for _, d := range ds {
-		rec, err := r.store.Get(d.Tenant, d.Key)
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrFatal, err)
-		}
-		if err := r.examine(ctx, now, p, rec, g, rows); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // examine plans and carries out the next step for one record in doubt.
 func (r *Reconciler) examine(ctx context.Context, now int64, p int32, rec *saga.Record, g *gauges, rows *[]Row) error {
 	subj, ok := subjectOf(rec, r.lookup)
@@ -80,16 +32,23 @@ func (r *Reconciler) examine(ctx context.Context, now int64, p int32, rec *saga.
 	step := Plan(now, subj, inv, r.cfg.Policy)
 	g.add(now, subj, step.Inv.Escalated)
 	*rows = append(*rows, rowOf(now, subj, &step.Inv))
-	if r.running[topics.RoutingKey(subj.Tenant, subj.Key)] {
+	rk := topics.RoutingKey(subj.Tenant, subj.Key)
+	if r.running[rk] {
 		return nil // a retry or probe of it is on its way
 	}
-	return r.carryOut(ctx, p, rec, subj, step)
+	if err := r.carryOut(ctx, p, rec, subj, step); err != nil {
+		return err
+	}
+	if step.Inv.Escalated {
+		r.owned[p].rememberEscalated(rk, subj, step.Inv)
+	}
+	return nil
 }
 
 // investigation loads what is remembered of subj's investigation; nil
 // when nothing is, or when it belongs to an earlier subject of the key.
 func (r *Reconciler) investigation(subj Subject) (*Investigation, error) {
-	b, err := r.store.Aux(investigationKey(subj.Tenant, subj.Key))
+	b, err := r.store.Aux(investigationKey(subj.Tenant, subj.Key, subj.Phase))
 	if err != nil || b == nil {
 		return nil, err
 	}
@@ -221,7 +180,7 @@ func (r *Reconciler) remember(subj Subject, inv *Investigation) error {
 		return fmt.Errorf("%w: %w", ErrFatal, err)
 	}
 	b := r.store.NewBatch()
-	if err := b.PutAux(investigationKey(subj.Tenant, subj.Key), v); err != nil {
+	if err := b.PutAux(investigationKey(subj.Tenant, subj.Key, inv.Phase), v); err != nil {
 		b.Discard()
 		return fmt.Errorf("%w: %w", ErrFatal, err)
 	}

@@ -16,20 +16,29 @@ var ErrCorrupt = errors.New("reconciler: corrupt investigation")
 // doubt, in Pebble next to the view (state's auxiliary space), so that a
 // restart resumes the investigation instead of starting it again: how many
 // rounds failed, when the next may start, whether it was escalated, and
-// the command it sent. It belongs to one (Phase, CallID); when the key's
-// subject changes the view's fold deletes it in the same batch.
+// the command it sent. It belongs to one (Phase, CallID). A key has at
+// most one of each phase: the investigation of its call lives through the
+// compensations of that call (each one that comes back without reaching
+// its tool is a failed round of the call's), the investigation of a
+// compensation only as long as that compensation. The view's fold deletes
+// an investigation in the batch that ends its subject.
 type Investigation struct {
 	Phase  Phase  `msgpack:"phase"`
 	CallID string `msgpack:"call_id"`
 	// Attempts counts rounds that did not settle the key: an ambiguous
-	// retry or probe, or a command that did not show in the log in time.
-	Attempts    int    `msgpack:"attempts"`
-	StartedAt   int64  `msgpack:"started_at"`             // unix ms of the first round
-	NextAt      int64  `msgpack:"next_at,omitempty"`      // no new round before this (unix ms)
-	Escalated   bool   `msgpack:"escalated,omitempty"`    // parked for an operator
-	EscalatedAt int64  `msgpack:"escalated_at,omitempty"` // unix ms
-	Reason      string `msgpack:"reason,omitempty"`       // the last finding, or why it was escalated
-	Sent        *Sent  `msgpack:"sent,omitempty"`         // the command of this investigation, once sent
+	// retry or probe, a command that did not show in the log in time, a
+	// compensation that came back not_executed.
+	Attempts int `msgpack:"attempts"`
+	// Compensations counts the compensations of the call that came back
+	// without reaching their tool (call phase only); the next compensate
+	// command is a new round, with an id of its own.
+	Compensations int    `msgpack:"compensations,omitempty"`
+	StartedAt     int64  `msgpack:"started_at"`             // unix ms of the first round
+	NextAt        int64  `msgpack:"next_at,omitempty"`      // no new round before this (unix ms)
+	Escalated     bool   `msgpack:"escalated,omitempty"`    // parked for an operator
+	EscalatedAt   int64  `msgpack:"escalated_at,omitempty"` // unix ms
+	Reason        string `msgpack:"reason,omitempty"`       // the last finding, or why it was escalated
+	Sent          *Sent  `msgpack:"sent,omitempty"`         // the command of this investigation, once sent
 }
 
 // Sent is a command the reconciler produced for a subject. It is written
@@ -47,18 +56,28 @@ func (inv *Investigation) matches(s Subject) bool {
 	return inv != nil && inv.Phase == s.Phase && inv.CallID == s.CallID
 }
 
-// investigationKey is the auxiliary-space key of a key's investigation.
-// One per key: a key has at most one subject at a time.
-func investigationKey(tenant, key string) []byte {
-	b := make([]byte, 0, 5+len(tenant)+len(key))
-	b = append(b, "inv/"...)
+// investigationKey is the auxiliary-space key of a key's investigation of
+// phase: "inv/" for the call (the key every version used), "invc/" for a
+// compensation. An investigation of the other phase found under "inv/"
+// (written before the split) does not match its subject and is replaced.
+func investigationKey(tenant, key string, phase Phase) []byte {
+	prefix := investigationPrefix
+	if phase == PhaseCompensation {
+		prefix = compensationInvestigationPrefix
+	}
+	b := make([]byte, 0, len(prefix)+1+len(tenant)+len(key))
+	b = append(b, prefix...)
 	b = append(b, tenant...)
 	b = append(b, 0)
 	return append(b, key...)
 }
 
-// investigationPrefix is the prefix of every investigation key.
-var investigationPrefix = []byte("inv/")
+// investigationPrefix and compensationInvestigationPrefix start the keys
+// of call and compensation investigations.
+var (
+	investigationPrefix             = []byte("inv/")
+	compensationInvestigationPrefix = []byte("invc/")
+)
 
 func encodeInvestigation(inv *Investigation) ([]byte, error) {
 	if err := checkInvestigation(inv); err != nil {
@@ -90,8 +109,10 @@ func checkInvestigation(inv *Investigation) error {
 		return fmt.Errorf("%w: phase %d", ErrCorrupt, inv.Phase)
 	case inv.CallID == "":
 		return fmt.Errorf("%w: no call id", ErrCorrupt)
-	case inv.Attempts < 0:
-		return fmt.Errorf("%w: %d attempts", ErrCorrupt, inv.Attempts)
+	case inv.Attempts < 0 || inv.Compensations < 0:
+		return fmt.Errorf("%w: %d attempts, %d compensations", ErrCorrupt, inv.Attempts, inv.Compensations)
+	case inv.Compensations > 0 && inv.Phase != PhaseCall:
+		return fmt.Errorf("%w: compensations counted on a compensation", ErrCorrupt)
 	case inv.Sent != nil && (inv.Sent.ID == "" || inv.Sent.Type == ""):
 		return fmt.Errorf("%w: a sent command without id or type", ErrCorrupt)
 	}

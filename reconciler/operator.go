@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -161,6 +162,12 @@ type ResolveRequest struct {
 	Err     *topics.ErrorInfo // optional, answered as the call's error
 	By      string            // who settles it (recorded in the event log); required
 	Reason  string
+	// Force settles a call (or compensation) that may still reach its tool
+	// because its pending_ttl has not passed yet; without it the executor
+	// refuses such a resolve (StillLanding). Recorded in the event log
+	// (forced). Only for an operator who knows the call cannot land any
+	// more: settling it not_executed frees the key for a new call.
+	Force bool
 	// ID is the command's intent id; default a fresh one.
 	ID         string
 	ClientOpts []kgo.Opt
@@ -212,7 +219,7 @@ func (req *ResolveRequest) intent() (*topics.Intent, error) {
 		req.ID = "op-" + client.NewID()
 	}
 	in := &topics.Intent{V: topics.Version, Type: topics.TypeResolve, ID: req.ID, Tenant: req.Tenant, Key: req.Key,
-		Outcome: req.Outcome, Result: req.Result, Error: req.Err, By: req.By, Reason: req.Reason}
+		Outcome: req.Outcome, Result: req.Result, Error: req.Err, By: req.By, Reason: req.Reason, Force: req.Force}
 	b, err := topics.EncodeIntent(in)
 	if err != nil {
 		return nil, err
@@ -246,6 +253,14 @@ func listenForAnswer(ctx context.Context, adm *kadm.Client, req ResolveRequest, 
 	}
 	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(req.Brokers...), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{req.Names.Results: {p: kgo.NewOffset().At(end.Offset)}})}, req.ClientOpts...)...)
+}
+
+// StillLanding reports whether res is the executor's refusal of a
+// command that came before the call's pending_ttl passed: the call may
+// still reach its tool, and only a forced command settles it then.
+func StillLanding(res *topics.Result) bool {
+	return res != nil && res.Status == topics.StatusRejected && res.Error != nil &&
+		res.Error.Code == topics.ReasonInvalidCommand && strings.Contains(res.Error.Message, "pending_ttl")
 }
 
 func awaitAnswer(ctx context.Context, cl *kgo.Client, id string) (*topics.Result, error) {

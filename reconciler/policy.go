@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/vmihailenco/msgpack/v5"
+
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"
 )
@@ -93,6 +95,10 @@ func Plan(now int64, s Subject, inv *Investigation, p Policy) Step {
 		return Step{Kind: StepIdle, Inv: cur}
 	case cur.Sent != nil:
 		return afterSent(now, s, cur, p)
+	case cur.Attempts >= p.MaxAttempts:
+		// Rounds can fail outside a Judge: a compensation that came back
+		// without reaching its tool is counted by the view's fold.
+		return escalate(now, cur, fmt.Sprintf("%d rounds without settling the key; last: %s", cur.Attempts, cur.Reason))
 	case now < cur.NextAt:
 		return Step{Kind: StepWait, At: cur.NextAt, Inv: cur, Changed: changed}
 	}
@@ -134,8 +140,12 @@ func undecidable(s Subject) string {
 	return fmt.Sprintf("tool %q of class %s cannot be investigated", s.Tool, s.Class)
 }
 
+// compensate sends a compensate command. Its id is the same for every
+// resend within one round (the saga sees one compensation however often
+// it arrives), and new for each round after a compensation came back
+// not_executed.
 func compensate(now int64, s Subject, inv Investigation) Step {
-	cmd := &Command{Type: topics.TypeCompensate, ID: commandID(s, topics.TypeCompensate, 0), Tenant: s.Tenant, Key: s.Key,
+	cmd := &Command{Type: topics.TypeCompensate, ID: commandID(s, topics.TypeCompensate, inv.Compensations), Tenant: s.Tenant, Key: s.Key,
 		CallID: s.CallID, Reason: fmt.Sprintf("in doubt past pending_ttl; compensating with %s", s.CompensateWith)}
 	inv.Sent = &Sent{Type: cmd.Type, ID: cmd.ID, At: now}
 	inv.Reason = cmd.Reason
@@ -220,13 +230,42 @@ func resolve(now int64, s Subject, inv Investigation, kind StepKind, outcome str
 	cmd := &Command{Type: topics.TypeResolve, ID: commandID(s, topics.TypeResolve, inv.Attempts), Tenant: s.Tenant, Key: s.Key,
 		CallID: s.CallID, Outcome: outcome, Reason: fmt.Sprintf("%s of %s (%s) answered %s", kind, s.Tool, s.Class, out.Status)}
 	if out.Status == tools.Succeeded {
-		cmd.Result = out.Result
+		cmd.Result, cmd.Err = storableResult(out.Result)
 	} else {
 		cmd.Err = &topics.ErrorInfo{Code: out.Code, Message: out.Message}
 	}
 	inv.Sent = &Sent{Type: cmd.Type, ID: cmd.ID, Outcome: outcome, At: now}
 	inv.Reason = cmd.Reason
 	return Step{Kind: StepResolve, Inv: inv, Changed: true, Cmd: cmd}
+}
+
+// codeResultNotStored is the executor's error code for a success whose
+// result it does not keep (executor/answers.go): the call succeeded, its
+// result is not replayed.
+const codeResultNotStored = "result_not_stored"
+
+// storableResult is what a resolve can carry of a tool's result: the
+// result itself when its msgpack encoding fits the executor's bound on a
+// stored result (topics.MaxResolveResult, the one constant both sides
+// check), else none and the executor's result_not_stored code.
+//
+// Why (issue 12, "one meaning for each bound"): a retry may answer up to
+// the HTTP adapter's 1 MiB, and the executor refused a resolve carrying
+// more than 256 KiB: the command was rejected, the investigation tried
+// again, and the key stayed in doubt although the tool had answered.
+func storableResult(v any) (any, *topics.ErrorInfo) {
+	if v == nil {
+		return nil, nil
+	}
+	b, err := msgpack.Marshal(v)
+	switch {
+	case err != nil:
+		return nil, &topics.ErrorInfo{Code: codeResultNotStored, Message: fmt.Sprintf("the tool's result cannot be encoded (%v); the call succeeded", err)}
+	case len(b) > topics.MaxResolveResult:
+		return nil, &topics.ErrorInfo{Code: codeResultNotStored, Message: fmt.Sprintf(
+			"the tool's result is %d bytes, over the %d a stored result may have; the call succeeded", len(b), topics.MaxResolveResult)}
+	}
+	return v, nil
 }
 
 // Backoff is the wait after the n-th failed round (n >= 1): BackoffBase

@@ -216,6 +216,28 @@ func TestReconcilerJudge(t *testing.T) {
 	}
 }
 
+// A retry may answer a result larger than the executor keeps. The resolve
+// then says succeeded without it, with the executor's result_not_stored
+// code, instead of carrying it and being rejected by the executor (which
+// left the key in doubt although the tool had answered; issue 12, "one
+// meaning for each bound"). A result within the bound is carried whole.
+func TestReconcilerResolveCarriesNoResultOverTheStoredBound(t *testing.T) {
+	big := tools.Outcome{Status: tools.Succeeded, Result: map[string]any{"blob": strings.Repeat("x", topics.MaxResolveResult)}}
+	s := Judge(t0, subj(tools.NativeKey, PhaseCall), *inv(nil), StepRetry, big, testPolicy)
+	if s.Kind != StepResolve || s.Cmd.Outcome != topics.StatusSucceeded || s.Cmd.Result != nil || s.Cmd.Err == nil ||
+		s.Cmd.Err.Code != "result_not_stored" {
+		t.Fatalf("step %s, command %+v", s.Kind, s.Cmd)
+	}
+	if b, err := topics.EncodeIntent(s.Cmd.intent("reconciler")); err != nil || len(b) > topics.MaxMessageBytes {
+		t.Fatalf("the command does not fit a message: %d bytes, %v", len(b), err)
+	}
+	fits := tools.Outcome{Status: tools.Succeeded, Result: map[string]any{"blob": strings.Repeat("x", topics.MaxResolveResult-64)}}
+	s = Judge(t0, subj(tools.Probe, PhaseCompensation), Investigation{Phase: PhaseCompensation, CallID: "K"}, StepProbe, fits, testPolicy)
+	if s.Kind != StepResolve || s.Cmd.Outcome != topics.StatusCompensated || s.Cmd.Result == nil || s.Cmd.Err != nil {
+		t.Fatalf("a result within the bound: step %s, command outcome %s error %+v", s.Kind, s.Cmd.Outcome, s.Cmd.Err)
+	}
+}
+
 func TestReconcilerBackoff(t *testing.T) {
 	p := Policy{BackoffBase: time.Second, BackoffCap: 10 * time.Second}
 	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
@@ -256,10 +278,10 @@ func TestReconcilerSubjectOf(t *testing.T) {
 	}
 	lookup := func(n string) (tools.Spec, bool) { s, ok := specs[n]; return s, ok }
 	rec := &saga.Record{Tenant: "acme", Key: "k1", Tool: "pay", Status: saga.StatusStarted, CalledAt: 1000, PendingUntil: 61_000,
-		Origin: saga.Waiter{IntentID: "A"}, Waiters: []saga.Waiter{{IntentID: "B"}}}
+		Origin: saga.Waiter{IntentID: "A"}, Waiters: []saga.Waiter{{IntentID: "B"}}, DownstreamKey: "tk2_a"}
 	s, ok := subjectOf(rec, lookup)
 	want := Subject{Tenant: "acme", Key: "k1", Phase: PhaseCall, CallID: "A", Tool: "pay", Class: tools.Compensatable,
-		CompensateWith: "refund", Status: saga.StatusStarted, CalledAt: 1000, Deadline: 61_000, Waiters: 1}
+		DownstreamKey: "tk2_a", CompensateWith: "refund", Status: saga.StatusStarted, CalledAt: 1000, Deadline: 61_000, Waiters: 1}
 	if !ok || s != want {
 		t.Errorf("call: %+v, want %+v", s, want)
 	}
@@ -279,8 +301,15 @@ func TestReconcilerSubjectOf(t *testing.T) {
 	if _, ok := subjectOf(settled, lookup); ok {
 		t.Error("a settled key has a subject")
 	}
-	if identity(rec) == identity(comp) || identity(settled) != "" || identity(nil) != "" {
-		t.Errorf("identities %q %q %q", identity(rec), identity(comp), identity(settled))
+	comp.Comp.PrevStatus = saga.StatusStarted
+	if callIdentity(rec) != "A" || callIdentity(comp) != "A" || compensationIdentity(comp) != "K" || compensationIdentity(rec) != "" ||
+		callIdentity(settled) != "" || callIdentity(nil) != "" || compensationIdentity(nil) != "" {
+		t.Errorf("identities: call %q %q %q, compensation %q %q", callIdentity(rec), callIdentity(comp), callIdentity(settled),
+			compensationIdentity(rec), compensationIdentity(comp))
+	}
+	comp.Comp.PrevStatus = saga.StatusSucceeded // an agent undoing a success: no call in doubt
+	if callIdentity(comp) != "" {
+		t.Errorf("the compensation of a succeeded call keeps a call investigation alive")
 	}
 }
 

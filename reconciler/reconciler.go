@@ -62,6 +62,12 @@ type partition struct {
 	epoch    uint64 // bumped at every assignment: results of older epochs are dropped
 	next     int64  // next offset to fold; equal to the stored checkpoint
 	caughtUp bool   // the view reached the log's stable end once since the assignment
+	// cursor is the last key of the doubt index a scan examined; the next
+	// scan starts after it (scan.go).
+	cursor doubtPos
+	// escalated holds the keys found escalated, by routing key, until an
+	// event of the key arrives: scans count them without examining them.
+	escalated map[string]escalatedKey
 }
 
 // New validates cfg, opens the view and checks that the executor's topics

@@ -16,16 +16,19 @@ import (
 // Row is one key in doubt as an operator sees it (reconciler pending, and
 // the /pending endpoint as JSON).
 type Row struct {
-	Tenant   string `json:"tenant"`
-	Key      string `json:"key"`
-	Tool     string `json:"tool"`
-	Class    string `json:"class,omitempty"`
-	Phase    string `json:"phase"`  // call or compensation
-	Status   string `json:"status"` // the saga status of the key
-	CallID   string `json:"call_id"`
-	CalledAt int64  `json:"called_at"` // unix ms the call (compensation) started
-	Deadline int64  `json:"deadline"`  // unix ms it became the reconciler's
-	Waiters  int    `json:"waiters"`   // intents waiting for the final answer
+	Tenant string `json:"tenant"`
+	Key    string `json:"key"`
+	Tool   string `json:"tool"`
+	Class  string `json:"class,omitempty"`
+	Phase  string `json:"phase"`  // call or compensation
+	Status string `json:"status"` // the saga status of the key
+	CallID string `json:"call_id"`
+	// DownstreamKey is the Idempotency-Key the tool saw for this call (or
+	// compensation): what to look for in the tool's own records.
+	DownstreamKey string `json:"downstream_key,omitempty"`
+	CalledAt      int64  `json:"called_at"` // unix ms the call (compensation) started
+	Deadline      int64  `json:"deadline"`  // unix ms it became the reconciler's
+	Waiters       int    `json:"waiters"`   // intents waiting for the final answer
 	// State: within_ttl (an executor call may still run), retry, probe,
 	// compensate (being investigated so), command_sent, escalated.
 	State    string `json:"state"`
@@ -44,7 +47,7 @@ func (w *Row) RoutingKey() string { return topics.RoutingKey(w.Tenant, w.Key) }
 // rowOf describes subj and what is known of its investigation. Pure.
 func rowOf(now int64, subj Subject, inv *Investigation) Row {
 	w := Row{Tenant: subj.Tenant, Key: subj.Key, Tool: subj.Tool, Class: string(subj.Class), Phase: subj.Phase.String(),
-		Status: subj.Status.String(), CallID: subj.CallID, CalledAt: subj.CalledAt, Deadline: subj.Deadline, Waiters: subj.Waiters}
+		Status: subj.Status.String(), CallID: subj.CallID, DownstreamKey: subj.DownstreamKey, CalledAt: subj.CalledAt, Deadline: subj.Deadline, Waiters: subj.Waiters}
 	if now < subj.Deadline {
 		w.State = "within_ttl"
 		return w

@@ -1,6 +1,8 @@
 package reconciler
 
 import (
+	"time"
+
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/tools"
 )
@@ -39,6 +41,13 @@ type Subject struct {
 	// compensating tool. Its class decides the investigation.
 	Tool  string
 	Class tools.Class // "" when the tool is not in this configuration
+	// DownstreamKey is the key the tool saw for the call or compensation in
+	// doubt (its started event's), or the legacy per-key one for records
+	// from before keys were per call. Every retry and probe uses it: a key
+	// used again after not_executed or expiry has a new call under a new
+	// downstream key, and asking under the old one would read the old
+	// call's effect (issue 12).
+	DownstreamKey string
 	// CompensateWith is the call's compensating tool (call phase only).
 	CompensateWith string
 	Status         saga.Status
@@ -75,27 +84,51 @@ func subjectOf(rec *saga.Record, lookup Lookup) (Subject, bool) {
 			s.Class, ttl = spec.Class, spec.PendingTTL
 		}
 		s.Phase, s.CallID, s.Tool = PhaseCompensation, rec.Comp.Origin.IntentID, rec.Comp.Tool
-		s.CalledAt, s.Deadline = rec.Comp.StartedAt, rec.Comp.StartedAt+ttl.Milliseconds()
+		s.DownstreamKey = tools.CallDownstreamKey(rec.Comp.DownstreamKey, rec.Tenant, rec.Comp.Tool, rec.Key)
+		s.CalledAt, s.Deadline = rec.Comp.StartedAt, compensationDeadline(rec.Comp, ttl)
 		return s, true
 	}
 	if spec, ok := lookup(rec.Tool); ok {
 		s.Class, s.CompensateWith = spec.Class, spec.CompensateWith
 	}
 	s.Phase, s.CallID, s.Tool = PhaseCall, rec.Origin.IntentID, rec.Tool
+	s.DownstreamKey = tools.CallDownstreamKey(rec.DownstreamKey, rec.Tenant, rec.Tool, rec.Key)
 	s.CalledAt, s.Deadline = rec.CalledAt, rec.PendingUntil
 	return s, true
 }
 
-// identity names the investigation a record calls for: the phase and the
-// call id of what is in doubt, or "" when nothing is. When a key's
-// identity changes, whatever was known about its previous investigation
-// is obsolete.
-func identity(rec *saga.Record) string {
-	if rec == nil || !rec.Status.InDoubt() {
+// compensationDeadline is when a compensation in doubt becomes the
+// reconciler's: the PendingUntil its started event recorded (the
+// executor refuses a command before it), or, for records from before it
+// was kept, its start plus the compensating tool's pending_ttl.
+func compensationDeadline(c *saga.Compensation, ttl time.Duration) int64 {
+	if c.PendingUntil > 0 {
+		return c.PendingUntil
+	}
+	return c.StartedAt + ttl.Milliseconds()
+}
+
+// callIdentity is the call whose investigation a record keeps alive: the
+// call in doubt, also while a compensation of it runs or is in doubt (its
+// rounds belong to the call's investigation); "" when none. When it
+// changes, the call's investigation is obsolete.
+func callIdentity(rec *saga.Record) string {
+	switch {
+	case rec == nil:
+		return ""
+	case rec.Status == saga.StatusStarted || rec.Status == saga.StatusUnknown:
+		return rec.Origin.IntentID
+	case compensationIdentity(rec) != "" && (rec.Comp.PrevStatus == saga.StatusStarted || rec.Comp.PrevStatus == saga.StatusUnknown):
+		return rec.Origin.IntentID
+	}
+	return ""
+}
+
+// compensationIdentity is the compensation in doubt (running or unknown)
+// of a record, "" when none.
+func compensationIdentity(rec *saga.Record) string {
+	if rec == nil || rec.Comp == nil || (rec.Status != saga.StatusCompensating && rec.Status != saga.StatusCompensationUnknown) {
 		return ""
 	}
-	if rec.Comp != nil && (rec.Status == saga.StatusCompensating || rec.Status == saga.StatusCompensationUnknown) {
-		return PhaseCompensation.String() + "/" + rec.Comp.Origin.IntentID
-	}
-	return PhaseCall.String() + "/" + rec.Origin.IntentID
+	return rec.Comp.Origin.IntentID
 }

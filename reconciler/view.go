@@ -8,6 +8,7 @@ import (
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
+	"github.com/atmostonce/toolexec/topics"
 )
 
 // fold folds every polled event of an owned partition into the view: one
@@ -28,7 +29,8 @@ func (r *Reconciler) fold(fs kgo.Fetches) error {
 }
 
 func (r *Reconciler) foldPartition(p int32, o *partition, recs []*kgo.Record) error {
-	f := &folder{st: r.store, prev: map[string]*saga.Record{}, cur: map[string]*saga.Record{}}
+	f := &folder{st: r.store, prev: map[string]*saga.Record{}, cur: map[string]*saga.Record{}, returned: map[string][]string{},
+		now: r.now(), policy: r.cfg.Policy}
 	next := o.next
 	for _, rec := range recs {
 		if rec.Offset < o.next {
@@ -51,6 +53,7 @@ func (r *Reconciler) foldPartition(p int32, o *partition, recs []*kgo.Record) er
 		return fmt.Errorf("%w: %w", ErrFatal, err)
 	}
 	o.next = next
+	o.forget(f.touched())
 	return nil
 }
 
@@ -59,6 +62,11 @@ type folder struct {
 	st   *state.Store
 	prev map[string]*saga.Record // as stored before this poll
 	cur  map[string]*saga.Record
+	// returned lists, per key, the compensations of its call in doubt that
+	// came back without reaching their tool in this poll (compround.go).
+	returned map[string][]string
+	now      int64
+	policy   Policy
 }
 
 func (f *folder) apply(rec *kgo.Record) error {
@@ -78,7 +86,12 @@ func (f *folder) apply(rec *kgo.Record) error {
 		}
 		f.prev[rk], cur = stored, stored.Clone()
 	}
-	f.cur[rk] = slimSettled(saga.Apply(cur, *ev))
+	round, compensating := compensationOf(cur)
+	next := slimSettled(saga.Apply(cur, *ev))
+	if compensating && round.returnedFrom(next) {
+		f.returned[rk] = append(f.returned[rk], round.String())
+	}
+	f.cur[rk] = next
 	return nil
 }
 
@@ -94,23 +107,17 @@ func slimSettled(rec *saga.Record) *saga.Record {
 }
 
 // commit writes the overlay and the checkpoint in one synced batch. An
-// investigation whose key no longer has the same subject in doubt (it
-// settled, or a compensation started, or a new call did) is obsolete and
-// goes in the same batch: a restart can never act on it.
+// investigation whose subject the key no longer has in doubt (it settled,
+// a new call started, another compensation did) is obsolete and goes in
+// the same batch: a restart can never act on it. A compensation that came
+// back without reaching its tool is a failed round of its call's
+// investigation, counted in the same batch.
 func (f *folder) commit(topic string, p int32, next int64) error {
 	b := f.st.NewBatch()
 	for rk, cur := range f.cur {
-		prev := f.prev[rk]
-		if err := b.Put(p, prev, cur); err != nil {
+		if err := f.commitKey(b, p, rk, cur); err != nil {
 			b.Discard()
 			return err
-		}
-		if id := identity(prev); id != "" && id != identity(cur) {
-			tenant, key := splitRK(rk)
-			if err := b.DeleteAux(investigationKey(tenant, key)); err != nil {
-				b.Discard()
-				return err
-			}
 		}
 	}
 	if err := b.SetCheckpoint(topic, p, next); err != nil {
@@ -118,6 +125,36 @@ func (f *folder) commit(topic string, p int32, next int64) error {
 		return err
 	}
 	return b.Commit(state.Sync)
+}
+
+func (f *folder) commitKey(b *state.Batch, p int32, rk string, cur *saga.Record) error {
+	prev := f.prev[rk]
+	if err := b.Put(p, prev, cur); err != nil {
+		return err
+	}
+	tenant, key := splitRK(rk)
+	if id := compensationIdentity(prev); id != "" && id != compensationIdentity(cur) {
+		if err := b.DeleteAux(investigationKey(tenant, key, PhaseCompensation)); err != nil {
+			return err
+		}
+	}
+	switch id := callIdentity(prev); {
+	case id != "" && id != callIdentity(cur):
+		return b.DeleteAux(investigationKey(tenant, key, PhaseCall))
+	case len(f.returned[rk]) > 0 && callIdentity(cur) != "":
+		return f.countReturned(b, tenant, key, cur, f.returned[rk])
+	}
+	return nil
+}
+
+// touched lists the routing keys of the records this poll changed.
+func (f *folder) touched() []string {
+	out := make([]string, 0, len(f.cur))
+	for rk := range f.cur {
+		tenant, key := splitRK(rk)
+		out = append(out, topics.RoutingKey(tenant, key))
+	}
+	return out
 }
 
 // splitRK splits the overlay key "<tenant> 0x00 <key>"; tenants never hold

@@ -1,6 +1,8 @@
 package reconciler
 
 import (
+	"time"
+
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -39,7 +41,7 @@ func viewFold(t *testing.T, r *Reconciler, recs ...*kgo.Record) {
 
 func viewInvestigation(t *testing.T, st *state.Store) *Investigation {
 	t.Helper()
-	b, err := st.Aux(investigationKey("acme", "k1"))
+	b, err := st.Aux(investigationKey("acme", "k1", PhaseCall))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +60,7 @@ func viewInvestigation(t *testing.T, st *state.Store) *Investigation {
 // goes in the batch that ends its subject.
 func TestReconcilerFoldDropsObsoleteInvestigations(t *testing.T) {
 	st := viewStore(t)
-	r := &Reconciler{store: st, cfg: Config{Names: topics.Names{Events: "ev"}}, owned: map[int32]*partition{0: {epoch: 1}}}
+	r := &Reconciler{store: st, cfg: Config{Names: topics.Names{Events: "ev"}, Now: time.Now}, owned: map[int32]*partition{0: {epoch: 1}}}
 	w := &saga.Waiter{IntentID: "A", Type: "call", At: 1}
 	started := saga.Event{Kind: saga.EvStarted, Tenant: "acme", Key: "k1", At: 1, IntentID: "A", Tool: "pay",
 		ArgsHash: []byte{1}, Args: []byte{0x80}, PendingTTL: 10, RetentionMs: 100, Attempt: 1, Waiter: w}

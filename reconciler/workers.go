@@ -82,14 +82,15 @@ func (w *workers) run(j job) {
 }
 
 // invoke makes the retry or the probe, under the downstream key the
-// executor used: the same (tenant, tool, key), so the downstream sees the
-// same request again.
+// executor used for the call (or compensation) in doubt, so the downstream
+// sees the same request again; never the key of another call of the same
+// (tenant, key).
 func (w *workers) invoke(j job) tools.Outcome {
 	_, tool, ok := w.reg.Lookup(j.subj.Tool)
 	if !ok {
 		return tools.Outcome{Status: tools.Unknown, Code: "unknown_tool", Message: fmt.Sprintf("tool %q is not configured", j.subj.Tool)}
 	}
-	dk := tools.DownstreamKey(j.subj.Tenant, j.subj.Tool, j.subj.Key)
+	dk := tools.CallDownstreamKey(j.subj.DownstreamKey, j.subj.Tenant, j.subj.Tool, j.subj.Key)
 	if j.kind == StepProbe {
 		p, ok := tool.(tools.Prober)
 		if !ok {

@@ -2,9 +2,10 @@
 // processes (built with -tags faults), a reconciler, a ledger tool server
 // and a load of agent-like intents, injects faults (kill -9, kills at each
 // protocol point, zombies, scale changes, broker bounces, network faults,
-// state loss), lets the reconciler settle, and checks at most one effect
-// per key, one terminal answer per intent, nothing lost, and that every
-// key in doubt was settled by its class's path. The last line of output is
+// state loss, hostile records), lets the reconciler settle, and checks at
+// most one effect per downstream key and per call of a key, one terminal
+// answer per intent, nothing lost, that every key in doubt was settled by
+// its class's path, and that no hostile record stalled a member. The last line of output is
 // one JSON object; the exit status is 1 on any violation, 2 when the
 // harness itself failed. See docs/RELIABILITY.md.
 package main
@@ -60,7 +61,7 @@ func parseFlags(args []string) (chaos.Config, error) {
 	fs.Float64Var(&cfg.Rate, "rate", 40, "intents per second, bursts on top")
 	fs.DurationVar(&cfg.FaultGap, "fault-gap", 4*time.Second, "mean pause between two faults")
 	drop := fs.Uint("drop-every", 25, "the ledger performs the effect and drops the connection for about one key in N (0: never)")
-	only := fs.String("only", "", "comma-separated fault kinds to inject (kill, zombie, scale, broker_bounce, network, state_loss); empty: all")
+	only := fs.String("only", "", "comma-separated fault kinds to inject (kill, zombie, scale, broker_bounce, network, state_loss, hostile); empty: all")
 	fs.BoolVar(&cfg.RequireAll, "require-all-faults", false, "count a fault kind never injected as a violation (CI: proves the short run covered them all)")
 	fs.StringVar(&cfg.WorkDir, "work-dir", "", "binaries, data dirs and process logs (default: a temp dir, deleted unless --keep)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work dir (process logs) at the end")

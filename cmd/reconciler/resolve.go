@@ -29,6 +29,7 @@ func resolveMain(args []string) error {
 	errMsg := fs.String("error-message", "", "the call's error message")
 	fs.StringVar(&req.By, "by", currentUser(), "who settles the key (recorded in the event log)")
 	fs.StringVar(&req.Reason, "reason", "settled by an operator", "why (recorded in the event log)")
+	fs.BoolVar(&req.Force, "force", false, "settle the key even though its call may still reach the tool (its pending_ttl has not passed); recorded as forced")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the executor's answer")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -51,7 +52,12 @@ func resolveMain(args []string) error {
 	if res != nil {
 		_ = cli.PrintJSON(os.Stdout, res)
 	}
-	if errors.Is(err, reconciler.ErrRejected) {
+	switch {
+	case errors.Is(err, reconciler.ErrRejected) && reconciler.StillLanding(res):
+		return errors.New("the executor refused the resolve: the key's call may still reach its tool until its pending_ttl passes " +
+			"(its answer above says how long). Wait and resolve again, or, if you know the call cannot land any more, " +
+			"add --force (recorded as forced in the audit trail)")
+	case errors.Is(err, reconciler.ErrRejected):
 		return errors.New("the executor rejected the resolve; its answer above says why")
 	}
 	return err

@@ -18,7 +18,7 @@ type runFlags struct {
 	toolsFile, dataDir, httpAddr, group, by string
 	policy                                  reconciler.Policy
 	scan, session                           time.Duration
-	maxConcurrent                           int
+	maxConcurrent, maxScan                  int
 }
 
 func parseRunFlags(args []string) (*runFlags, error) {
@@ -30,13 +30,14 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9465", "serves /metrics, /healthz, /readyz and /pending")
 	fs.StringVar(&f.group, "group", "tool-reconciler", "consumer group of the reconcilers")
 	fs.StringVar(&f.by, "by", "reconciler", "author recorded on every command")
-	fs.IntVar(&f.policy.MaxAttempts, "max-attempts", 8, "failed rounds of an investigation before it is escalated")
+	fs.IntVar(&f.policy.MaxAttempts, "max-attempts", 8, "failed rounds of an investigation (ambiguous answers, commands that never land, compensations that come back not_executed) before it is escalated")
 	fs.DurationVar(&f.policy.BackoffBase, "backoff", 2*time.Second, "wait after the first failed round; doubles per round")
 	fs.DurationVar(&f.policy.BackoffCap, "backoff-cap", 5*time.Minute, "longest wait between rounds")
 	fs.DurationVar(&f.policy.CommandTimeout, "command-timeout", time.Minute, "how long a sent command may take to show in the event log")
 	fs.DurationVar(&f.scan, "scan-interval", time.Second, "how often keys in doubt are examined")
 	fs.DurationVar(&f.session, "session-timeout", 10*time.Second, "group session timeout")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent", 16, "retries and probes running at once")
+	fs.IntVar(&f.maxScan, "max-scan", 100_000, "keys in doubt examined per partition per scan; each scan goes on after the last key the previous one examined")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -73,7 +74,8 @@ func serve(ctx context.Context, f *runFlags, reg *tools.Registry, log *slog.Logg
 	rc, err := reconciler.New(ctx, reconciler.Config{
 		Brokers: f.kafka.Seeds(), Names: f.kafka.Names(), Group: f.group, DataDir: f.dataDir,
 		Tools: reg, By: f.by, Policy: f.policy, ScanInterval: f.scan, SessionTimeout: f.session, MaxConcurrent: f.maxConcurrent,
-		Logger: log, Registerer: promReg,
+		MaxScan: f.maxScan,
+		Logger:  log, Registerer: promReg,
 	})
 	if err != nil {
 		return err
