@@ -19,13 +19,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/internal/testpki"
 )
 
 // tlsSASLCluster is a kfake broker that takes only TLS connections that
 // authenticate with SASL, as user "agent" for each mechanism.
-func tlsSASLCluster(t *testing.T, p *testPKI) []string {
+func tlsSASLCluster(t *testing.T, p *testpki.PKI, srv testpki.Pair) []string {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.TLS(p.serverTLS), kfake.EnableSASL(),
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.TLS(&tls.Config{Certificates: []tls.Certificate{srv.TLS}}), kfake.EnableSASL(),
 		kfake.Superuser(MechScram512, "agent", "scram512-pass"),
 		kfake.Superuser(MechScram256, "agent", "scram256-pass"),
 		kfake.Superuser(MechPlain, "agent", "plain-pass"),
@@ -53,10 +55,10 @@ func optsOf(t *testing.T, text string) []kgo.Opt {
 // Each SASL mechanism of franz-go's pkg/sasl, over TLS verified against
 // the file's CA: Check passes and a record goes through.
 func TestEveryMechanismConnectsOverTLS(t *testing.T) {
-	p := newTestPKI(t, []net.IP{net.ParseIP("127.0.0.1")}, nil)
-	seeds := tlsSASLCluster(t, p)
+	p := testpki.New(t)
+	seeds := tlsSASLCluster(t, p, p.Server(t, "broker", []net.IP{net.ParseIP("127.0.0.1")}, nil))
 	for mech, pass := range map[string]string{MechScram512: "scram512-pass", MechScram256: "scram256-pass", MechPlain: "plain-pass"} {
-		opts := optsOf(t, fmt.Sprintf("security.protocol=SASL_SSL\nsasl.mechanism=%s\nsasl.username=agent\nsasl.password=%s\nssl.ca.location=%s", mech, pass, p.caFile))
+		opts := optsOf(t, fmt.Sprintf("security.protocol=SASL_SSL\nsasl.mechanism=%s\nsasl.username=agent\nsasl.password=%s\nssl.ca.location=%s", mech, pass, p.CAFile))
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		if err := Check(ctx, seeds, opts...); err != nil {
 			t.Fatalf("%s: check: %v", mech, err)
@@ -78,9 +80,9 @@ func TestEveryMechanismConnectsOverTLS(t *testing.T) {
 // secure broker, integration/secure): here Check must fail at once and
 // never quote the password.
 func TestCheckOfAWrongPasswordFailsAtOnce(t *testing.T) {
-	p := newTestPKI(t, []net.IP{net.ParseIP("127.0.0.1")}, nil)
-	seeds := tlsSASLCluster(t, p)
-	opts := optsOf(t, "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.username=agent\nsasl.password=wrong-pw\nssl.ca.location="+p.caFile)
+	p := testpki.New(t)
+	seeds := tlsSASLCluster(t, p, p.Server(t, "broker", []net.IP{net.ParseIP("127.0.0.1")}, nil))
+	opts := optsOf(t, "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.username=agent\nsasl.password=wrong-pw\nssl.ca.location="+p.CAFile)
 	start := time.Now()
 	err := Check(context.Background(), seeds, opts...)
 	if err == nil || strings.Contains(err.Error(), "wrong-pw") || time.Since(start) > CheckTimeout {
@@ -107,9 +109,9 @@ func TestClassifyNamesTheKindOfFailure(t *testing.T) {
 }
 
 func TestCheckReportsAnUntrustedBrokerAsTLS(t *testing.T) {
-	p := newTestPKI(t, []net.IP{net.ParseIP("127.0.0.1")}, nil)
-	seeds := tlsSASLCluster(t, p)
-	opts := optsOf(t, "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.username=agent\nsasl.password=plain-pass\nssl.ca.location="+p.otherCAFile)
+	p := testpki.New(t)
+	seeds := tlsSASLCluster(t, p, p.Server(t, "broker", []net.IP{net.ParseIP("127.0.0.1")}, nil))
+	opts := optsOf(t, "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.username=agent\nsasl.password=plain-pass\nssl.ca.location="+p.OtherCAFile)
 	start := time.Now()
 	err := Check(context.Background(), seeds, opts...)
 	if !errors.Is(err, ErrTLS) || !strings.Contains(err.Error(), "certificate") {
@@ -125,25 +127,25 @@ func TestCheckReportsAnUntrustedBrokerAsTLS(t *testing.T) {
 // fails host name verification, unless the file says
 // ssl.endpoint.identification.algorithm=none (the chain is still checked).
 func TestEndpointIdentification(t *testing.T) {
-	p := newTestPKI(t, nil, []string{"localhost"})
-	seeds := tlsSASLCluster(t, p)
+	p := testpki.New(t)
+	seeds := tlsSASLCluster(t, p, p.Server(t, "broker", nil, []string{"localhost"}))
 	base := "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.username=agent\nsasl.password=plain-pass\n"
-	err := Check(context.Background(), seeds, optsOf(t, base+"ssl.ca.location="+p.caFile)...)
+	err := Check(context.Background(), seeds, optsOf(t, base+"ssl.ca.location="+p.CAFile)...)
 	if !errors.Is(err, ErrTLS) {
 		t.Fatalf("host name mismatch: %v, want ErrTLS", err)
 	}
-	if err := Check(context.Background(), seeds, optsOf(t, base+"ssl.endpoint.identification.algorithm=none\nssl.ca.location="+p.caFile)...); err != nil {
+	if err := Check(context.Background(), seeds, optsOf(t, base+"ssl.endpoint.identification.algorithm=none\nssl.ca.location="+p.CAFile)...); err != nil {
 		t.Fatalf("with none: %v", err)
 	}
-	err = Check(context.Background(), seeds, optsOf(t, base+"ssl.endpoint.identification.algorithm=none\nssl.ca.location="+p.otherCAFile)...)
+	err = Check(context.Background(), seeds, optsOf(t, base+"ssl.endpoint.identification.algorithm=none\nssl.ca.location="+p.OtherCAFile)...)
 	if !errors.Is(err, ErrTLS) {
 		t.Fatalf("none still verifies the chain: %v", err)
 	}
 }
 
 func TestCheckOfAPlaintextClientOnATLSListenerEndsInTime(t *testing.T) {
-	p := newTestPKI(t, []net.IP{net.ParseIP("127.0.0.1")}, nil)
-	seeds := tlsSASLCluster(t, p)
+	p := testpki.New(t)
+	seeds := tlsSASLCluster(t, p, p.Server(t, "broker", []net.IP{net.ParseIP("127.0.0.1")}, nil))
 	start := time.Now()
 	err := Check(context.Background(), seeds)
 	if err == nil {
