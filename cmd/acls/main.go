@@ -4,6 +4,7 @@
 //
 //	acls sync  --kafka-config admin.properties [--var PREFIX=tool.] FILE
 //	acls print [--var NAME=VALUE] FILE
+//	acls ping  --kafka-config F    exit 0 when a broker answers as F says
 //
 // sync creates the grants that are missing and deletes the ALLOW grants of
 // the file's roles that the file does not list, so a grant removed from
@@ -26,7 +27,7 @@ import (
 
 func main() {
 	cli.Main("acls", func([]string) error { return errors.New("usage: acls sync|print [flags] FILE") },
-		map[string]func([]string) error{"sync": syncMain, "print": printMain})
+		map[string]func([]string) error{"sync": syncMain, "print": printMain, "ping": pingMain})
 }
 
 // vars is a repeated --var NAME=VALUE flag.
@@ -104,4 +105,18 @@ func opName(g aclfile.Grant) string {
 		parts[i] = strings.ToUpper(p[:1]) + p[1:]
 	}
 	return strings.Join(parts, "")
+}
+
+// pingMain checks once (kafkaconfig.Check) that a broker answers with the
+// given settings: deploy/kafka/start --secure's readiness probe, which
+// needs SCRAM-SHA-512 against Kafka 4 (older librdkafka, such as Debian
+// 12's kcat, cannot authenticate there).
+func pingMain(args []string) error {
+	fs := flag.NewFlagSet("acls ping", flag.ContinueOnError)
+	kafka := cli.KafkaFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	_, err := kafka.Connect(context.Background())
+	return err
 }
