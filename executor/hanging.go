@@ -2,9 +2,11 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Hanging transactions. A transaction a partition still holds open while
@@ -98,6 +100,7 @@ var runningStates = map[string]bool{"Ongoing": true, "PrepareCommit": true, "Pre
 // it closed.
 func (e *Executor) closeHanging(ctx context.Context, set kadm.TopicsSet) (int, error) {
 	described, err := e.adm.DescribeProducers(ctx, set)
+	e.m.HangingBlind.Set(float64(blind(set, described, err)))
 	if err != nil {
 		return 0, err
 	}
@@ -118,8 +121,9 @@ func (e *Executor) closeHanging(ctx context.Context, set kadm.TopicsSet) (int, e
 		}
 		m := kadm.TxnMarkers{ProducerID: c.producerID, ProducerEpoch: c.producerEpoch, CoordinatorEpoch: c.coordinatorEpoch, Commit: commit,
 			Topics: kadm.TopicsSet{c.topic: {c.partition: {}}}}
-		if _, err := e.adm.WriteTxnMarkers(ctx, m); err != nil {
-			e.cfg.Logger.Error("closing a hanging transaction failed", "topic", c.topic, "partition", c.partition, "producer_id", c.producerID, "err", err)
+		if err := markersErr(e.adm.WriteTxnMarkers(ctx, m)); err != nil {
+			e.m.HangingUnclosed.WithLabelValues(unclosedReason(err)).Inc()
+			e.cfg.Logger.Error("closing a hanging transaction failed; its partition stays stalled (ClusterAction needed, see docs/SECURITY.md)", "topic", c.topic, "partition", c.partition, "producer_id", c.producerID, "reason", unclosedReason(err), "err", err)
 			continue
 		}
 		closed++
@@ -253,4 +257,59 @@ func (e *Executor) partitionsOf(ctx context.Context, names ...string) (kadm.Topi
 type txnKey struct {
 	pid   int64
 	epoch int16
+}
+
+// markersErr is the request's error, else the first partition's: a
+// refused marker must not be counted as closed.
+func markersErr(rs kadm.TxnMarkersResponses, err error) error {
+	if err != nil {
+		return err
+	}
+	for _, m := range rs {
+		for _, t := range m.Topics {
+			for _, p := range t.Partitions {
+				if p.Err != nil {
+					return p.Err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// unclosedReason labels a failed close: not_authorized when the broker
+// refused for want of ClusterAction (docs/SECURITY.md), else error.
+func unclosedReason(err error) string {
+	if errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		return "not_authorized"
+	}
+	return "error"
+}
+
+// blind counts the partitions a hanging check could not look at: all of
+// them when the request failed (kadm fails the whole request when one
+// topic is not authorized: without Read on __consumer_offsets the check
+// sees nothing at all), else those that answered an error.
+func blind(set kadm.TopicsSet, ps kadm.DescribedProducersTopics, err error) int {
+	if err == nil {
+		return unreadable(ps)
+	}
+	n := 0
+	for _, t := range set {
+		n += len(t)
+	}
+	return n
+}
+
+// unreadable counts the described partitions that answered an error.
+func unreadable(ps kadm.DescribedProducersTopics) int {
+	n := 0
+	for _, t := range ps {
+		for _, p := range t.Partitions {
+			if p.Err != nil {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -113,6 +113,7 @@ func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry
 	if err != nil {
 		return err
 	}
+	watchRepairAuthorization(ctx, conn, promReg, log)
 	defer ex.Close()
 	srv, err := httpserve.Listen(f.httpAddr, httpserve.Health(promReg, ex.Ready), log)
 	if err != nil {
