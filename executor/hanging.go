@@ -97,10 +97,11 @@ var runningStates = map[string]bool{"Ongoing": true, "PrepareCommit": true, "Pre
 
 // closeHanging finds the hanging transactions on the given partitions
 // and closes each with the marker closeMarker chooses. It returns how many
-// it closed.
-func (e *Executor) closeHanging(ctx context.Context, set kadm.TopicsSet) (int, error) {
+// it closed. unlisted counts the topics whose partitions could not even be
+// listed (no Describe), for the blind-check gauge.
+func (e *Executor) closeHanging(ctx context.Context, set kadm.TopicsSet, unlisted int) (int, error) {
 	described, err := e.adm.DescribeProducers(ctx, set)
-	e.m.HangingBlind.Set(float64(blind(set, described, err)))
+	e.m.HangingBlind.Set(float64(unlisted + blind(set, described, err)))
 	if err != nil {
 		return 0, err
 	}
@@ -222,35 +223,46 @@ func (e *Executor) checkHanging(ctx context.Context) {
 	e.lastStallCheck = now
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	set, err := e.partitionsOf(cctx, e.cfg.Names.Intents, e.cfg.Names.Control, e.cfg.Names.Events,
+	set, unlisted, err := e.partitionsOf(cctx, e.cfg.Names.Intents, e.cfg.Names.Control, e.cfg.Names.Events,
 		e.cfg.Names.Results, e.cfg.Names.DeadLetter, offsetsTopic)
 	if err != nil {
 		e.cfg.Logger.Debug("stall check: topics not described", "err", err)
 		return
 	}
-	if _, err := e.closeHanging(cctx, set); err != nil {
+	if _, err := e.closeHanging(cctx, set, unlisted); err != nil {
 		e.cfg.Logger.Debug("stall check failed", "err", err)
 	}
 }
 
 const offsetsTopic = "__consumer_offsets"
 
-// partitionsOf lists every partition of the named topics that exist.
-func (e *Executor) partitionsOf(ctx context.Context, names ...string) (kadm.TopicsSet, error) {
-	td, err := e.adm.ListTopicsWithInternal(ctx, names...)
-	if err != nil {
-		return nil, err
-	}
+// partitionsOf lists every partition of the named topics that exist, and
+// counts the topics it was not allowed to list. One request per topic:
+// kadm fails a listing as a whole when one topic is refused, and a
+// member without Describe on __consumer_offsets must still check its own
+// topics.
+func (e *Executor) partitionsOf(ctx context.Context, names ...string) (kadm.TopicsSet, int, error) {
 	set := kadm.TopicsSet{}
-	for _, t := range td {
-		if t.Err != nil {
+	unlisted := 0
+	for _, name := range names {
+		td, err := e.adm.ListTopicsWithInternal(ctx, name)
+		if errors.Is(err, kerr.TopicAuthorizationFailed) {
+			unlisted++
 			continue
 		}
-		for p := range t.Partitions {
-			set.Add(t.Topic, p)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, t := range td {
+			if t.Err != nil {
+				continue
+			}
+			for p := range t.Partitions {
+				set.Add(t.Topic, p)
+			}
 		}
 	}
-	return set, nil
+	return set, unlisted, nil
 }
 
 // txnKey names one transaction of one producer.
