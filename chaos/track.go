@@ -102,9 +102,9 @@ func (t *Tracker) snapshot() (map[string]intentRec, int, map[string]int) {
 
 // readResults follows the results topic from its start, read-committed,
 // until ctx ends.
-func (t *Tracker) readResults(ctx context.Context, brokers []string, topic string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+func (t *Tracker) readResults(ctx context.Context, brokers []string, topic string, opts ...kgo.Opt) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted())}, opts...)...)
 	if err != nil {
 		return err
 	}
