@@ -210,3 +210,26 @@ func TestAllMechanismsBuild(t *testing.T) {
 		}
 	}
 }
+
+// SSL with a client certificate (mTLS): the broker admits only clients
+// its CA signed.
+func TestClientCertificateOverSSL(t *testing.T) {
+	p := testpki.New(t)
+	srv := p.Loopback(t, "broker")
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.TLS(&tls.Config{Certificates: []tls.Certificate{srv.TLS},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: p.Pool}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cli := p.Client(t, "executor")
+	good := optsOf(t, "security.protocol=SSL\nssl.ca.location="+p.CAFile+"\nssl.certificate.location="+cli.CertFile+"\nssl.key.location="+cli.KeyFile)
+	if err := Check(context.Background(), c.ListenAddrs(), good...); err != nil {
+		t.Fatalf("with the client certificate: %v", err)
+	}
+	err = Check(context.Background(), c.ListenAddrs(), optsOf(t, "security.protocol=SSL\nssl.ca.location="+p.CAFile)...)
+	if err == nil {
+		t.Fatal("without a client certificate the broker must refuse")
+	}
+	t.Logf("measured: no client certificate: %v", err)
+}
