@@ -15,6 +15,7 @@ import (
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
+	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -214,6 +215,7 @@ func (e *Executor) policy(tool string) (saga.Policy, bool) {
 	return saga.Policy{
 		ReadOnly: spec.Class == "read_only", PendingTTLMs: spec.PendingTTL.Milliseconds(),
 		RetentionMs: spec.Retention.Milliseconds(), CompensateWith: spec.CompensateWith, MaxArgsBytes: spec.MaxArgsBytes,
+		Resent: spec.Class == tools.NativeKey,
 	}, true
 }
 
