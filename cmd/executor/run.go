@@ -24,6 +24,7 @@ type runFlags struct {
 	drain, session, rebalance, txnTimeout, outage                      time.Duration
 	txnID, clientID                                                    string
 	rec                                                                *reconcilerFlags
+	gw                                                                 *gatewayFlags
 }
 
 func parseRunFlags(args []string) (*runFlags, error) {
@@ -45,6 +46,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.StringVar(&f.clientID, "client-id", "toolexec-executor", "Kafka client id, shown in group descriptions")
 	fs.StringVar(&f.txnID, "transactional-id", "", "stable transactional id of this instance (default: random per process)")
 	f.rec = addReconcilerFlags(fs)
+	f.gw = addGatewayFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -113,6 +115,11 @@ func serve(ctx context.Context, f *runFlags, brokers []string, reg *tools.Regist
 		return err
 	}
 	defer stopReconciler()
+	stopGateway, err := startGateway(ctx, f, brokers, reg, promReg, log)
+	if err != nil {
+		return err
+	}
+	defer stopGateway()
 	log.Info("executor running", "brokers", strings.Join(brokers, ","), "group", f.group, "data_dir", f.dataDir, "http", f.httpAddr)
 	err = ex.Run(ctx)
 	log.Info("executor stopped", "err", err)
