@@ -420,9 +420,10 @@ func (g *Gateway) writeCompensateReply(w http.ResponseWriter, t *tool, rep reply
 	}
 }
 
-// marshalJSON is json.Marshal without HTML escaping: bodies are read by
-// programs and people, not embedded in pages, and "<token>" reads better
-// than "\u003ctoken\u003e".
+// marshalJSON is json.Marshal without HTML escaping, and with a final
+// newline: bodies are read by programs and by people at a terminal (curl),
+// not embedded in pages, and "<token>" reads better than
+// "\u003ctoken\u003e".
 func marshalJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -430,5 +431,5 @@ func marshalJSON(v any) ([]byte, error) {
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+	return buf.Bytes(), nil
 }
