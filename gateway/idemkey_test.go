@@ -34,3 +34,18 @@ func TestParseIdempotencyKey(t *testing.T) {
 		t.Errorf("absent: %q %v", k, err)
 	}
 }
+
+// Every accepted bare value is the key itself; every accepted value is a
+// key the wire can carry.
+func TestIdempotencyKeyBareIsVerbatim(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		v := "a" + string(rune(c)) + "b"
+		k, err := parseIdempotencyKey([]string{v})
+		if err == nil && k != v {
+			t.Fatalf("%q accepted as %q", v, k)
+		}
+		if err == nil && (c <= 0x20 || c > 0x7e || c == '"' || c == '\\') {
+			t.Fatalf("%q accepted", v)
+		}
+	}
+}
