@@ -10,6 +10,8 @@ import (
 	"strconv"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/atmostonce/toolexec/topics"
 )
 
 // maxBodyBytes bounds a request body: the wire's whole-message limit
@@ -132,4 +134,18 @@ func wireNumber(n json.Number) (any, error) {
 		return nil, fmt.Errorf("number %s is out of range", n)
 	}
 	return f, nil
+}
+
+// argsTooLarge applies the executor's own bound before producing: the
+// canonical arguments (msgpack) may not exceed the tool's max_args_bytes.
+// Why here too: an intent the broker refuses for its size would look like
+// an outage (503), and one the executor rejects costs a round trip.
+// Arguments that cannot be canonicalised are left to the executor, whose
+// rejection names the reason.
+func (t *tool) argsTooLarge(args map[string]any) string {
+	_, enc, err := topics.CanonicalArgs(args)
+	if err != nil || len(enc) <= t.spec.MaxArgsBytes {
+		return ""
+	}
+	return fmt.Sprintf("the arguments are %d bytes in canonical form; tool %s allows %d (max_args_bytes)", len(enc), t.spec.Name, t.spec.MaxArgsBytes)
 }

@@ -186,6 +186,9 @@ func requestArgs(r *http.Request, t *tool) (map[string]any, *problem) {
 	if err != nil {
 		return nil, newProblem(http.StatusBadRequest, codeInvalidJSON, err.Error())
 	}
+	if msg := t.argsTooLarge(wargs); msg != "" {
+		return nil, newProblem(http.StatusBadRequest, topics.ReasonOversized, msg)
+	}
 	return wargs, nil
 }
 

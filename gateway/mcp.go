@@ -32,6 +32,10 @@ const (
 	mcpInstructions = "Tools run at most once per idempotency_key. Choose the key from your run and step (not a fresh value per attempt), keep it, and send the same key with the same arguments on every retry: a retry returns the first call's outcome instead of acting again."
 )
 
+// mcpMaxBody bounds a JSON-RPC request: the arguments' 1 MiB and room for
+// the envelope.
+const mcpMaxBody = maxBodyBytes + 64<<10
+
 // mcpServers serves /mcp: one mcp.Server per tenant (tools/list differs
 // by allow-list), built on first use. Stateless Streamable HTTP: every
 // request carries its token and any instance can serve it, as for the
@@ -46,7 +50,8 @@ type mcpServers struct {
 
 func newMCPServers(g *Gateway) *mcpServers {
 	s := &mcpServers{g: g, byTenant: map[string]*mcp.Server{}}
-	h := mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{Stateless: true, Logger: g.log.With("component", "mcp")})
+	h := mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{Stateless: true, Logger: g.log.With("component", "mcp"),
+		MaxRequestBodyBytes: mcpMaxBody})
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		tenant, ok := g.cfg.Tenants.Current().Authenticate(token)
 		if !ok {
@@ -194,6 +199,9 @@ func mcpIntent(tenant string, t *tool, p *mcp.CallToolParamsRaw) (intentReq, *mc
 	wargs, err := wireArgs(args)
 	if err != nil {
 		return intentReq{}, errorResult("Invalid arguments: " + err.Error())
+	}
+	if msg := t.argsTooLarge(wargs); msg != "" {
+		return intentReq{}, errorResult("Rejected: " + msg + ". Nothing ran.")
 	}
 	return intentReq{typ: topics.TypeCall, tenant: tenant, tool: t.name(), key: key, args: wargs}, nil
 }

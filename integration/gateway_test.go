@@ -121,9 +121,13 @@ func gwRefusals(t *testing.T, gw string, l *ledger) {
 	if !strings.Contains(bad.str("detail"), "t.refund") {
 		t.Errorf("detail %q", bad.str("detail"))
 	}
-	// The executor's own reject: the canonical arguments exceed max_args_bytes.
-	rej := post(t, gw, "acme", "t.small", "k-big", `{"blob":"`+strings.Repeat("x", 200)+`"}`).want(t, 400, "oversized")
-	if rej.str("intent_id") == "" {
+	// The gateway applies the tool's max_args_bytes as the executor would.
+	post(t, gw, "acme", "t.small", "k-big", `{"blob":"`+strings.Repeat("x", 200)+`"}`).want(t, 400, "oversized")
+	// The executor's own reject (status rejected): arguments nested deeper
+	// than the wire allows. The problem names the intent.
+	deep := strings.Repeat(`{"a":`, 40) + "1" + strings.Repeat("}", 40)
+	rej := post(t, gw, "acme", "t.ok", "k-deep", deep).want(t, 400, "invalid_args")
+	if rej.str("intent_id") == "" || rej.body["errors"] != nil {
 		t.Fatalf("a rejected intent names its id: %s", rej.raw)
 	}
 	post(t, gw, "acme", "t.ok", "k-huge", `{"blob":"`+strings.Repeat("x", 1<<20)+`"}`).want(t, 413, "payload_too_large")
