@@ -57,7 +57,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.slowInFlight, "slow-max-in-flight", 64, "max_in_flight of the slow tool (the product default)")
 	fs.IntVar(&c.httpClients, "http-clients", 32, "concurrent HTTP clients in the gateway scenario (its Kafka path keeps as many intents outstanding)")
 	fs.IntVar(&c.keys, "keys", fullDefaults.keys, "keys in the restore and memory scenarios (quick: 100000)")
-	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write CPU profiles to <prefix>.{executor,baseline,executor-replay,executor-keys,restore-serial,restore-parallel}.pprof")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write CPU profiles to <prefix>.{executor,baseline,executor-replay,executor-keys,restore-serial,restore-parallel,gateway}.pprof")
 	fs.StringVar(&c.memProfile, "memprofile", "", "write the executor's allocation profile after round 1 to <prefix>.executor.heap.pprof")
 	fs.BoolVar(&c.keepTopics, "keep-topics", false, "do not delete the run's topics at the end")
 	fs.BoolVar(&c.skipRestore, "skip-restore", false, "skip the restore scenario and the memory figure with keys in state")

@@ -44,11 +44,16 @@ func (b *bench) gatewayPhases(ctx context.Context, r int, rd *round, ex *side) e
 		return err
 	}
 	progress("  gateway: HTTP path, %d clients", b.cfg.httpClients)
+	if r == 0 && b.cfg.cpuProfile != "" {
+		if err := gw.do("cpu "+b.cfg.cpuProfile+".gateway.pprof", nil); err != nil {
+			return err
+		}
+	}
 	rd.httpPath, rd.gatewayC, err = b.httpLoad(ctx, gw, "http://"+ready.Addr, fmt.Sprintf("w%d", r))
 	if err != nil {
 		return err
 	}
-	return gw.stop()
+	return gw.stop() // stops the profile too
 }
 
 // httpLoad runs httpClients clients, each sending its next call as soon as
