@@ -45,7 +45,7 @@ func TestKafkaConfigReachesASecuredCluster(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New with the agent's file: %v", err)
 	}
-	if err := cl.produce(ctx, &topics.Intent{V: 1, Type: topics.TypeCall, ID: "i1", Tenant: "default", Key: "k", Tool: "x"}); err != nil {
+	if err := cl.produce(ctx, &topics.Intent{V: 1, Type: topics.TypeCall, ID: "i1", Tenant: "default", Key: "k", Tool: "x"}, nil); err != nil {
 		t.Fatalf("produce over SASL_SSL: %v", err)
 	}
 	cl.Close()

@@ -291,7 +291,7 @@ class Executor:
         self.log = open(self.log_path, "wb")
         self.cmd = [binary, "--brokers", brokers, "--data-dir", os.path.join(workdir, "data"),
                     "--tools", self.tools_file, "--http-addr", self.http, "--topic-prefix", prefix,
-                    "--group", group, "--partitions", str(partitions)]
+                    "--group", group, "--partitions", str(partitions), "--gateway=false"]
         if EXECUTOR_KAFKA_CONFIG:
             self.cmd += ["--kafka-config", EXECUTOR_KAFKA_CONFIG]
         self.proc = subprocess.Popen(self.cmd, stdout=self.log, stderr=subprocess.STDOUT)

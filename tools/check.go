@@ -53,6 +53,7 @@ func checkSpec(c *checker, s Spec) {
 	checkCompensate(c, s)
 	checkLimits(c, s)
 	checkCredentials(c, s)
+	checkGatewayFields(c, s)
 }
 
 func checkName(c *checker, s Spec) {

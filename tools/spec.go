@@ -1,6 +1,9 @@
 package tools
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Spec is one tool's configuration. YAML field names are in parentheses.
 // Parse fills unset fields with the defaults below; Registry.Register and
@@ -45,6 +48,42 @@ type Spec struct {
 	// Auth (headers, tls) is how the adapter authenticates to the tool and
 	// its probe; nil for none. A pointer so that Spec stays comparable.
 	Auth *Auth
+
+	// Description (description) tells agents what the tool does: the
+	// gateway lists it (GET /v1/tools, MCP tools/list). At most 4096 bytes.
+	Description string
+	// InputSchema (input_schema) is a JSON Schema of the arguments, a YAML
+	// mapping in the file, kept as JSON. nil means DefaultInputSchema (any
+	// object). Its root must be {"type": "object", ...}. The gateway
+	// validates arguments against it before producing an intent; Kafka
+	// producers are trusted and not checked (docs/SECURITY.md).
+	InputSchema json.RawMessage
+	// Tenants (tenants) is the allow-list of tenants the gateway lets call
+	// the tool; nil lets every tenant call it. To any other tenant the tool
+	// does not exist (404, absent from the lists).
+	Tenants []string
+}
+
+// Schema returns the tool's input schema, DefaultInputSchema when none is
+// configured.
+func (s Spec) Schema() json.RawMessage {
+	if len(s.InputSchema) == 0 {
+		return DefaultInputSchema
+	}
+	return s.InputSchema
+}
+
+// Allows reports whether tenant may call the tool through the gateway.
+func (s Spec) Allows(tenant string) bool {
+	if s.Tenants == nil {
+		return true
+	}
+	for _, t := range s.Tenants {
+		if t == tenant {
+			return true
+		}
+	}
+	return false
 }
 
 // Auth holds a tool's credentials as written in the config.
@@ -98,6 +137,12 @@ const (
 	maxInFlightLimit = 10000
 	maxRetriesLimit  = 20
 	maxArgsLimit     = 256 << 10 // topics.MaxArgsLimit: a record must fit one snapshot event
+	// maxDescriptionBytes keeps a tool list (sent to a model on every
+	// turn by MCP hosts) readable; longer prose belongs in the schema's
+	// own descriptions.
+	maxDescriptionBytes = 4096
+	// maxToolTenants bounds an allow-list: it is scanned on every request.
+	maxToolTenants = 1000
 )
 
 // defaultSpec is the starting point for a spec decoded from YAML: fields

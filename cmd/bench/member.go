@@ -23,13 +23,14 @@ import (
 //	cpustop        -> stop it
 //	heap <path>    -> write a heap profile (alloc_space is cumulative)
 //
-// The first line the member writes is {"ready":true}; EOF on stdin stops
+// The first line the member writes is {"ready":true} (with "addr" for a
+// member that serves HTTP: the gateway); EOF on stdin stops
 // it (gracefully: the executor drains). Logs go to stderr.
 const memberCommand = "__member"
 
 // memberOpts are the member's flags, set by the parent.
 type memberOpts struct {
-	role         string // "executor" or "baseline"
+	role         string // "executor", "baseline" or "gateway"
 	brokers      []string
 	prefix       string
 	group        string
@@ -51,7 +52,7 @@ func parseMemberFlags(args []string) (memberOpts, error) {
 	var o memberOpts
 	var brokers string
 	fs := flag.NewFlagSet(memberCommand, flag.ContinueOnError)
-	fs.StringVar(&o.role, "role", "", "executor | baseline")
+	fs.StringVar(&o.role, "role", "", "executor | baseline | gateway")
 	fs.StringVar(&brokers, "brokers", "", "")
 	fs.StringVar(&o.prefix, "prefix", "", "")
 	fs.StringVar(&o.group, "group", "", "")
@@ -88,7 +89,11 @@ func runMember(args []string) error {
 	done := make(chan error, 1)
 	go func() { done <- m.run(ctx) }()
 	out := json.NewEncoder(os.Stdout)
-	if err := out.Encode(map[string]bool{"ready": true}); err != nil {
+	ready := map[string]any{"ready": true}
+	if a, ok := m.(interface{ addr() string }); ok {
+		ready["addr"] = a.addr()
+	}
+	if err := out.Encode(ready); err != nil {
 		return err
 	}
 	serveErr := serveCommands(os.Stdin, out, m, done)
@@ -107,6 +112,8 @@ func newMember(ctx context.Context, o memberOpts) (member, error) {
 		return newExecutorMember(ctx, o)
 	case "baseline":
 		return newBaseline(ctx, o)
+	case "gateway":
+		return newGatewayMember(ctx, o)
 	}
 	return nil, fmt.Errorf("unknown role %q", o.role)
 }

@@ -25,6 +25,7 @@ type runFlags struct {
 	drain, session, rebalance, txnTimeout, outage, snapshot                         time.Duration
 	txnID, clientID                                                                 string
 	rec                                                                             *reconcilerFlags
+	gw                                                                              *gatewayFlags
 }
 
 func parseRunFlags(args []string) (*runFlags, error) {
@@ -48,6 +49,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.StringVar(&f.txnID, "transactional-id", "", "stable transactional id of this instance (default: random per process)")
 	fs.DurationVar(&f.snapshot, "snapshot-interval", 0, "how often every record is restated in the event log (default: a quarter of the event log's retention, at most 24h)")
 	f.rec = addReconcilerFlags(fs)
+	f.gw = addGatewayFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -126,6 +128,11 @@ func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry
 		return err
 	}
 	defer stopReconciler()
+	stopGateway, err := startGateway(ctx, f, conn, reg, promReg, log)
+	if err != nil {
+		return err
+	}
+	defer stopGateway()
 	log.Info("executor running", "brokers", strings.Join(conn.Seeds, ","), "kafka", conn.Config.String(), "group", f.group, "data_dir", f.dataDir, "http", f.httpAddr)
 	err = ex.Run(ctx)
 	log.Info("executor stopped", "err", err)
