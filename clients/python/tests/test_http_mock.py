@@ -76,7 +76,10 @@ def test_the_wait_asked_of_the_gateway_is_capped_at_60s():
     (422, {"code": "args_mismatch", "detail": "other arguments"}, Conflict, "args_mismatch"),
     (400, {"code": "invalid_args", "detail": "/amount: must be integer"}, Rejected, "invalid_args"),
     (400, {"detail": "missing Idempotency-Key"}, Rejected, "bad_request"),
+    (404, {"code": "unknown_tool", "detail": "no tool payments.nope"}, UnknownTool, "unknown_tool"),
     (404, {"detail": "no tool payments.nope"}, UnknownTool, "unknown_tool"),
+    (400, {"code": "oversized", "detail": "args too large", "intent_id": "i9"}, Rejected, "oversized"),
+    (413, {"code": "payload_too_large"}, Rejected, "payload_too_large"),
 ])
 def test_problem_details_become_the_exceptions_that_carry_the_answer(status, body, exc, code):
     c, _ = client(lambda req, n: problem(status, "x", **body))
@@ -100,25 +103,30 @@ def test_401_is_unauthorized():
         c.call("payments.refund", key="k1", args={})
 
 
-def test_a_202_is_polled_by_key_until_the_answer():
+LOC = {"Location": "/v1/tools/payments.refund/calls/k1", "Retry-After": "0"}
+
+
+def test_after_a_202_the_same_post_is_sent_again_until_the_answer():
     def h(req, n):
         if n == 1:
-            return httpx.Response(202, json=answer("pending", error={"code": "in_doubt"}),
-                                  headers={"Location": "/v1/tools/payments.refund/calls/k1", "Retry-After": "0"})
+            return httpx.Response(202, json=answer("running"), headers=LOC)
         if n == 2:
-            return httpx.Response(202, headers={"Location": "/v1/tools/payments.refund/calls/k1", "Retry-After": "0"})
+            return httpx.Response(202, json=answer("pending", error={"code": "in_doubt"}), headers=LOC)
         return httpx.Response(200, json=answer(was_replay=True))
     c, rec = client(h)
-    r = c.call("payments.refund", key="k1", args={}, wait=10)
+    r = c.call("payments.refund", key="k1", args={"a": 1}, wait=30)
     assert r.status == "succeeded" and r.was_replay
-    assert [q.method for q in rec.requests] == ["POST", "GET", "GET"]
-    assert str(rec.requests[1].url) == f"{BASE}/v1/tools/payments.refund/calls/k1"
-    assert "Idempotency-Key" not in rec.requests[1].headers
+    assert [q.method for q in rec.requests] == ["POST"] * 3
+    assert {q.headers["Idempotency-Key"] for q in rec.requests} == {'"k1"'}
+    assert {q.content for q in rec.requests} == {b'{"a":1}'}
+    # the wait asked of the gateway shrinks with the time left
+    waits = [int(q.headers["Prefer"].split("=")[1]) for q in rec.requests]
+    assert waits[0] == 30 and all(29 <= w <= 30 for w in waits[1:])
 
 
 def test_a_202_until_the_wait_ends_is_in_doubt_with_the_pending_answer():
     c, rec = client(lambda req, n: httpx.Response(202, json=answer("pending", error={"code": "in_doubt", "message": "parked"}),
-                                                  headers={"Location": "/v1/tools/payments.refund/calls/k1", "Retry-After": "1"}))
+                                                  headers={**LOC, "Retry-After": "1"}))
     t0 = time.monotonic()
     with pytest.raises(InDoubt) as ei:
         c.call("payments.refund", key="k1", args={}, wait=0.5)
@@ -127,20 +135,15 @@ def test_a_202_until_the_wait_ends_is_in_doubt_with_the_pending_answer():
     assert "same key and arguments is safe" in str(ei.value)
 
 
-def test_a_202_without_a_body_is_no_answer():
-    c, _ = client(lambda req, n: httpx.Response(202, headers={"Location": "/v1/tools/payments.refund/calls/k1"}))
+def test_running_when_the_wait_ends_is_no_answer():
+    c, _ = client(lambda req, n: httpx.Response(202, json=answer("running"), headers=LOC))
     with pytest.raises(NoAnswer) as ei:
         c.call("payments.refund", key="k1", args={}, wait=0.3)
-    assert ei.value.result is None and isinstance(ei.value, InDoubt)
-
-
-def test_a_404_while_polling_means_not_known_yet():
-    def h(req, n):
-        if req.method == "POST":
-            return httpx.Response(202, headers={"Location": "/v1/tools/payments.refund/calls/k1", "Retry-After": "0"})
-        return problem(404, "unknown key") if n == 2 else httpx.Response(200, json=answer())
-    c, rec = client(h)
-    assert c.call("payments.refund", key="k1", args={}, wait=5).status == "succeeded"
+    assert ei.value.result.status == "running" and isinstance(ei.value, InDoubt)
+    c, _ = client(lambda req, n: httpx.Response(202, headers=LOC))
+    with pytest.raises(NoAnswer) as ei:
+        c.call("payments.refund", key="k1", args={}, wait=0)
+    assert ei.value.result is None
 
 
 def test_a_503_and_a_reset_are_retried_with_the_same_key():
@@ -193,6 +196,8 @@ def test_keys_with_quotes_and_slashes_are_escaped():
 def test_compensate_get_and_list_tools():
     def h(req, n):
         path = req.url.path
+        if path.endswith("/k2/compensate"):
+            return problem(409, "refused", code="not_compensatable", detail="the call failed")
         if path.endswith("/compensate"):
             return httpx.Response(200, json=answer("compensated"))
         if path == "/v1/tools":
@@ -206,6 +211,9 @@ def test_compensate_get_and_list_tools():
     assert rec.requests[0].method == "POST" and rec.requests[0].url.path == "/v1/tools/payments.refund/calls/k1/compensate"
     assert c.get("payments.refund", "k1").status == "succeeded"
     assert c.get("payments.refund", "unknown") is None
+    with pytest.raises(Rejected) as ei:
+        c.compensate("payments.refund", key="k2")
+    assert ei.value.code == "not_compensatable"
     tools = c.list_tools()
     assert tools[0].name == "payments.refund" and tools[0].tool_class == "native_key"
 
@@ -213,7 +221,7 @@ def test_compensate_get_and_list_tools():
 def test_the_async_client_follows_the_same_rules():
     def h(req, n):
         if n == 1:
-            return httpx.Response(202, headers={"Location": "/v1/tools/payments.refund/calls/k1", "Retry-After": "0"})
+            return httpx.Response(202, json=answer("running"), headers=LOC)
         return httpx.Response(200, json=answer(was_replay=True))
 
     async def main():
@@ -229,7 +237,7 @@ def test_the_async_client_follows_the_same_rules():
         return r, rec
 
     r, rec = asyncio.run(main())
-    assert r.was_replay and [q.method for q in rec.requests] == ["POST", "GET"]
+    assert r.was_replay and [q.method for q in rec.requests] == ["POST", "POST"]
     assert json.loads(rec.requests[0].content) == {"a": 1}
 
 
@@ -238,3 +246,11 @@ def test_bad_construction_is_a_config_error():
         Client.http("gw:8080", "tok")
     with pytest.raises(toolexec.ConfigError):
         Client.http(BASE, "")
+
+
+def test_schema_errors_are_named_in_the_message():
+    c, _ = client(lambda req, n: problem(400, "bad args", code="invalid_args", detail="2 arguments do not match",
+                                         errors=[{"path": "/amount", "message": "minimum: got 0, want 1"}]))
+    with pytest.raises(Rejected, match="/amount: minimum") as ei:
+        c.call("payments.refund", key="k1", args={"amount": 0})
+    assert ei.value.code == "invalid_args"

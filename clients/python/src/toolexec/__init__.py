@@ -42,6 +42,7 @@ from .result import (
     PENDING,
     REJECTED,
     RESOLVED,
+    RUNNING,
     SUCCEEDED,
     ErrorInfo,
     Result,
@@ -55,7 +56,7 @@ __all__ = [
     "AnswerError", "AsyncClient", "AsyncTool", "Client", "COMPENSATED", "COMPENSATION_FAILED",
     "COMPENSATION_PENDING", "CONFLICT", "ConfigError", "Conflict", "Error", "ErrorInfo", "FAILED",
     "InDoubt", "InvalidRequest", "Journal", "MissingKey", "NOT_EXECUTED", "NoAnswer", "PENDING",
-    "REJECTED", "RESOLVED", "Rejected", "Result", "SUCCEEDED", "Step", "Tool", "ToolInfo",
+    "REJECTED", "RESOLVED", "RUNNING", "Rejected", "Result", "SUCCEEDED", "Step", "Tool", "ToolInfo",
     "TransportError", "Unauthorized", "UnknownTool", "args_hash", "canonical_bytes", "canonicalize",
     "current_step", "keys", "load_properties", "murmur2", "owner_partition", "routing_key",
 ]

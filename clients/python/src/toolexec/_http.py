@@ -14,13 +14,13 @@ import json
 import math
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urljoin
+from urllib.parse import quote
 
 import httpx
 
 from ._request import COMPENSATE, CallRequest
 from .errors import InvalidRequest, TransportError, Unauthorized
-from .result import CONFLICT, PENDING, REJECTED, ErrorInfo, Result
+from .result import CONFLICT, REJECTED, RUNNING, ErrorInfo, Result
 
 #: The gateway's cap on ``Prefer: wait``; longer waits poll the key.
 MAX_SERVER_WAIT_S = 60
@@ -33,12 +33,17 @@ MAX_ATTEMPTS = 5
 #: First pause after a failed attempt, doubled each time up to the cap.
 BACKOFF_S = 0.2
 BACKOFF_CAP_S = 2.0
-#: Bounds on polling a key whose answer is not final yet.
+#: Bounds on the pause before sending a call again after a 202.
 MIN_POLL_S = 0.2
 MAX_POLL_S = 5.0
-#: The problem-detail statuses that stand for a wire status.
-_STATUS_BY_HTTP = {422: CONFLICT, 400: REJECTED, 404: REJECTED}
-_DEFAULT_CODE_BY_HTTP = {422: "args_mismatch", 400: "bad_request", 404: "unknown_tool"}
+#: The problem-detail statuses that stand for an answer (docs/gateway.md):
+#: 422 a conflict; 400 a rejection (by the executor, or the gateway's checks
+#: of the key, the JSON and the schema); 404 an unknown tool (or, for a
+#: compensation, an unknown key); 409 a compensation the executor refused;
+#: 413 a body over the gateway's limit.
+_STATUS_BY_HTTP = {422: CONFLICT, 400: REJECTED, 404: REJECTED, 409: REJECTED, 413: REJECTED}
+_DEFAULT_CODE_BY_HTTP = {422: "args_mismatch", 400: "bad_request", 404: "unknown_tool", 409: "not_compensatable",
+                         413: "payload_too_large"}
 
 
 @dataclass(frozen=True)
@@ -54,13 +59,13 @@ class Plan:
 class Reading:
     """What one response means. Exactly one of the kinds is set:
     ``answer`` (final; an exception may stand for it), ``waiting`` (202:
-    the key has no final answer yet; ``result`` is a pending answer when the
-    body carried one), or ``retry`` (a transient failure)."""
+    the key has no final answer yet; ``result`` is the answer so far,
+    ``running`` or ``pending``, when the body carried one), or ``retry`` (a
+    transient failure)."""
 
     answer: Result | None = None
     waiting: bool = False
     result: Result | None = None
-    poll_url: str | None = None
     retry_after: float | None = None
     retry: str | None = None
 
@@ -92,9 +97,9 @@ def plan_call(base: str, token: str, req: CallRequest, server_wait: float) -> Pl
     return Plan("POST", _url(base, path), headers, body, server_wait + RESPONSE_MARGIN_S)
 
 
-def plan_get(base: str, token: str, tool: str, key: str, server_wait: float, url: str | None = None) -> Plan:
-    u = url or _url(base, f"/v1/tools/{quote(tool, safe='')}/calls/{quote(key, safe='')}")
-    return Plan("GET", u, _headers(token, server_wait, None), None, server_wait + RESPONSE_MARGIN_S)
+def plan_get(base: str, token: str, tool: str, key: str) -> Plan:
+    u = _url(base, f"/v1/tools/{quote(tool, safe='')}/calls/{quote(key, safe='')}")
+    return Plan("GET", u, _headers(token, None, None), None, 2 * RESPONSE_MARGIN_S)
 
 
 def plan_list(base: str, token: str, timeout: float) -> Plan:
@@ -119,22 +124,17 @@ def _url(base: str, path: str) -> str:
     return base.rstrip("/") + path
 
 
-def read(resp: httpx.Response, req: CallRequest, *, polling: bool = False) -> Reading:
-    """Reads a response to a call (or to a poll of its key)."""
+def read(resp: httpx.Response, req: CallRequest) -> Reading:
+    """Reads a response to a call or a compensation."""
     code = resp.status_code
     doc = _json(resp)
     if code == 200:
         return Reading(answer=_answer(resp, doc, req))
     if code == 202:
-        loc = resp.headers.get("Location")
-        pending = Result.from_wire(doc) if _is_answer(doc) else None
-        return Reading(waiting=True, result=pending, poll_url=urljoin(str(resp.request.url), loc) if loc else None,
-                       retry_after=_retry_after(resp))
+        so_far = Result.from_wire(doc) if _is_answer(doc) else None
+        return Reading(waiting=True, result=so_far, retry_after=_retry_after(resp))
     if code in (401, 403):
         raise Unauthorized(f"gateway: {code} {_detail(doc) or resp.reason_phrase}: check the token")
-    if code == 404 and polling:
-        # The key is not known yet (the intent is still on its way): wait.
-        return Reading(waiting=True, retry_after=_retry_after(resp))
     if code in _STATUS_BY_HTTP:
         return Reading(answer=_problem_answer(code, doc, req))
     if code == 429 or code >= 500:
@@ -168,6 +168,9 @@ def _problem_answer(code: int, doc: Any, req: CallRequest) -> Result:
     err: dict[str, Any] = e if isinstance(e, dict) else {}
     code_s = err.get("code") or d.get("code") or d.get("reason") or _DEFAULT_CODE_BY_HTTP[code]
     msg = err.get("message") or _detail(d) or ""
+    paths = [f"{x.get('path', '')}: {x.get('message', '')}" for x in d.get("errors") or [] if isinstance(x, dict)]
+    if paths:
+        msg = f"{msg} ({'; '.join(paths)})"
     return Result(status=_STATUS_BY_HTTP[code], error=ErrorInfo(str(code_s), str(msg)), key=req.key,
                   tool=req.tool, intent_id=d.get("intent_id") if isinstance(d.get("intent_id"), str) else None,
                   raw=d)
@@ -236,9 +239,9 @@ def parse_tools(resp: httpx.Response) -> list[dict[str, Any]]:
 
 
 def read_current(resp: httpx.Response, tool: str, key: str) -> Result | None:
-    """Reads the answer to ``GET .../calls/{key}``: the current answer,
-    None for an unknown key (404), a ``pending`` answer for a 202 (the key
-    runs or is in doubt)."""
+    """Reads the answer to ``GET .../calls/{key}``: the current answer
+    (``running`` or ``pending`` with a 202), None for an unknown key
+    (404)."""
     code = resp.status_code
     doc = _json(resp)
     if code == 404:
@@ -248,6 +251,6 @@ def read_current(resp: httpx.Response, tool: str, key: str) -> Result | None:
     if code in (200, 202) and _is_answer(doc):
         return Result.from_wire(doc)
     if code == 202:
-        return Result(status=PENDING, key=key, tool=tool, raw=doc if isinstance(doc, dict) else {})
+        return Result(status=RUNNING, key=key, tool=tool, raw=doc if isinstance(doc, dict) else {})
     raise TransportError(f"gateway: GET of key {key!r} answered {code} {_detail(doc) or resp.reason_phrase}",
                          sent=True)

@@ -14,7 +14,7 @@ from . import _validate
 from .canonical import canonicalize
 from .errors import AnswerError, Conflict, InDoubt, InvalidRequest, MissingKey, NoAnswer, Rejected, UnknownTool
 from .journal import Step, current_step
-from .result import CONFLICT, REJECTED, Result
+from .result import CONFLICT, REJECTED, RUNNING, Result
 
 CALL = "call"
 COMPENSATE = "compensate"
@@ -44,9 +44,9 @@ def outcome(req: CallRequest, last: Result | None, note: str = "") -> Result:
     Conflict, Rejected (UnknownTool), InDoubt when the last answer is
     pending, NoAnswer when there was none."""
     what = f"{req.type} of {req.tool!r} with key {req.key!r}"
-    if last is None:
-        raise NoAnswer(f"{what}: no answer within {req.wait:g}s{note}; the call may still be running or queued. "
-                       f"Calling again with the same key and arguments is safe")
+    if last is None or last.status == RUNNING:
+        raise NoAnswer(f"{what}: no final answer within {req.wait:g}s{note}; the call may still be running or "
+                       f"queued. Calling again with the same key and arguments is safe", last)
     if not last.terminal:
         raise InDoubt(f"{what}: {last.status} ({_why(last)}): the key is parked in doubt and is being "
                       f"investigated; it will not be executed again. Calling again with the same key and "

@@ -137,10 +137,16 @@ class _AsyncHttpTransport:
 
     async def exchange(self, req: CallRequest) -> tuple[Result | None, str]:
         deadline = time.monotonic() + req.wait
-        plan = _http.plan_call(self._url, self._token, req, _http.server_wait(req.wait))
         last: Result | None = None
         failures = 0
+        first = True
         while True:
+            # A 202 is followed by the same POST again (same key, same
+            # arguments): the gateway's cheap way to wait, never a second
+            # execution. GET of the key scans the event log; it is for get().
+            left = req.wait if first else max(0.0, deadline - time.monotonic())
+            first = False
+            plan = _http.plan_call(self._url, self._token, req, _http.server_wait(left))
             try:
                 resp = await self._send(plan)
             except httpx.TransportError as e:
@@ -148,7 +154,7 @@ class _AsyncHttpTransport:
                 failures += 1
                 await self._pause_or_raise(failures, None, deadline, desc, sent)
                 continue
-            reading = _http.read(resp, req, polling=plan.method == "GET")
+            reading = _http.read(resp, req)
             if reading.retry is not None:
                 failures += 1
                 await self._pause_or_raise(failures, reading.retry_after, deadline, reading.retry, True)
@@ -160,9 +166,6 @@ class _AsyncHttpTransport:
             if left <= 0:
                 return last, ""
             await asyncio.sleep(_http.poll_pause(reading.retry_after, left))
-            left = max(0.0, deadline - time.monotonic())
-            plan = _http.plan_get(self._url, self._token, req.tool, req.key, _http.server_wait(left),
-                                  url=reading.poll_url)
 
     async def _pause_or_raise(self, failures: int, retry_after: float | None, deadline: float, desc: str,
                               sent: bool) -> None:
@@ -178,7 +181,7 @@ class _AsyncHttpTransport:
 
     async def get(self, tool: str, key: str) -> Result | None:
         try:
-            resp = await self._send(_http.plan_get(self._url, self._token, tool, key, 0))
+            resp = await self._send(_http.plan_get(self._url, self._token, tool, key))
         except httpx.TransportError as e:
             desc, _ = _http.transport_failure(e)
             raise TransportError(f"gateway {self._url}: {desc}", sent=False) from None

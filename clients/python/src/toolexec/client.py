@@ -47,13 +47,15 @@ class ToolInfo:
     tool_class: str
     description: str
     input_schema: Mapping[str, Any]
+    idempotency_key_required: bool
 
     @classmethod
     def from_doc(cls, d: Mapping[str, Any]) -> ToolInfo:
         schema = d.get("input_schema")
         return cls(name=str(d.get("name", "")), tool_class=str(d.get("class", "")),
                    description=str(d.get("description") or ""),
-                   input_schema=schema if isinstance(schema, dict) else {"type": "object"})
+                   input_schema=schema if isinstance(schema, dict) else {"type": "object"},
+                   idempotency_key_required=bool(d.get("idempotency_key_required", d.get("class") != "read_only")))
 
 
 class _Transport(Protocol):
@@ -178,10 +180,16 @@ class _HttpTransport:
 
     def exchange(self, req: CallRequest) -> tuple[Result | None, str]:
         deadline = time.monotonic() + req.wait
-        plan = _http.plan_call(self._url, self._token, req, _http.server_wait(req.wait))
         last: Result | None = None
         failures = 0
+        first = True
         while True:
+            # A 202 is followed by the same POST again (same key, same
+            # arguments): the gateway's cheap way to wait, never a second
+            # execution. GET of the key scans the event log; it is for get().
+            left = req.wait if first else max(0.0, deadline - time.monotonic())
+            first = False
+            plan = _http.plan_call(self._url, self._token, req, _http.server_wait(left))
             try:
                 resp = self._send(plan)
             except httpx.TransportError as e:
@@ -189,7 +197,7 @@ class _HttpTransport:
                 failures += 1
                 self._pause_or_raise(failures, None, deadline, desc, sent)
                 continue
-            reading = _http.read(resp, req, polling=plan.method == "GET")
+            reading = _http.read(resp, req)
             if reading.retry is not None:
                 failures += 1
                 self._pause_or_raise(failures, reading.retry_after, deadline, reading.retry, True)
@@ -201,9 +209,6 @@ class _HttpTransport:
             if left <= 0:
                 return last, ""
             time.sleep(_http.poll_pause(reading.retry_after, left))
-            left = max(0.0, deadline - time.monotonic())
-            plan = _http.plan_get(self._url, self._token, req.tool, req.key, _http.server_wait(left),
-                                  url=reading.poll_url)
 
     def _pause_or_raise(self, failures: int, retry_after: float | None, deadline: float, desc: str,
                         sent: bool) -> None:
@@ -218,7 +223,7 @@ class _HttpTransport:
                                timeout=plan.timeout)
 
     def get(self, tool: str, key: str) -> Result | None:
-        plan = _http.plan_get(self._url, self._token, tool, key, 0)
+        plan = _http.plan_get(self._url, self._token, tool, key)
         try:
             resp = self._send(plan)
         except httpx.TransportError as e:

@@ -80,11 +80,12 @@ class InDoubt(AnswerError):
 
 
 class NoAnswer(InDoubt):
-    """No answer at all within the wait (``result`` is None): the call may
-    still be running or queued. The same guidance as :class:`InDoubt`."""
+    """No final answer and no sign of doubt within the wait: the call may
+    still be running or queued. ``result`` is None, or the gateway's
+    ``running`` answer. The same guidance as :class:`InDoubt`."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message, None)
+    def __init__(self, message: str, result: Result | None = None) -> None:
+        super().__init__(message, result)
 
 
 class InvalidRequest(Error, ValueError):

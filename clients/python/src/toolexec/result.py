@@ -21,9 +21,12 @@ COMPENSATED = "compensated"
 COMPENSATION_FAILED = "compensation_failed"
 COMPENSATION_PENDING = "compensation_pending"
 RESOLVED = "resolved"
+#: The gateway's own word (never on Kafka): no answer came within the wait
+#: and the key is not known to be in doubt; the call may still be running.
+RUNNING = "running"
 
-#: The statuses that are not final: the key is parked in doubt.
-NON_TERMINAL = frozenset({PENDING, COMPENSATION_PENDING})
+#: The statuses that are not final: the key runs, or is parked in doubt.
+NON_TERMINAL = frozenset({PENDING, COMPENSATION_PENDING, RUNNING})
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,7 @@ class Result:
 
     @property
     def terminal(self) -> bool:
-        """False for ``pending`` and ``compensation_pending``."""
+        """False for ``pending``, ``compensation_pending`` and ``running``."""
         return self.status not in NON_TERMINAL
 
     @property
