@@ -118,6 +118,7 @@ class KafkaCore:
             self._thread.join(timeout)
         if self._producer is not None:
             self._producer.flush(timeout)
+            self._producer = None  # librdkafka destroys it (and its connections) when collected
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
@@ -146,6 +147,8 @@ class KafkaCore:
     def send(self, req: CallRequest, waiter: Waiter) -> None:
         """Registers waiter for req's answers and produces the intent. The
         waiter must be removed with forget(req.intent_id)."""
+        if self._producer is None or self._stop.is_set():
+            raise TransportError("kafka: the client is closed (or never connected)", sent=False)
         with self._lock:
             if req.intent_id in self._waiters:
                 raise TransportError(f"intent id {req.intent_id} is already waiting", sent=False)
