@@ -159,7 +159,9 @@ def test_a_503_and_a_reset_are_retried_with_the_same_key():
     assert all(q.method == "POST" for q in rec.requests)
 
 
-def test_retries_are_bounded():
+def test_retries_are_bounded(monkeypatch):
+    monkeypatch.setattr(toolexec._http, "BACKOFF_S", 0.01)
+
     def h(req, n):
         raise httpx.ConnectError("refused", request=req)
     c, rec = client(h)
