@@ -55,7 +55,7 @@ say "mypy --strict"
 (cd "$HERE" && "$VENV/bin/mypy" --strict src/toolexec)
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/toolexec-py.XXXXXX")"
-trap 'rm -rf "$WORK"' EXIT
+export TOOLEXEC_E2E_DIR="$WORK/e2e"
 if [[ -z "${TOOLEXEC_EXECUTOR:-}" ]]; then
   say "building the executor"
   (cd "$ROOT" && go build -o "$WORK/executor" ./cmd/executor)
@@ -83,7 +83,15 @@ for line in open(sys.argv[1]):
     print(f"  {r['target']:16} {r['scenario']:22} effects={r['effects']} was_replay={r['was_replay']}")
 EOF
 fi
-[[ $rc -eq 0 ]] || exit $rc
+if [[ $rc -ne 0 ]]; then
+  for log in "$WORK"/e2e/*/*/executor.log; do
+    [[ -f "$log" ]] || continue
+    echo "----- $log (last 80 lines) -----" >&2
+    tail -n 80 "$log" >&2
+  done
+  say "FAILED (exit $rc); logs kept in $WORK"
+  exit $rc
+fi
 
 if [[ "${TOOLEXEC_PY_LONG:-}" == "1" ]]; then
   say "python -m build, and pip install ./clients/python in a fresh venv"
@@ -94,4 +102,5 @@ if [[ "${TOOLEXEC_PY_LONG:-}" == "1" ]]; then
   "$WORK/fresh/bin/pip" install -q "$HERE[kafka]"
   "$WORK/fresh/bin/python" -c 'import toolexec, confluent_kafka; print("fresh venv: toolexec", toolexec.__version__)' >&2
 fi
+rm -rf "$WORK"
 say "passed in $(( $(date +%s) - start ))s"

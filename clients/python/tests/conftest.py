@@ -25,7 +25,10 @@ class Env:
     """The session's shared processes, started on first use."""
 
     def __init__(self):
-        self.workdir = tempfile.mkdtemp(prefix="toolexec-py-e2e-")
+        base = os.environ.get("TOOLEXEC_E2E_DIR")
+        if base:
+            os.makedirs(base, exist_ok=True)
+        self.workdir = tempfile.mkdtemp(prefix="toolexec-py-e2e-", dir=base)
         self.ledger = None
         self.tools_file = None
         self.binary = None
@@ -44,6 +47,8 @@ class Env:
                                               description=e2e.DESCRIPTION if self.gateway else ""))
 
     def executor(self, backend):
+        """backend: "embedded", "broker" (KAFKA_BROKERS), or "demo" (embedded,
+        with the built-in demo tools, for the README and the example)."""
         self.setup_common()
         if backend not in self.executors:
             brokers = None
@@ -53,10 +58,11 @@ class Env:
                     pytest.skip("no KAFKA_BROKERS: the real-broker backend is not run")
             wd = os.path.join(self.workdir, backend)
             os.makedirs(wd)
-            ex = e2e.Executor(self.binary, wd, self.tools_file, brokers, self.gateway)
+            tools = None if backend == "demo" else self.tools_file
+            ex = e2e.Executor(self.binary, wd, tools, brokers, self.gateway)
             self.executors[backend] = ex
             ex.wait_ready()
-            warm_up(ex)
+            warm_up(ex, "demo.echo" if backend == "demo" else "py.lookup")
         return self.executors[backend]
 
     def require_gateway(self):
@@ -88,10 +94,10 @@ class Env:
 WARM_UP_WAIT_S = 90
 
 
-def warm_up(ex):
+def warm_up(ex, tool):
     import toolexec
     with toolexec.Client.kafka(ex.brokers, topic_prefix=ex.prefix) as c:
-        c.call("py.lookup", key="warm-up", args={"q": "warm-up"}, wait=WARM_UP_WAIT_S)
+        c.call(tool, key="warm-up", args={"q": "warm-up"}, wait=WARM_UP_WAIT_S)
 
 
 @pytest.fixture(scope="session")

@@ -227,7 +227,7 @@ class Executor:
     Its embedded gateway serves the tenant ``default`` with the token it
     writes to <data-dir>/gateway.token."""
 
-    def __init__(self, binary: str, workdir: str, tools_file: str, brokers: str | None, gateway: bool):
+    def __init__(self, binary: str, workdir: str, tools_file: str | None, brokers: str | None, gateway: bool):
         self.workdir = workdir
         self.data_dir = os.path.join(workdir, "data")
         self.http = f"127.0.0.1:{free_port()}"
@@ -239,7 +239,9 @@ class Executor:
             self.brokers = brokers
             self.prefix = f"pyclient-{self.run_id}."
         self.gateway_addr = f"127.0.0.1:{free_port()}" if gateway else None
-        cmd = [binary, "--data-dir", self.data_dir, "--tools", tools_file, "--http-addr", self.http,
+        # no tools file: the built-in demo tools (demo.refund, demo.echo, ...)
+        tools = ["--tools", tools_file] if tools_file else []
+        cmd = [binary, "--data-dir", self.data_dir, *tools, "--http-addr", self.http,
                "--reconciler-http-addr", f"127.0.0.1:{free_port()}", "--topic-prefix", self.prefix,
                "--partitions", "6", "--group", f"pyclient-{self.run_id}",
                "--reconciler-group", f"pyclient-rec-{self.run_id}"]

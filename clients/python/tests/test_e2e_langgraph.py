@@ -108,25 +108,3 @@ def report(target, scenario, key, effects, replays):
             f.write(json.dumps({"target": repr(target), "scenario": scenario, "key": key, "effects": effects,
                                 "was_replay": replays}) + "\n")
 
-
-EXAMPLE = os.path.join(HERE, "..", "examples", "langgraph_refund.py")
-
-
-@pytest.mark.parametrize("transport", ["http", "kafka"])
-def test_the_example_runs_as_written(env, ledger, transport):
-    """examples/langgraph_refund.py, unchanged, against the embedded
-    executor with the ledger's refund tool in place of demo.refund."""
-    from conftest import Target
-    t = Target(env, "embedded", transport)
-    e = {**os.environ, "TOOLEXEC_REFUND_TOOL": "py.refund"}
-    if transport == "http":
-        e.update({"TOOLEXEC_URL": t.executor.gateway_url,
-                  "TOOLEXEC_TOKEN_FILE": os.path.join(t.executor.data_dir, "gateway.token")})
-    else:
-        e.update({"TOOLEXEC_BROKERS": t.executor.brokers, "TOOLEXEC_TOPIC_PREFIX": t.executor.prefix})
-    before = ledger.effects
-    p = subprocess.run([sys.executable, EXAMPLE], env=e, capture_output=True, text=True, timeout=AGENT_TIMEOUT_S)
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert "was_replay=False" in p.stdout and "was_replay=True" in p.stdout
-    assert "the node ran twice, the refund once" in p.stdout
-    assert ledger.effects - before == 1
