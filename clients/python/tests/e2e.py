@@ -261,18 +261,29 @@ class Executor:
         return f"http://{self.gateway_addr}" if self.gateway_addr else None
 
     def wait_ready(self) -> None:
+        """Until the executor's /readyz answers 200 and, with the gateway,
+        its token file exists and GET /v1/tools answers 200 with it."""
         deadline = time.monotonic() + READY_TIMEOUT_S
-        urls = [f"http://{self.http}/readyz"] + ([f"{self.gateway_url}/readyz"] if self.gateway_addr else [])
-        for url in urls:
-            while not _ok(url):
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"executor exited {self.proc.returncode}; log {self.log_path}:\n{self.tail()}")
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{url} not ready after {READY_TIMEOUT_S}s; log:\n{self.tail()}")
-                time.sleep(0.2)
+        self._wait(lambda: _ok(f"http://{self.http}/readyz"), "/readyz", deadline)
         if self.gateway_addr:
+            self._wait(self._read_token, "gateway.token", deadline)
+            self._wait(lambda: _ok(f"{self.gateway_url}/v1/tools", self.token), "the gateway", deadline)
+
+    def _wait(self, ready, what: str, deadline: float) -> None:
+        while not ready():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"executor exited {self.proc.returncode}; log {self.log_path}:\n{self.tail()}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{what} not ready after {READY_TIMEOUT_S}s; log:\n{self.tail()}")
+            time.sleep(0.2)
+
+    def _read_token(self) -> bool:
+        try:
             with open(os.path.join(self.data_dir, "gateway.token")) as f:
                 self.token = f.read().strip()
+        except OSError:
+            return False
+        return bool(self.token)
 
     def tail(self, n: int = 60) -> str:
         try:
@@ -305,9 +316,10 @@ class Executor:
             print(f"e2e: could not delete topics of {self.prefix}: {e}")
 
 
-def _ok(url: str) -> bool:
+def _ok(url: str, token: str | None = None) -> bool:
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
     try:
-        with urllib.request.urlopen(url, timeout=2) as r:
+        with urllib.request.urlopen(req, timeout=2) as r:
             return r.status == 200
     except (urllib.error.URLError, OSError):
         return False

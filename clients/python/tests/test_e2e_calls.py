@@ -223,3 +223,75 @@ def test_a_journal_step_killed_mid_call_is_sent_again_under_its_key(target, ledg
 def _json_lines(out):
     import json
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+# ---- one transport, or both at once (embedded backend)
+
+
+def test_a_key_called_over_kafka_is_replayed_over_http(env, ledger):
+    from conftest import Target
+    k, h = Target(env, "embedded", "kafka"), Target(env, "embedded", "http")
+    key = new_key("cross")
+    with k.client() as kc, h.client() as hc:
+        first = kc.call("py.refund", key=key, args={"amount": 3})  # tenant "default", as the token's
+        again = hc.call("py.refund", key=key, args={"amount": 3.0})
+    assert not first.was_replay and again.was_replay and again.result == first.result
+    assert again.original_called_at == first.original_called_at and again.tenant == "default"
+    assert ledger.effects_of(key) == 1
+
+
+def test_over_http_get_never_executes_and_the_tools_are_listed(env, ledger):
+    from conftest import Target
+    t = Target(env, "embedded", "http")
+    key = new_key("get")
+    with t.client() as c:
+        assert c.get("py.refund", key) is None  # unknown: nothing runs
+        first = c.call("py.refund", key=key, args={"amount": 4})
+        current = c.get("py.refund", key)
+        tools = {ti.name: ti for ti in c.list_tools()}
+    assert current.status == "succeeded" and current.result == first.result
+    assert current.original_intent_id == first.intent_id
+    assert ledger.effects_of(key) == 1
+    assert tools["py.refund"].tool_class == "irreversible" and tools["py.refund"].idempotency_key_required
+    assert tools["py.refund"].description.startswith("Refund an order")
+    assert tools["py.lookup"].tool_class == "read_only" and not tools["py.lookup"].idempotency_key_required
+
+
+def test_over_http_a_wrong_token_is_unauthorized(env, ledger):
+    from conftest import Target
+    t = Target(env, "embedded", "http")
+    key = new_key("unauth")
+    with toolexec.Client.http(t.executor.gateway_url, "tx_not-a-token") as c:
+        with pytest.raises(toolexec.Unauthorized):
+            c.call("py.refund", key=key, args={"amount": 1})
+        with pytest.raises(toolexec.Unauthorized):
+            c.list_tools()
+    assert ledger.requests_of(key) == []
+
+
+def test_over_kafka_tenants_are_separate_key_spaces(env, ledger):
+    from conftest import Target
+    t = Target(env, "embedded", "kafka")
+    key = new_key("tenant")
+    ex = t.executor
+    with toolexec.Client.kafka(ex.brokers, topic_prefix=ex.prefix, tenant="acme") as acme:
+        a = acme.call("py.refund", key=key, args={"amount": 1})
+        g = acme.call("py.refund", key=key, args={"amount": 1}, tenant="globex")
+        a2 = acme.call("py.refund", key=key, args={"amount": 1})
+    assert (a.tenant, g.tenant) == ("acme", "globex")
+    assert not a.was_replay and not g.was_replay and a2.was_replay
+    assert ledger.effects_of(key, tenant="acme") == 1 and ledger.effects_of(key, tenant="globex") == 1
+
+
+def test_a_kafka_client_with_a_missing_reply_topic_or_no_broker_fails_clearly(env):
+    from conftest import Target
+    ex = Target(env, "embedded", "kafka").executor
+    with pytest.raises(toolexec.ConfigError, match="no-such-topic"):
+        toolexec.Client.kafka(ex.brokers, topic_prefix=ex.prefix, reply_to="no-such-topic", connect_timeout=10)
+    with pytest.raises(toolexec.TransportError):
+        toolexec.Client.kafka(f"127.0.0.1:{e2e_free_port()}", connect_timeout=2)
+
+
+def e2e_free_port():
+    import e2e
+    return e2e.free_port()
