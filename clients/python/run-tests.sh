@@ -96,7 +96,7 @@ fi
 if [[ "${TOOLEXEC_PY_LONG:-}" == "1" ]]; then
   say "python -m build, and pip install ./clients/python in a fresh venv"
   "$VENV/bin/pip" install -q -c "$HERE/ci-constraints.txt" build
-  (cd "$HERE" && "$PY" -m build --outdir "$WORK/dist" >/dev/null)
+  (cd "$HERE" && "$PY" -m build --outdir "$WORK/dist" >"$WORK/build.log" 2>&1) || { cat "$WORK/build.log" >&2; exit 1; }
   ls "$WORK/dist"/toolexec-*.whl >&2
   python3 -m venv "$WORK/fresh"
   "$WORK/fresh/bin/pip" install -q "$HERE[kafka]"
