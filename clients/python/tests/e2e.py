@@ -167,7 +167,7 @@ tools:
     pending_ttl: 10m
   - name: py.slow_refund
     class: irreversible
-    url: {base}/refund?delay=2
+    url: {base}/refund?delay=1
     timeout: 20s
     pending_ttl: 10m
   - name: py.decline

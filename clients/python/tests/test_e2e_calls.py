@@ -75,10 +75,10 @@ def test_a_tool_never_reached_is_not_executed(client):
 
 def in_doubt(client, tool, key, args, attempts=5):
     """Calls until the answer is the pending one (InDoubt, not NoAnswer):
-    each call waits 2 s, and a loaded machine may need more than one."""
+    each call waits 1 s, and a loaded machine may need more than one."""
     for _ in range(attempts):
         try:
-            client.call(tool, key=key, args=args, wait=2)
+            client.call(tool, key=key, args=args, wait=1)
         except NoAnswer:
             continue
         except InDoubt as e:

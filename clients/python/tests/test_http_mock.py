@@ -108,20 +108,31 @@ LOC = {"Location": "/v1/tools/payments.refund/calls/k1", "Retry-After": "0"}
 
 def test_after_a_202_the_same_post_is_sent_again_until_the_answer():
     def h(req, n):
-        if n == 1:
-            return httpx.Response(202, json=answer("running"), headers=LOC)
+        if n == 1:  # this call's first request started the call (intent i1)
+            return httpx.Response(202, json=answer("running", intent_id="i1"), headers=LOC)
         if n == 2:
-            return httpx.Response(202, json=answer("pending", error={"code": "in_doubt"}), headers=LOC)
-        return httpx.Response(200, json=answer(was_replay=True))
+            return httpx.Response(202, json=answer("pending", intent_id="i2", error={"code": "in_doubt"}), headers=LOC)
+        return httpx.Response(200, json=answer(intent_id="i3", was_replay=True, original_intent_id="i1"))
     c, rec = client(h)
     r = c.call("payments.refund", key="k1", args={"a": 1}, wait=30)
-    assert r.status == "succeeded" and r.was_replay
+    # the answer to the third request replays the call the first one
+    # started: for this call(), nothing was replayed
+    assert r.status == "succeeded" and not r.was_replay and r.raw["was_replay"] is True
     assert [q.method for q in rec.requests] == ["POST"] * 3
     assert {q.headers["Idempotency-Key"] for q in rec.requests} == {'"k1"'}
     assert {q.content for q in rec.requests} == {b'{"a":1}'}
     # the wait asked of the gateway shrinks with the time left
     waits = [int(q.headers["Prefer"].split("=")[1]) for q in rec.requests]
     assert waits[0] == 30 and all(29 <= w <= 30 for w in waits[1:])
+
+
+def test_after_a_202_an_answer_from_another_callers_call_stays_a_replay():
+    def h(req, n):
+        if n == 1:  # i1 joined a call that i0 (another caller) started
+            return httpx.Response(202, json=answer("running", intent_id="i1"), headers=LOC)
+        return httpx.Response(200, json=answer(intent_id="i2", was_replay=True, original_intent_id="i0"))
+    c, _ = client(h)
+    assert c.call("payments.refund", key="k1", args={}, wait=30).was_replay
 
 
 def test_a_202_until_the_wait_ends_is_in_doubt_with_the_pending_answer():
@@ -239,7 +250,7 @@ def test_the_async_client_follows_the_same_rules():
         return r, rec
 
     r, rec = asyncio.run(main())
-    assert r.was_replay and [q.method for q in rec.requests] == ["POST", "POST"]
+    assert not r.was_replay and [q.method for q in rec.requests] == ["POST", "POST"]
     assert json.loads(rec.requests[0].content) == {"a": 1}
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
 
@@ -122,6 +122,18 @@ def _headers(token: str, wait: float | None, traceparent: str | None) -> dict[st
 
 def _url(base: str, path: str) -> str:
     return base.rstrip("/") + path
+
+
+def own_call(answer: Result, ours: set[str]) -> Result:
+    """A call() that sent its request again after a 202 gets an answer to
+    the later request, a replay of the call its first request started.
+    When the call that ran was started by one of this call's own requests
+    (the intent ids of its 202 answers), nothing was replayed for the
+    caller: ``was_replay`` is false, as it is on Kafka, where one call()
+    is one intent. ``raw`` keeps what the gateway said."""
+    if answer.was_replay and answer.original_intent_id is not None and answer.original_intent_id in ours:
+        return replace(answer, was_replay=False)
+    return answer
 
 
 def read(resp: httpx.Response, req: CallRequest) -> Reading:

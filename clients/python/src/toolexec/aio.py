@@ -138,6 +138,7 @@ class _AsyncHttpTransport:
     async def exchange(self, req: CallRequest) -> tuple[Result | None, str]:
         deadline = time.monotonic() + req.wait
         last: Result | None = None
+        ours: set[str] = set()  # the intents this call's requests produced (from 202 bodies)
         failures = 0
         first = True
         while True:
@@ -160,8 +161,10 @@ class _AsyncHttpTransport:
                 await self._pause_or_raise(failures, reading.retry_after, deadline, reading.retry, True)
                 continue
             if reading.answer is not None and reading.answer.terminal:
-                return reading.answer, ""
+                return _http.own_call(reading.answer, ours), ""
             last = reading.answer or reading.result or last
+            if reading.result is not None and reading.result.intent_id:
+                ours.add(reading.result.intent_id)
             left = deadline - time.monotonic()
             if left <= 0:
                 return last, ""
