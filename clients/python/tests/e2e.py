@@ -195,6 +195,14 @@ tools:
   - name: py.reverse_fail
     class: native_key
     url: {base}/reverse-fail
+  - name: py.charge_stuck
+    class: compensatable
+    url: {base}/charge
+    compensate_with: py.reverse_flaky
+  - name: py.reverse_flaky
+    class: irreversible
+    url: {base}/flaky
+    pending_ttl: 10m
   - name: py.lookup
     class: read_only
     url: {base}/lookup

@@ -129,6 +129,27 @@ def test_a_compensation_the_tool_refuses_is_compensation_failed(client, ledger):
     assert r.status == "compensation_failed" and r.error.code == "http_400"
 
 
+def test_a_compensation_whose_answer_is_lost_is_in_doubt(client, ledger):
+    key = new_key("charge-stuck")
+    client.call("py.charge_stuck", key=key, args={"amount": 30})
+    for _ in range(5):  # until the compensation_pending answer (not NoAnswer)
+        try:
+            client.compensate("py.charge_stuck", key=key, wait=1)
+        except NoAnswer:
+            continue
+        except InDoubt as e:
+            assert e.result.status == "compensation_pending" and e.code == "in_doubt"
+            break
+    else:
+        raise AssertionError("no compensation_pending answer")
+    assert [r["path"] for r in ledger.requests_of(key)] == ["/charge", "/flaky"]
+
+
+# The status "resolved" answers an operator's or the reconciler's resolve
+# command on the control topic, which agents never send: the client has no
+# way (and no need) to produce it.
+
+
 def test_a_call_still_running_when_the_wait_ends_is_answered_on_the_next_call(client, ledger):
     key = new_key("slow")
     with pytest.raises(NoAnswer) as ei:
