@@ -344,6 +344,9 @@ class Harness:
         if EXECUTOR_KAFKA_CONFIG != KAFKA_CONFIG:
             for name in self.topics:
                 self.create_topic(self.topics[name], self.partitions, own=False)
+            # The routing partition count's topic (compacted, one
+            # partition), which a least-privilege executor may not create.
+            self.create_topic(self.prefix + "meta", 1, own=False, config={"cleanup.policy": "compact"})
         self.executor = Executor(binary, brokers, workdir, self.tools.url(""), self.prefix,
                                  self.group, self.partitions)
         self.readers = {}
@@ -431,8 +434,8 @@ class Harness:
 
     # ---- topics
 
-    def create_topic(self, name, partitions, own=True):
-        fs = self.admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+    def create_topic(self, name, partitions, own=True, config=None):
+        fs = self.admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})])
         fs[name].result(30)
         if own:
             self.extra_topics.append(name)
@@ -459,7 +462,7 @@ class Harness:
         code = self.executor.stop()
         self.tools.close()
         if delete_topics:
-            names = list(self.topics.values()) + self.extra_topics
+            names = list(self.topics.values()) + self.extra_topics + [self.prefix + "meta"]
             try:
                 for f in self.admin.delete_topics(names, operation_timeout=30).values():
                     f.result(60)

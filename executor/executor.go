@@ -50,7 +50,9 @@ type Executor struct {
 	aborted        *abortedTxns // transactions this member treated as aborted (owntxns.go)
 	poison         *poisoned    // origins of records that could not be produced (poison.go)
 
-	layoutRefused    atomic.Bool  // the topics' partitions no longer match the routing (layout.go)
+	layoutRefused    atomic.Bool  // the topics' partitions or the assignment do not match the routing (layout.go)
+	layoutAtStart    string       // why the topics found at start were refused; "" when they were not
+	pauser           fetchPauser  // the session's client (layout.go)
 	gapCount         atomic.Int32 // len(gaps), for Ready
 	gaps             map[int32]*gap
 	round            *round    // the snapshot round under way (snapshot.go)
@@ -119,6 +121,7 @@ func (e *Executor) open(ctx context.Context) error {
 		return fmt.Errorf("executor: client: %w", err)
 	}
 	e.sess = sess
+	e.pauser = sess.Client()
 	e.adm = kadm.NewClient(sess.Client())
 	if e.layout, err = e.ensureTopics(ctx); err != nil {
 		return err
