@@ -52,6 +52,8 @@ func Check(ev *saga.Event) error {
 	switch {
 	case !ev.Kind.Valid():
 		return fmt.Errorf("%w: kind %d", ErrBadEvent, ev.Kind)
+	case ev.Kind == saga.EvRound:
+		return checkRound(ev)
 	case ev.Tenant == "" || ev.Key == "":
 		return fmt.Errorf("%w: %s without tenant or key", ErrBadEvent, ev.Kind)
 	case ev.At <= 0:
@@ -68,6 +70,18 @@ func Check(ev *saga.Event) error {
 		return fmt.Errorf("%w: read_started without intent, origin or tool", ErrBadEvent)
 	case ev.Kind == saga.EvReadAnswered && ev.IntentID == "":
 		return fmt.Errorf("%w: read_answered without intent", ErrBadEvent)
+	case ev.Kind == saga.EvSnapshot && (ev.Snapshot == nil || ev.Snapshot.Tenant != ev.Tenant || ev.Snapshot.Key != ev.Key || ev.Snapshot.Tool == ""):
+		return fmt.Errorf("%w: snapshot without the record of its key", ErrBadEvent)
+	}
+	return nil
+}
+
+func checkRound(ev *saga.Event) error {
+	switch {
+	case ev.Tenant != "" || ev.Key != "":
+		return fmt.Errorf("%w: round names a key", ErrBadEvent)
+	case ev.At <= 0 || ev.RoundFrom < 0:
+		return fmt.Errorf("%w: round without a time or with offset %d", ErrBadEvent, ev.RoundFrom)
 	}
 	return nil
 }

@@ -27,11 +27,16 @@ type RestoreOptions struct {
 	SettleWait time.Duration // how long open transactions may take to settle; default 60s
 	FlushEvery int           // events per intermediate batch; default 20000
 	ClientOpts []kgo.Opt
+	// PartitionOf names a key's partition; needed to clear a partition's
+	// stale view after a gap (gap.go).
+	PartitionOf func(tenant, key string) int32
 }
 
 // RestoreInto brings the store's view of one events partition up to date:
 // from its checkpoint to the target of Target, folding every committed
-// event with saga.Apply. Intermediate batches are not synced; the last one
+// event with saga.Apply. When the log no longer starts at or below the
+// checkpoint it begins at a complete snapshot round instead, or refuses
+// with a *GapError (gap.go). Intermediate batches are not synced; the last one
 // is, with the final checkpoint, so a crash mid-restore only repeats work.
 func RestoreInto(ctx context.Context, st *state.Store, adm *kadm.Client, partition int32, o RestoreOptions) (RestoreStats, error) {
 	start := time.Now()
@@ -49,8 +54,12 @@ func RestoreInto(ctx context.Context, st *state.Store, adm *kadm.Client, partiti
 	if err != nil {
 		return RestoreStats{}, err
 	}
+	viewed := from
+	if from, err = bridgeGap(ctx, st, adm, partition, from, to, o); err != nil {
+		return RestoreStats{}, err
+	}
 	f := newFolder(st, o.Topic, partition, o.FlushEvery)
-	if from == 0 {
+	if viewed == 0 || from != viewed {
 		// A partition with no checkpoint has no record in the view: every
 		// record is written in one batch with its partition's checkpoint,
 		// and a key belongs to one partition. So the only keys of this

@@ -150,11 +150,19 @@ func fetchErr(fs kgo.Fetches) error {
 	return err
 }
 
+// RoundKey is the Kafka key of round events: a routing key always has a
+// tenant of [a-z0-9_-] before its "/", so no key can look like it.
+const RoundKey = "~round"
+
 // EncodeRecord builds the Kafka record of ev for the events partition.
 func EncodeRecord(names topics.Names, partition int32, evBytes []byte, tenant, key, traceparent string) *kgo.Record {
+	rk := topics.RoutingKey(tenant, key)
+	if tenant == "" && key == "" {
+		rk = RoundKey
+	}
 	r := &kgo.Record{
 		Topic: names.Events, Partition: partition,
-		Key: []byte(topics.RoutingKey(tenant, key)), Value: evBytes,
+		Key: []byte(rk), Value: evBytes,
 	}
 	if traceparent != "" {
 		r.Headers = []kgo.RecordHeader{{Key: "traceparent", Value: []byte(traceparent)}}

@@ -41,6 +41,11 @@ type Config struct {
 	// transaction. Default: Group + "-" + random.
 	TransactionalID string
 	SweepInterval   time.Duration // how often expired keys are swept; default 30s
+	// SnapshotInterval is how often every record is restated in the event
+	// log, so that no record depends on events older than the log's
+	// retention (snapshot.go). Default: a quarter of the event log's
+	// retention, at most 24h.
+	SnapshotInterval time.Duration
 	// BrokerOutage is how long a failed transaction keeps being aborted
 	// while the broker cannot be reached (a restart, a partition) before
 	// the process gives up with ErrFatal; default 2m.
@@ -71,6 +76,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: tools: a registry is required", ErrConfig)
 	}
 	c.defaults()
+	if c.MaxWaiters > topics.MaxWaitersLimit {
+		return fmt.Errorf("%w: max_waiters (%d) is over %d: a key's record, with its waiters, must fit one snapshot event", ErrConfig, c.MaxWaiters, topics.MaxWaitersLimit)
+	}
 	if c.RebalanceTimeout <= c.DrainTimeout {
 		return fmt.Errorf("%w: rebalance_timeout (%s) must exceed drain_timeout (%s): the drain commits outcomes while the group waits for this member", ErrConfig, c.RebalanceTimeout, c.DrainTimeout)
 	}

@@ -49,6 +49,11 @@ type Executor struct {
 	aborted        *abortedTxns // transactions this member treated as aborted (owntxns.go)
 	poison         *poisoned    // origins of records that could not be produced (poison.go)
 
+	layoutRefused    atomic.Bool  // the topics' partitions no longer match the routing (layout.go)
+	gapCount         atomic.Int32 // len(gaps), for Ready
+	gaps             map[int32]*gap
+	round            *round    // the snapshot round under way (snapshot.go)
+	lastRound        time.Time // when the last round ended (or the member started)
 	rebalancePending atomic.Bool
 	dirty            atomic.Bool // a group callback ran: reset the session before the next transaction
 	changes          ownershipChanges
@@ -86,7 +91,7 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Executor{cfg: cfg, m: newMetrics(cfg.Registerer), owned: map[int32]*ownership{}, inflight: map[string]inflightCall{}, reads: map[string]inflightCall{}, unsettled: map[int32]int{}, runDone: make(chan struct{}), poison: newPoisoned()}
+	e := &Executor{cfg: cfg, m: newMetrics(cfg.Registerer), owned: map[int32]*ownership{}, inflight: map[string]inflightCall{}, reads: map[string]inflightCall{}, unsettled: map[int32]int{}, runDone: make(chan struct{}), poison: newPoisoned(), gaps: map[int32]*gap{}, lastRound: time.Now()}
 	if err := e.open(ctx); err != nil {
 		e.Close()
 		return nil, err
@@ -115,6 +120,9 @@ func (e *Executor) open(ctx context.Context) error {
 	e.sess = sess
 	e.adm = kadm.NewClient(sess.Client())
 	if e.layout, err = e.ensureTopics(ctx); err != nil {
+		return err
+	}
+	if err := e.checkRouting(ctx); err != nil {
 		return err
 	}
 	e.replies = newReplyTopics(e.adm, e.cfg.Names, e.layout)
@@ -157,8 +165,13 @@ func (e *Executor) clientOpts() []kgo.Opt {
 	return append(opts, e.cfg.ClientOpts...)
 }
 
-// Ready reports whether the loop runs and has joined the group.
-func (e *Executor) Ready() bool { return e.ready.Load() }
+// Ready reports whether the loop runs and decides: false before Run,
+// after it, and while the member refuses to decide because the topics'
+// partitions changed (layout.go) or a partition's log has a gap
+// (gaps.go).
+func (e *Executor) Ready() bool {
+	return e.ready.Load() && !e.layoutRefused.Load() && e.gapCount.Load() == 0
+}
 
 // Store exposes the view, read-only by convention (history, tests).
 func (e *Executor) Store() *state.Store { return e.store }

@@ -42,6 +42,9 @@ func (e *Executor) iteration(ctx context.Context) error {
 	fs := e.poll(ctx)
 	defer e.sess.AllowRebalance()
 	e.applyOwnershipChanges()
+	if e.holdIfLayoutRefused() && fs.NumRecords() > 0 {
+		return e.retryLater(ctx, fmt.Errorf("%w: the layout is refused; %d polled records are rewound", errRetryTick, fs.NumRecords()))
+	}
 	if err := e.tick(ctx, fs); err != nil {
 		return e.retryLater(ctx, err)
 	}

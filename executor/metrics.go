@@ -24,6 +24,10 @@ type Metrics struct {
 	HangingCommitted prometheus.Counter
 	Fsyncs           prometheus.Counter
 	Unproducible     prometheus.Counter
+	LayoutMismatch   prometheus.Gauge
+	RestoreGaps      prometheus.Gauge
+	SnapshotRounds   prometheus.Counter
+	SnapshotEvents   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *Metrics {
@@ -53,10 +57,15 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 		ReadsResumed:     prometheus.NewCounter(prometheus.CounterOpts(opts("reads_resumed_total", "Read-only calls called again by a new owner because their previous owner left them unanswered."))),
 		Fsyncs:           prometheus.NewCounter(prometheus.CounterOpts(opts("state_syncs_total", "Synced Pebble batches."))),
 		Unproducible:     prometheus.NewCounter(prometheus.CounterOpts(opts("unproducible_records_total", "Records that could not be produced (too large, refused by the broker); their inputs are answered on their own when polled again."))),
+		LayoutMismatch:   prometheus.NewGauge(prometheus.GaugeOpts(opts("layout_mismatch", "1 when the topics' partition counts or the group's assignment no longer match the recorded routing count: the member decides nothing until an operator acts."))),
+		RestoreGaps:      prometheus.NewGauge(prometheus.GaugeOpts(opts("restore_gaps", "Owned partitions not decided because their event log lost events the view needs and no complete snapshot round covers them."))),
+		SnapshotRounds:   prometheus.NewCounter(prometheus.CounterOpts(opts("snapshot_rounds_total", "Snapshot rounds completed (every record restated, a round event per partition)."))),
+		SnapshotEvents:   prometheus.NewCounter(prometheus.CounterOpts(opts("snapshot_events_total", "Records restated by snapshot rounds."))),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Intents, m.Calls, m.CallDuration, m.TickDuration, m.TxnDuration, m.Txns, m.TickRecords,
-			m.InFlight, m.KeysInDoubt, m.Restores, m.RestoreEvents, m.DeadLetters, m.OutcomesLost, m.ReadsResumed, m.HangingCommitted, m.Fsyncs, m.Unproducible)
+			m.InFlight, m.KeysInDoubt, m.Restores, m.RestoreEvents, m.DeadLetters, m.OutcomesLost, m.ReadsResumed, m.HangingCommitted, m.Fsyncs, m.Unproducible,
+			m.LayoutMismatch, m.RestoreGaps, m.SnapshotRounds, m.SnapshotEvents)
 	}
 	return m
 }

@@ -35,6 +35,7 @@ type ownershipChanges struct {
 type ownershipChange struct {
 	assigned   bool
 	partitions []int32
+	byTopic    map[string][]int32 // as the group gave them (layout.go checks them)
 }
 
 func (c *ownershipChanges) push(assigned bool, parts map[string][]int32) {
@@ -50,7 +51,7 @@ func (c *ownershipChanges) push(assigned bool, parts map[string][]int32) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.mu.list = append(c.mu.list, ownershipChange{assigned: assigned, partitions: ps})
+	c.mu.list = append(c.mu.list, ownershipChange{assigned: assigned, partitions: ps, byTopic: parts})
 }
 
 func (c *ownershipChanges) take() []ownershipChange {
@@ -92,6 +93,9 @@ func (e *Executor) ours(parts map[string][]int32) map[string][]int32 {
 // their outcomes are stale and the keys are in doubt for the next owner.
 func (e *Executor) applyOwnershipChanges() {
 	for _, ch := range e.changes.take() {
+		if ch.assigned {
+			e.checkAssignment(ch.byTopic)
+		}
 		for _, p := range ch.partitions {
 			if ch.assigned {
 				if _, ok := e.owned[p]; !ok {
@@ -107,6 +111,7 @@ func (e *Executor) applyOwnershipChanges() {
 
 func (e *Executor) release(p int32) {
 	delete(e.owned, p)
+	e.forgetGap(p)
 	delete(e.unsettled, p)
 	for rk, c := range e.inflight {
 		if c.partition == p {
@@ -142,16 +147,24 @@ func (e *Executor) restore(ctx context.Context, p int32, settle time.Duration) e
 	if o.restored {
 		return nil
 	}
+	if err := e.gapWait(p); err != nil {
+		return err
+	}
 	stats, err := eventlog.RestoreInto(ctx, e.store, e.adm, p, eventlog.RestoreOptions{
 		Seeds: e.cfg.Brokers, Topic: e.cfg.Names.Events, SettleWait: settle,
-		ClientOpts: []kgo.Opt{kgo.WithLogger(kgoLogger{l: e.cfg.Logger})},
+		ClientOpts:  []kgo.Opt{kgo.WithLogger(kgoLogger{l: e.cfg.Logger})},
+		PartitionOf: e.partitionOf,
 	})
 	if err != nil {
 		if errors.Is(err, eventlog.ErrRestoreTimeout) {
 			e.checkHanging(ctx)
 		}
+		if ge, ok := asGap(err); ok {
+			e.noteGap(p, ge)
+		}
 		return fmt.Errorf("%w: restore partition %d: %w", errRetryTick, p, err)
 	}
+	e.forgetGap(p)
 	o.restored = true
 	e.resumeReads(p, o)
 	e.m.Restores.Observe(stats.Duration.Seconds())

@@ -33,6 +33,7 @@ type tick struct {
 	tried    map[string]map[int32]kgo.EpochOffset // the offsets its End tried to commit
 	inputs   int
 	verdicts map[string]int
+	rounded  bool // it took a step of the snapshot round (snapshot.go)
 
 	// origin is what the tick is producing records for right now;
 	// origins tags every queued record with it (poison.go).
@@ -66,6 +67,7 @@ func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 	t := e.newTick(ctx)
 	if err := t.build(fs); err != nil {
 		e.forgetStarted(t)
+		e.abandonRound(t)
 		return err
 	}
 	if len(t.out) == 0 && fs.NumRecords() == 0 {
@@ -118,8 +120,12 @@ func (t *tick) build(fs kgo.Fetches) error {
 	}
 	t.origin = origin{}
 	t.e.restoreIdle(t.ctx)
+	t.e.restoreGapped(t.ctx)
 	t.e.watchStalls(t.ctx)
-	return t.sweep()
+	if err := t.sweep(); err != nil {
+		return err
+	}
+	return t.snapshotStep()
 }
 
 // load returns the key's entry, restoring its partition first if needed.
@@ -377,6 +383,7 @@ func (e *Executor) afterAbort(t *tick, err error) error {
 	e.m.Txns.WithLabelValues("aborted").Inc()
 	e.notePoison(t)
 	e.forgetStarted(t)
+	e.abandonRound(t)
 	t.finishWithoutCommit()
 	if err != nil {
 		e.cfg.Logger.Warn("transaction failed; partitions catch up from the log", "err", err, "produce_err", t.produceErr)

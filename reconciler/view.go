@@ -74,6 +74,9 @@ func (f *folder) apply(rec *kgo.Record) error {
 	if err != nil {
 		return err
 	}
+	if ev.Kind == saga.EvRound {
+		return nil // about the partition, not a key
+	}
 	rk := ev.Tenant + "\x00" + ev.Key
 	cur, ok := f.cur[rk]
 	if !ok {

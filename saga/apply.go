@@ -28,6 +28,8 @@ func Apply(rec *Record, ev Event) *Record {
 		return applyCompensationOutcome(rec, ev)
 	case EvExpired:
 		return nil
+	case EvSnapshot:
+		return ev.Snapshot.Clone()
 	}
 	return rec // replayed, conflicted: audit facts only
 }
@@ -133,4 +135,10 @@ func applyCompensationOutcome(rec *Record, ev Event) *Record {
 	rec.ExpiresAt = ev.At + rec.RetentionMs
 	rec.OriginAnswered, rec.Waiters = true, nil
 	return rec
+}
+
+// Snapshot is the event that restates rec whole (snapshot rounds). A fold
+// of it gives rec back: Apply(anything, Snapshot(rec, at)) equals rec.
+func Snapshot(rec *Record, at int64) Event {
+	return Event{Kind: EvSnapshot, Tenant: rec.Tenant, Key: rec.Key, At: at, Snapshot: rec.Clone()}
 }

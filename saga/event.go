@@ -16,6 +16,15 @@ const (
 	EvExpired
 	EvReadStarted  // a read-only call was taken on: its intent must be answered
 	EvReadAnswered // that intent was answered
+	// EvSnapshot restates a key's whole record, so that the key outlives
+	// the retention of the events it was folded from (snapshot rounds,
+	// executor/snapshot.go).
+	EvSnapshot
+	// EvRound ends a snapshot round of one partition: every record the
+	// partition held when the round began was restated at or after
+	// RoundFrom, so a fold of the log from RoundFrom alone is complete.
+	// It is about the partition, not a key (no tenant, no key).
+	EvRound
 )
 
 var eventNames = [...]string{
@@ -31,6 +40,8 @@ var eventNames = [...]string{
 	EvExpired:             "expired",
 	EvReadStarted:         "read_started",
 	EvReadAnswered:        "read_answered",
+	EvSnapshot:            "snapshot",
+	EvRound:               "round",
 }
 
 func (k EventKind) String() string {
@@ -41,7 +52,7 @@ func (k EventKind) String() string {
 }
 
 // Valid reports whether k is a known kind.
-func (k EventKind) Valid() bool { return k >= EvStarted && k <= EvReadAnswered }
+func (k EventKind) Valid() bool { return k >= EvStarted && k <= EvRound }
 
 // IsRead reports whether k is about one read-only call rather than the
 // key's record: such events never change a Record.
@@ -84,4 +95,8 @@ type Event struct {
 	// Started (the origin), Coalesced, Waiting, CompensationStarted,
 	// ReadStarted (who to answer).
 	Waiter *Waiter `msgpack:"waiter,omitempty"`
+	// Snapshot: the key's whole record.
+	Snapshot *Record `msgpack:"snapshot,omitempty"`
+	// Round: the offset of the events partition at which the round began.
+	RoundFrom int64 `msgpack:"round_from,omitempty"`
 }

@@ -40,7 +40,7 @@ type Spec struct {
 	// call (msgpack, sorted keys: about the size of compact JSON or less),
 	// checked once, before the call is started (saga.Decide): an intent
 	// over it is rejected "oversized" and never started. Default 65536,
-	// 1..1048576.
+	// 1..262144 (a key's record, with its arguments, must fit one event).
 	MaxArgsBytes int
 }
 
@@ -60,7 +60,7 @@ const (
 	maxURLBytes      = 2048
 	maxInFlightLimit = 10000
 	maxRetriesLimit  = 20
-	maxArgsLimit     = 1 << 20
+	maxArgsLimit     = 256 << 10 // topics.MaxArgsLimit: a record must fit one snapshot event
 )
 
 // defaultSpec is the starting point for a spec decoded from YAML: fields

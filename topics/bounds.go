@@ -44,9 +44,18 @@ const (
 	MaxDeadLetterHeaderValue = 256
 	// MaxResultBytes bounds a stored result, whether a tool's answer or an
 	// operator's or the reconciler's resolve: one meaning for both, so a
-	// resolve the reconciler may send is one the executor accepts. Half a
-	// message, so an answer carrying it stays under MaxMessageBytes.
-	MaxResultBytes = MaxMessageBytes / 2
+	// resolve the reconciler may send is one the executor accepts. A
+	// quarter of a message: a record holds the arguments (MaxArgsLimit),
+	// the call's result and its compensation's result, and with its
+	// waiters it must fit one snapshot event (executor/snapshot.go).
+	MaxResultBytes = MaxMessageBytes / 4
+	// MaxArgsLimit is the largest max_args_bytes a tool may configure,
+	// for the same reason.
+	MaxArgsLimit = MaxMessageBytes / 4
+	// MaxWaitersLimit is the largest number of intents that may wait on
+	// one key (executor.Config.MaxWaiters), for the same reason: each
+	// waiter is at most about 500 bytes.
+	MaxWaitersLimit = 256
 )
 
 // CheckHeaders checks the trace headers an intent's record carries, which

@@ -31,6 +31,7 @@ type Layout struct {
 	Partitions           int32 // of intents, control and events
 	ResultPartitions     int32
 	DeadLetterPartitions int32
+	EventRetention       time.Duration // the event log's retention.ms; 0 when unlimited
 }
 
 // Ensure creates the missing topics and checks the existing ones. It
@@ -46,6 +47,11 @@ func Ensure(ctx context.Context, adm *kadm.Client, n Names, s Settings) (Layout,
 	}
 	if err := createMissing(ctx, adm, n, s); err != nil {
 		return Layout{}, err
+	}
+	if n.Meta != "" {
+		if err := ensureMeta(ctx, adm, n, s); err != nil {
+			return Layout{}, err
+		}
 	}
 	return check(ctx, adm, n, s)
 }
@@ -120,27 +126,34 @@ func check(ctx context.Context, adm *kadm.Client, n Names, s Settings) (Layout, 
 			return l, fmt.Errorf("%w: %s has %d partitions but %s has %d; intents, control and events must be co-partitioned", ErrIncompatible, t, got, n.Intents, l.Partitions)
 		}
 	}
-	return l, checkEventConfig(ctx, adm, n, s)
+	l.EventRetention, err = checkEventConfig(ctx, adm, n, s)
+	return l, err
 }
 
-func checkEventConfig(ctx context.Context, adm *kadm.Client, n Names, s Settings) error {
+// checkEventConfig checks the event log's settings and returns its
+// retention (0: unlimited).
+func checkEventConfig(ctx context.Context, adm *kadm.Client, n Names, s Settings) (time.Duration, error) {
 	rcs, err := adm.DescribeTopicConfigs(ctx, n.Events)
 	if err != nil {
-		return fmt.Errorf("topics: describe %s: %w", n.Events, err)
+		return 0, fmt.Errorf("topics: describe %s: %w", n.Events, err)
 	}
 	rc, err := rcs.On(n.Events, nil)
 	if err != nil {
-		return fmt.Errorf("topics: describe %s: %w", n.Events, err)
+		return 0, fmt.Errorf("topics: describe %s: %w", n.Events, err)
 	}
+	var retention time.Duration
 	for _, c := range rc.Configs {
 		if c.Value == nil {
 			continue
 		}
 		if err := checkEventSetting(n, s, c.Key, *c.Value); err != nil {
-			return err
+			return 0, err
+		}
+		if ms, err := strconv.ParseInt(*c.Value, 10, 64); c.Key == "retention.ms" && err == nil && ms > 0 {
+			retention = time.Duration(ms) * time.Millisecond
 		}
 	}
-	return nil
+	return retention, nil
 }
 
 func checkEventSetting(n Names, s Settings, key, value string) error {

@@ -13,6 +13,10 @@ type Names struct {
 	Events     string // the event log, the source of truth that state is restored from
 	Results    string // answers, unless an intent names its own reply_to
 	DeadLetter string // undecodable or invalid input, with the reason
+	// Meta (compacted, one partition) records the partition count keys
+	// are routed by (layout.go). Not in All: it is not co-partitioned,
+	// and no answer or event is ever written to it.
+	Meta string
 }
 
 // NamesWithPrefix returns the topic names under prefix ("tool." by default).
@@ -23,6 +27,7 @@ func NamesWithPrefix(prefix string) Names {
 		Events:     prefix + "events",
 		Results:    prefix + "results",
 		DeadLetter: prefix + "deadletter",
+		Meta:       prefix + "meta",
 	}
 }
 
@@ -32,7 +37,7 @@ func NamesWithPrefix(prefix string) Names {
 // let an agent forge state or commands.
 func (n Names) Internal(topic string) bool {
 	switch strings.TrimSpace(topic) {
-	case n.Intents, n.Control, n.Events, n.DeadLetter:
+	case n.Intents, n.Control, n.Events, n.DeadLetter, n.Meta:
 		return true
 	}
 	return strings.HasPrefix(topic, "__")

@@ -21,7 +21,7 @@ import (
 type runFlags struct {
 	brokers, embeddedAddr, dataDir, toolsFile, httpAddr, prefix, group string
 	partitions                                                         int
-	drain, session, rebalance, txnTimeout, outage                      time.Duration
+	drain, session, rebalance, txnTimeout, outage, snapshot            time.Duration
 	txnID, clientID                                                    string
 	rec                                                                *reconcilerFlags
 }
@@ -44,6 +44,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.DurationVar(&f.outage, "broker-outage", 2*time.Minute, "how long the executor waits for an unreachable broker (at start, to abort or begin a transaction) before it exits")
 	fs.StringVar(&f.clientID, "client-id", "toolexec-executor", "Kafka client id, shown in group descriptions")
 	fs.StringVar(&f.txnID, "transactional-id", "", "stable transactional id of this instance (default: random per process)")
+	fs.DurationVar(&f.snapshot, "snapshot-interval", 0, "how often every record is restated in the event log (default: a quarter of the event log's retention, at most 24h)")
 	f.rec = addReconcilerFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -94,7 +95,7 @@ func serve(ctx context.Context, f *runFlags, brokers []string, reg *tools.Regist
 	promReg := httpserve.ProcessRegistry()
 	cfg := executor.Config{
 		Brokers: brokers, Names: topics.NamesWithPrefix(f.prefix), Group: f.group, DataDir: f.dataDir,
-		Tools: reg, DrainTimeout: f.drain, SessionTimeout: f.session, RebalanceTimeout: f.rebalance, TransactionTimeout: f.txnTimeout, BrokerOutage: f.outage, TransactionalID: f.txnID, Logger: log, Registerer: promReg,
+		Tools: reg, DrainTimeout: f.drain, SessionTimeout: f.session, RebalanceTimeout: f.rebalance, TransactionTimeout: f.txnTimeout, BrokerOutage: f.outage, TransactionalID: f.txnID, SnapshotInterval: f.snapshot, Logger: log, Registerer: promReg,
 		Settings: topics.Settings{Partitions: int32(f.partitions)}, Hooks: hooksFromEnv(log),
 		ClientOpts: []kgo.Opt{kgo.ClientID(f.clientID)}, KafkaLogLevel: kafkaLogLevel(),
 	}

@@ -1,0 +1,43 @@
+package executor
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/atmostonce/toolexec/eventlog"
+	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// TestLargestRecordFitsOneSnapshot: a key's record at every bound at once
+// (arguments at the largest max_args_bytes, a result and a compensation
+// result at the stored-result bound, the most waiters, every copied field
+// at its bound) still fits one snapshot event the broker accepts. If a
+// bound grows, this fails before a round silently skips such keys.
+func TestLargestRecordFitsOneSnapshot(t *testing.T) {
+	long := func(n int) string { return strings.Repeat("x", n) }
+	w := saga.Waiter{IntentID: long(topics.MaxIDBytes), ReplyTo: long(topics.MaxReplyToBytes),
+		Traceparent: long(topics.MaxTraceparentBytes), Type: "compensate", At: 1 << 62}
+	rec := &saga.Record{Tenant: long(64), Key: long(topics.MaxKeyBytes), Tool: long(topics.MaxToolBytes),
+		ArgsHash: make([]byte, 32), Args: make([]byte, topics.MaxArgsLimit), Status: saga.StatusCompensated,
+		Origin: w, Attempt: 1 << 30, CalledAt: 1 << 62, PendingUntil: 1 << 62, RetentionMs: 1 << 62, CompletedAt: 1 << 62,
+		ExpiresAt: 1 << 62, Result: make([]byte, topics.MaxResultBytes), Err: &saga.Error{Code: long(64), Message: long(1024)},
+		ResolvedBy: long(topics.MaxByBytes), DownstreamKey: long(44), LastEventAt: 1 << 62,
+		Comp: &saga.Compensation{Tool: long(topics.MaxToolBytes), Origin: w, StartedAt: 1 << 62, CompletedAt: 1 << 62,
+			PendingUntil: 1 << 62, DownstreamKey: long(44), Result: make([]byte, topics.MaxResultBytes), Err: &saga.Error{Code: long(64), Message: long(1024)}}}
+	for i := 0; i < topics.MaxWaitersLimit; i++ {
+		rec.Waiters = append(rec.Waiters, w)
+	}
+	ev := saga.Snapshot(rec, 1<<62)
+	b, err := eventlog.Encode(&ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := eventlog.EncodeRecord(topics.NamesWithPrefix("tool."), 0, b, rec.Tenant, rec.Key, "")
+	if n := recordSize(r); n > maxRecordBytes {
+		t.Fatalf("the largest record's snapshot is %d bytes, over the %d a record may have", n, maxRecordBytes)
+	}
+	if topics.MaxArgsLimit != 256<<10 {
+		t.Fatalf("tools.maxArgsLimit (256 KiB) no longer matches topics.MaxArgsLimit (%d)", topics.MaxArgsLimit)
+	}
+}

@@ -1,0 +1,124 @@
+package topics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// The routing partition count (issue 12).
+//
+// The owner partition of a key is murmur2(key) % n. Kafka lets an operator
+// add partitions, a routine operation; with n read afresh at every start,
+// every key would then route to a partition whose log has no record of it
+// and run again, and during a rolling restart old and new members would
+// disagree. So n is recorded once, when the topics are first seen, in a
+// compacted single-partition topic <prefix>meta, and every member
+// compares the topics with it: a member that finds more partitions than
+// were recorded refuses to decide (executor/layout.go) instead of
+// re-routing. Partitions cannot be removed again, so the documented way
+// to more partitions is a new set of topics (docs/DESIGN.md).
+
+// layoutKey is the meta record's Kafka key.
+const layoutKey = "layout"
+
+// layoutRecord is the meta topic's value for layoutKey.
+type layoutRecord struct {
+	V          int   `msgpack:"v"`
+	Partitions int32 `msgpack:"partitions"`
+	At         int64 `msgpack:"at"`
+}
+
+// ErrNoLayout: the meta topic holds no layout record yet.
+var ErrNoLayout = errors.New("topics: no layout recorded")
+
+// ensureMeta creates the meta topic: one partition, compacted, so that
+// its one record is never deleted by time.
+func ensureMeta(ctx context.Context, adm *kadm.Client, n Names, s Settings) error {
+	cfg := map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}
+	_, err := adm.CreateTopic(ctx, 1, s.ReplicationFactor, cfg, n.Meta)
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("topics: create %s: %w", n.Meta, err)
+	}
+	return nil
+}
+
+// RoutingPartitions returns the partition count keys are routed by: the
+// one recorded in the meta topic or, when none is recorded yet, found,
+// which it records. opts reach the cluster (seeds, security); the client
+// it makes is not transactional.
+func RoutingPartitions(ctx context.Context, opts []kgo.Opt, n Names, found int32) (int32, error) {
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return 0, fmt.Errorf("topics: meta client: %w", err)
+	}
+	defer cl.Close()
+	rec, err := readLayout(ctx, cl, n)
+	if err == nil {
+		return rec.Partitions, nil
+	}
+	if !errors.Is(err, ErrNoLayout) {
+		return 0, err
+	}
+	if err := writeLayout(ctx, cl, n, found); err != nil {
+		return 0, err
+	}
+	return found, nil
+}
+
+func readLayout(ctx context.Context, cl *kgo.Client, n Names) (layoutRecord, error) {
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(ctx, n.Meta)
+	if err != nil {
+		return layoutRecord{}, fmt.Errorf("topics: %s end offset: %w", n.Meta, err)
+	}
+	end, ok := ends.Lookup(n.Meta, 0)
+	if !ok || end.Err != nil {
+		return layoutRecord{}, fmt.Errorf("topics: %s end offset: %v", n.Meta, end.Err)
+	}
+	if end.Offset == 0 {
+		return layoutRecord{}, ErrNoLayout
+	}
+	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{n.Meta: {0: kgo.NewOffset().AtStart()}})
+	var last *layoutRecord
+	for next := int64(0); next < end.Offset; {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return layoutRecord{}, err
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, e error) { ferr = e })
+		if ferr != nil {
+			return layoutRecord{}, fmt.Errorf("topics: read %s: %w", n.Meta, ferr)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			next = r.Offset + 1
+			var lr layoutRecord
+			if string(r.Key) == layoutKey && msgpack.Unmarshal(r.Value, &lr) == nil && lr.Partitions > 0 {
+				last = &lr
+			}
+		})
+	}
+	if last == nil {
+		return layoutRecord{}, ErrNoLayout
+	}
+	return *last, nil
+}
+
+func writeLayout(ctx context.Context, cl *kgo.Client, n Names, partitions int32) error {
+	v, err := msgpack.Marshal(layoutRecord{V: Version, Partitions: partitions, At: time.Now().UnixMilli()})
+	if err != nil {
+		return err
+	}
+	r := &kgo.Record{Topic: n.Meta, Partition: 0, Key: []byte(layoutKey), Value: v}
+	if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+		return fmt.Errorf("topics: record the layout in %s: %w", n.Meta, err)
+	}
+	return nil
+}
