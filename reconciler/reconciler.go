@@ -37,6 +37,9 @@ type Reconciler struct {
 	lookup   Lookup
 	nControl int32 // partitions of the control topic, for routing commands
 	work     *workers
+	// startOffset, when set (tests), replaces the broker's answer for the
+	// log start of an events partition (gap.go).
+	startOffset func(ctx context.Context, p int32) (int64, error)
 
 	// Loop-owned: touched only by the loop goroutine.
 	owned    map[int32]*partition

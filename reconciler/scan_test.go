@@ -199,3 +199,12 @@ func gaugeValue(t *testing.T, g interface{ Write(*dto.Metric) error }) float64 {
 	}
 	return m.GetGauge().GetValue()
 }
+
+func counterValue(t *testing.T, c interface{ Write(*dto.Metric) error }) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
