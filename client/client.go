@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/kafkaconfig"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -30,8 +31,14 @@ type Config struct {
 	// topic. A dedicated topic per service keeps its consumer small.
 	ReplyTo string
 	// OnPending is called for every pending answer, if set.
-	OnPending  func(*topics.Result)
-	ClientOpts []kgo.Opt
+	OnPending func(*topics.Result)
+	// KafkaConfig is the path of a Kafka client properties file
+	// (security.protocol, sasl.*, ssl.*; package kafkaconfig), the same
+	// file the commands take with --kafka-config. Its bootstrap.servers
+	// are the seeds when Brokers is empty. New checks the connection
+	// with it and fails with kafkaconfig.ErrTLS or ErrSASL at once.
+	KafkaConfig string
+	ClientOpts  []kgo.Opt // extra kgo options of both clients (after KafkaConfig's)
 }
 
 // Client produces intents and matches answers to them. Safe for concurrent
@@ -64,12 +71,39 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if c.replyTo == "" {
 		c.replyTo = c.names.Results
 	}
+	if err := c.loadKafkaConfig(ctx); err != nil {
+		return nil, err
+	}
 	if err := c.connect(ctx); err != nil {
 		c.Close()
 		return nil, err
 	}
 	go c.readAnswers()
 	return c, nil
+}
+
+// loadKafkaConfig applies Config.KafkaConfig: the seeds and the TLS and
+// SASL options, checked against the cluster once.
+func (c *Client) loadKafkaConfig(ctx context.Context) error {
+	if c.cfg.KafkaConfig == "" {
+		return nil
+	}
+	kc, err := kafkaconfig.Load(c.cfg.KafkaConfig)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	opts, err := kc.Opts()
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	if len(c.cfg.Brokers) == 0 {
+		c.cfg.Brokers = kc.BootstrapServers
+	}
+	if err := kafkaconfig.Check(ctx, c.cfg.Brokers, opts...); err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	c.cfg.ClientOpts = append(opts, c.cfg.ClientOpts...)
+	return nil
 }
 
 func (c *Client) connect(ctx context.Context) error {

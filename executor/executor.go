@@ -162,6 +162,7 @@ func (e *Executor) clientOpts() []kgo.Opt {
 		kgo.ProducerBatchMaxBytes(topics.MaxMessageBytes + 64<<10),
 		kgo.WithLogger(kgoLogger{l: e.cfg.Logger, level: e.cfg.KafkaLogLevel}),
 	}
+	opts = append(opts, e.cfg.Connect...)
 	return append(opts, e.cfg.ClientOpts...)
 }
 

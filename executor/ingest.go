@@ -19,8 +19,8 @@ func (t *tick) input(r *kgo.Record) error {
 	if r.Topic == t.e.cfg.Names.Control {
 		src = topics.FromControl
 	}
-	if n := t.e.poison.isolated(t.origin); n > 0 {
-		t.isolate(r, src, n)
+	if t.e.poison.isolated(t.origin) > 0 {
+		t.isolate(r, src)
 		return nil
 	}
 	in, rej := topics.DecodeIntent(r.Value, r.Key, src)
@@ -46,10 +46,9 @@ func (t *tick) input(r *kgo.Record) error {
 
 // isolate answers an input whose records could not be produced before,
 // on its own: rejected `unproducible` on the results topic and
-// dead-lettered with a prefix of its value. After a second failure
-// (isolated > 1) it is only dead-lettered, bare. Either way its offset
-// commits with the rest of the tick (poison.go).
-func (t *tick) isolate(r *kgo.Record, src topics.Source, isolated int) {
+// dead-lettered with a prefix of its value (after a second failure, bare:
+// deadLetter). Its offset commits with the rest of the tick (poison.go).
+func (t *tick) isolate(r *kgo.Record, src topics.Source) {
 	rej := &topics.Reject{}
 	if in, r2 := topics.DecodeIntent(r.Value, r.Key, src); r2 != nil {
 		rej = r2
@@ -58,11 +57,6 @@ func (t *tick) isolate(r *kgo.Record, src topics.Source, isolated int) {
 	}
 	rej.Reason = topics.ReasonUnproducible
 	rej.Detail = "a record produced for this input was refused by the broker (too large, or its topic is gone); the input was not decided"
-	if isolated > 1 {
-		t.deadLetter(r, rej.Reason, rej.Detail, rej.ID, rej.Tenant, rej.Key)
-		t.verdicts["reject"]++
-		return
-	}
 	t.reject(r, rej)
 }
 

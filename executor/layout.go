@@ -26,7 +26,7 @@ import (
 // checkRouting compares the topics found at start with the recorded
 // routing count.
 func (e *Executor) checkRouting(ctx context.Context) error {
-	opts := append([]kgo.Opt{kgo.SeedBrokers(e.cfg.Brokers...)}, e.cfg.ClientOpts...)
+	opts := append(append([]kgo.Opt{kgo.SeedBrokers(e.cfg.Brokers...)}, e.cfg.Connect...), e.cfg.ClientOpts...)
 	routing, err := topics.RoutingPartitions(ctx, opts, e.cfg.Names, e.layout.Partitions)
 	if err != nil {
 		return err

@@ -86,7 +86,7 @@ func (p *poisoned) mark(o origin) *poisonMark {
 }
 
 // isolated is how often o had to be isolated: 0 means decide it as usual,
-// 1 answer it on its own, 2 or more dead-letter it bare.
+// 1 or more answer it on its own (2 or more: its dead letter bare).
 func (p *poisoned) isolated(o origin) int {
 	if m, ok := p.m[o]; ok {
 		return m.isolate
@@ -141,6 +141,9 @@ type failedRecord struct {
 // the member forget the topic: the redo answers on the results topic.
 func (e *Executor) notePoison(t *tick) {
 	for _, f := range t.failedRecs {
+		if !recordAtFault(f.err, f.topic, e.cfg.Names) {
+			continue // the broker or the link failed, not the record: redo as usual
+		}
 		m := e.poison.mark(f.origin)
 		if f.topic != "" && !e.cfg.Names.Internal(f.topic) && isMissingTopic(f.err) && m.replyTopic == 0 {
 			m.replyTopic++
@@ -157,4 +160,23 @@ func (e *Executor) notePoison(t *tick) {
 
 func isMissingTopic(err error) bool {
 	return errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID)
+}
+
+// recordAtFault reports whether a produce error is about the record
+// itself, so that producing it again would fail again: too large, refused
+// as invalid, or sent to a reply_to topic that is gone or not ours to
+// write. Every other error (the broker restarting, a lost connection, a
+// fenced producer, a timeout) fails whatever the tick held and passes; its
+// records are redone as usual. Why the distinction matters: a chaos run
+// with broker bounces found intents isolated for a broker's restart, and
+// answered `unproducible` (or, isolated twice, not at all).
+func recordAtFault(err error, topic string, n topics.Names) bool {
+	switch {
+	case errors.Is(err, errRecordTooLarge), errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge),
+		errors.Is(err, kerr.InvalidRecord), errors.Is(err, kerr.CorruptMessage), errors.Is(err, kerr.InvalidTopicException):
+		return true
+	case topic == "" || n.Internal(topic) || topic == n.Results:
+		return false // our own topics: a missing or refused one is the deployment's fault, not the record's
+	}
+	return isMissingTopic(err) || errors.Is(err, kerr.TopicAuthorizationFailed)
 }

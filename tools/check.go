@@ -52,6 +52,7 @@ func checkSpec(c *checker, s Spec) {
 	checkProbe(c, s)
 	checkCompensate(c, s)
 	checkLimits(c, s)
+	checkCredentials(c, s)
 }
 
 func checkName(c *checker, s Spec) {

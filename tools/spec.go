@@ -42,7 +42,44 @@ type Spec struct {
 	// over it is rejected "oversized" and never started. Default 65536,
 	// 1..262144 (a key's record, with its arguments, must fit one event).
 	MaxArgsBytes int
+	// Auth (headers, tls) is how the adapter authenticates to the tool and
+	// its probe; nil for none. A pointer so that Spec stays comparable.
+	Auth *Auth
 }
+
+// Auth holds a tool's credentials as written in the config.
+type Auth struct {
+	// Headers (headers) are extra request headers of every call and probe:
+	// values may hold ${env:NAME} and ${file:PATH} references (package
+	// internal/secretref), expanded when the adapter is built (FromConfig,
+	// OpenHTTP). Every value is treated as a secret: it is redacted from
+	// outcome messages and results. The headers the adapter sets itself
+	// (Idempotency-Key, X-Tool-*, traceparent, Content-Type, Accept) and
+	// hop-by-hop ones cannot be set here. At most 32.
+	Headers map[string]string
+	// TLS (tls) holds PEM files for HTTPS to the tool and its probe: ca
+	// (the CAs to trust instead of the system's) and cert with key (a
+	// client certificate, mTLS). Read when the adapter is built.
+	TLS TLSFiles
+}
+
+// auth returns s.Auth, or an empty one.
+func (s Spec) auth() Auth {
+	if s.Auth == nil {
+		return Auth{}
+	}
+	return *s.Auth
+}
+
+// TLSFiles are the PEM files of a tool's TLS settings.
+type TLSFiles struct {
+	CA   string // ca
+	Cert string // cert
+	Key  string // key
+}
+
+// IsZero reports whether no TLS file is set.
+func (t TLSFiles) IsZero() bool { return t == TLSFiles{} }
 
 // Defaults applied to unset Spec fields.
 const (

@@ -191,6 +191,10 @@ func setField(s *Spec, key string, n *yaml.Node) error {
 		return scalarInt(n, &s.Retries)
 	case "max_args_bytes":
 		return scalarInt(n, &s.MaxArgsBytes)
+	case "headers":
+		return decodeHeaders(n, &authOf(s).Headers)
+	case "tls":
+		return decodeTLS(n, &authOf(s).TLS)
 	}
 	return errUnknownField
 }

@@ -12,6 +12,7 @@ import (
 // defaults, or the quick ones under --quick.
 type config struct {
 	brokers      []string      // empty: an in-process kfake cluster
+	kafkaConfig  string        // --kafka-config: TLS and SASL settings of every client
 	quick        bool          // fewer keys, shorter phases, one repeat
 	duration     time.Duration // measured part of each load phase
 	warm         time.Duration // unmeasured lead-in of each load phase
@@ -44,6 +45,7 @@ func parseFlags(args []string) (config, error) {
 	var brokers string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&brokers, "brokers", "", "comma-separated seed brokers; empty starts an in-process kfake cluster")
+	fs.StringVar(&c.kafkaConfig, "kafka-config", "", "Kafka client properties (TLS, SASL) for every client of the run, members included; needs --brokers")
 	fs.BoolVar(&c.quick, "quick", false, "short run (under 2 minutes): 4s phases, 1 repeat, 100k keys")
 	fs.DurationVar(&c.duration, "duration", fullDefaults.duration, "measured part of each load phase (quick: 4s)")
 	fs.DurationVar(&c.warm, "warm", fullDefaults.warm, "unmeasured lead-in of each load phase (quick: 1s)")
@@ -118,6 +120,8 @@ func (c *config) validate() error {
 		return errors.New("--slow-latency and --slow-max-in-flight: must be positive")
 	case c.keys < int(c.partitions):
 		return errors.New("--keys: at least one per partition")
+	case c.kafkaConfig != "" && len(c.brokers) == 0:
+		return errors.New("--kafka-config needs --brokers (the in-process kfake cluster has no TLS or SASL)")
 	}
 	return nil
 }

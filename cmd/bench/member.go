@@ -37,12 +37,14 @@ type memberOpts struct {
 	dataDir      string
 	slowLatency  time.Duration
 	slowInFlight int
+	kafkaConfig  string // --kafka-config of the parent
 }
 
 func (o memberOpts) args() []string {
 	return []string{memberCommand, "--role", o.role, "--brokers", strings.Join(o.brokers, ","), "--prefix", o.prefix,
 		"--group", o.group, "--partitions", fmt.Sprint(o.partitions), "--data-dir", o.dataDir,
-		"--slow-latency", o.slowLatency.String(), "--slow-max-in-flight", fmt.Sprint(o.slowInFlight)}
+		"--slow-latency", o.slowLatency.String(), "--slow-max-in-flight", fmt.Sprint(o.slowInFlight),
+		"--kafka-config", kafkaConfigFile}
 }
 
 func parseMemberFlags(args []string) (memberOpts, error) {
@@ -57,11 +59,12 @@ func parseMemberFlags(args []string) (memberOpts, error) {
 	fs.StringVar(&o.dataDir, "data-dir", "", "")
 	fs.DurationVar(&o.slowLatency, "slow-latency", 50*time.Millisecond, "")
 	fs.IntVar(&o.slowInFlight, "slow-max-in-flight", 64, "")
+	fs.StringVar(&o.kafkaConfig, "kafka-config", "", "")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	o.brokers = strings.Split(brokers, ",")
-	return o, nil
+	return o, loadKafkaConfig(context.Background(), o.kafkaConfig, o.brokers)
 }
 
 // member is what runs in the child: the executor or the baseline.

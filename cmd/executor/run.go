@@ -14,22 +14,24 @@ import (
 	"github.com/atmostonce/toolexec/executor"
 	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/internal/httpserve"
+	"github.com/atmostonce/toolexec/kafkaconfig"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"
 )
 
 type runFlags struct {
-	brokers, embeddedAddr, dataDir, toolsFile, httpAddr, prefix, group string
-	partitions                                                         int
-	drain, session, rebalance, txnTimeout, outage, snapshot            time.Duration
-	txnID, clientID                                                    string
-	rec                                                                *reconcilerFlags
+	brokers, kafkaConfig, embeddedAddr, dataDir, toolsFile, httpAddr, prefix, group string
+	partitions                                                                      int
+	drain, session, rebalance, txnTimeout, outage, snapshot                         time.Duration
+	txnID, clientID                                                                 string
+	rec                                                                             *reconcilerFlags
 }
 
 func parseRunFlags(args []string) (*runFlags, error) {
 	f := &runFlags{}
 	fs := flag.NewFlagSet("executor", flag.ContinueOnError)
-	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka seed brokers; empty starts the embedded broker")
+	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka seed brokers; empty (and no --kafka-config) starts the embedded broker")
+	cli.KafkaConfigFlag(fs, &f.kafkaConfig)
 	fs.StringVar(&f.embeddedAddr, "embedded-addr", "127.0.0.1:9092", "listen address of the embedded broker")
 	fs.StringVar(&f.dataDir, "data-dir", "./data", "directory for the Pebble view (and the embedded broker's log)")
 	fs.StringVar(&f.toolsFile, "tools", "", "tool configuration YAML; empty loads the built-in demo tools")
@@ -60,7 +62,7 @@ func runMain(args []string) error {
 	log := cli.Logger()
 	ctx, stop := cli.SignalContext()
 	defer stop()
-	brokers, closeBroker, err := brokersOrEmbedded(f, log)
+	conn, closeBroker, err := connectOrEmbedded(ctx, f, log)
 	if err != nil {
 		return err
 	}
@@ -69,14 +71,23 @@ func runMain(args []string) error {
 	if err != nil {
 		return err
 	}
-	return serve(ctx, f, brokers, reg, log)
+	return serve(ctx, f, conn, reg, log)
 }
 
-func brokersOrEmbedded(f *runFlags, log *slog.Logger) ([]string, func(), error) {
-	if f.brokers != "" {
-		return strings.Split(f.brokers, ","), func() {}, nil
+// connectOrEmbedded reaches the cluster of --brokers and --kafka-config
+// (checked at once: a TLS or SASL failure ends the start), or starts the
+// embedded broker when neither is given.
+func connectOrEmbedded(ctx context.Context, f *runFlags, log *slog.Logger) (*cli.Conn, func(), error) {
+	if f.brokers != "" || f.kafkaConfig != "" {
+		conn, err := cli.Connect(ctx, f.brokers, f.kafkaConfig, "", log)
+		return conn, func() {}, err
 	}
-	return startEmbedded(f.embeddedAddr, filepath.Join(f.dataDir, "kafka"), int32(f.partitions), log)
+	seeds, closeBroker, err := startEmbedded(f.embeddedAddr, filepath.Join(f.dataDir, "kafka"), int32(f.partitions), log)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, _ := kafkaconfig.Load("")
+	return &cli.Conn{Seeds: seeds, Config: cfg}, closeBroker, nil
 }
 
 func loadTools(path string, log *slog.Logger) (*tools.Registry, error) {
@@ -91,10 +102,10 @@ func loadTools(path string, log *slog.Logger) (*tools.Registry, error) {
 	return tools.FromConfig(cfg, nil, nil)
 }
 
-func serve(ctx context.Context, f *runFlags, brokers []string, reg *tools.Registry, log *slog.Logger) error {
+func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry, log *slog.Logger) error {
 	promReg := httpserve.ProcessRegistry()
 	cfg := executor.Config{
-		Brokers: brokers, Names: topics.NamesWithPrefix(f.prefix), Group: f.group, DataDir: f.dataDir,
+		Brokers: conn.Seeds, Connect: conn.Opts, Names: topics.NamesWithPrefix(f.prefix), Group: f.group, DataDir: f.dataDir,
 		Tools: reg, DrainTimeout: f.drain, SessionTimeout: f.session, RebalanceTimeout: f.rebalance, TransactionTimeout: f.txnTimeout, BrokerOutage: f.outage, TransactionalID: f.txnID, SnapshotInterval: f.snapshot, Logger: log, Registerer: promReg,
 		Settings: topics.Settings{Partitions: int32(f.partitions)}, Hooks: hooksFromEnv(log),
 		ClientOpts: []kgo.Opt{kgo.ClientID(f.clientID)}, KafkaLogLevel: kafkaLogLevel(),
@@ -103,18 +114,19 @@ func serve(ctx context.Context, f *runFlags, brokers []string, reg *tools.Regist
 	if err != nil {
 		return err
 	}
+	watchRepairAuthorization(ctx, conn, promReg, log)
 	defer ex.Close()
 	srv, err := httpserve.Listen(f.httpAddr, httpserve.Health(promReg, ex.Ready), log)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	stopReconciler, err := startReconciler(ctx, f, brokers, reg, log)
+	stopReconciler, err := startReconciler(ctx, f, conn, reg, log)
 	if err != nil {
 		return err
 	}
 	defer stopReconciler()
-	log.Info("executor running", "brokers", strings.Join(brokers, ","), "group", f.group, "data_dir", f.dataDir, "http", f.httpAddr)
+	log.Info("executor running", "brokers", strings.Join(conn.Seeds, ","), "kafka", conn.Config.String(), "group", f.group, "data_dir", f.dataDir, "http", f.httpAddr)
 	err = ex.Run(ctx)
 	log.Info("executor stopped", "err", err)
 	return err
