@@ -71,6 +71,11 @@ type partition struct {
 	// escalated holds the keys found escalated, by routing key, until an
 	// event of the key arrives: scans count them without examining them.
 	escalated map[string]escalatedKey
+	// The last two measurements of the log's stable offset (measureLag):
+	// the offset and when it was taken (unix ms). A retry waits for a view
+	// that folded a measurement taken after its deadline (freshSince).
+	stable, stableAt         int64
+	prevStable, prevStableAt int64
 }
 
 // New validates cfg, opens the view and checks that the executor's topics
