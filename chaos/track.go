@@ -81,9 +81,9 @@ func (t *Tracker) produced(tenant, id string, err error) {
 	}
 }
 
-// find returns the intent an answer is for: by tenant and id, or by id
-// alone when only one intent has it (an answer to a record whose tenant
-// could not be read).
+// findLocked returns the intent an answer is for: by tenant and id, or
+// by id alone when only one intent has it (an answer to a record whose
+// tenant could not be read). t.mu must be held.
 func (t *Tracker) findLocked(res *topics.Result) *intentRec {
 	if r := t.mu.intents[intentKey(res.Tenant, res.IntentID)]; r != nil {
 		return r
