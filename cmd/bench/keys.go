@@ -19,7 +19,8 @@ type keysResult struct {
 	// directory) to its answer on the last partition of the set: every
 	// partition restored and deciding. firstDecision is to the first.
 	takeover, firstDecision time.Duration
-	restoreS                float64 // restore time the executor reports
+	ready                   time.Duration // to the member's ready line: executor.New returned
+	restoreS                float64       // restore time the executor reports
 	restoreEv               float64
 	replay                  phaseResult
 }
@@ -41,6 +42,7 @@ func (b *bench) keysScenario(ctx context.Context, e *env) (keysResult, error) {
 	if s.child, err = startChild("executor (keys in state)", o, filepath.Join(b.dir, "keys.log")); err != nil {
 		return kr, err
 	}
+	kr.ready = time.Since(ph.base)
 	if kr.takeover, kr.firstDecision, err = awaitTakeOver(ctx, ph, sent); err != nil {
 		return kr, err
 	}

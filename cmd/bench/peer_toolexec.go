@@ -61,12 +61,15 @@ func (t *toolexecPeer) call(ctx context.Context, hc *http.Client, key string, n 
 
 func (t *toolexecPeer) procs() []proc { return t.processes() }
 
+// brokerProc names the real broker's process (--broker-pid).
+const brokerProc = "broker"
+
 // processes are the executor and the gateway, and the broker when its
 // pid was given (a real broker; kfake lives in the bench process).
 func (t *toolexecPeer) processes() []proc {
 	ps := []proc{{"executor", t.ex.child.pid()}, {"gateway", t.gw.pid()}}
 	if pid := t.b.cfg.peer.brokerPID; pid > 0 {
-		ps = append(ps, proc{"broker", pid})
+		ps = append(ps, proc{brokerProc, pid})
 	}
 	return ps
 }
