@@ -15,6 +15,7 @@ import (
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
+	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -26,7 +27,7 @@ type Executor struct {
 	sess    *kgo.GroupTransactSession
 	adm     *kadm.Client
 	store   *state.Store
-	layout  topics.Layout
+	layout  topicadmin.Layout
 	disp    *dispatcher
 	replies *replyTopics
 
@@ -177,7 +178,7 @@ func (e *Executor) Ready() bool {
 func (e *Executor) Store() *state.Store { return e.store }
 
 // Layout is the topic layout found at start.
-func (e *Executor) Layout() topics.Layout { return e.layout }
+func (e *Executor) Layout() topicadmin.Layout { return e.layout }
 
 // Metrics returns the executor's collectors.
 func (e *Executor) Metrics() *Metrics { return e.m }

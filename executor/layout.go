@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/topicadmin"
 )
 
 // The partition-count guard (issue 12; topics/layout.go has the why).
@@ -27,7 +27,7 @@ import (
 // routing count.
 func (e *Executor) checkRouting(ctx context.Context) error {
 	opts := append([]kgo.Opt{kgo.SeedBrokers(e.cfg.Brokers...)}, e.cfg.ClientOpts...)
-	routing, err := topics.RoutingPartitions(ctx, opts, e.cfg.Names, e.layout.Partitions)
+	routing, err := topicadmin.RoutingPartitions(ctx, opts, e.cfg.Names, e.layout.Partitions)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/topicadmin"
 )
 
 // abortThroughOutage drops the buffered records and aborts the open
@@ -162,10 +162,10 @@ func (e *Executor) begin() error {
 // ensureTopics creates or checks the topics, waiting out a broker that
 // cannot be reached yet (up to BrokerOutage or ctx): an executor started
 // while its broker restarts should come up with it, not crash-loop.
-func (e *Executor) ensureTopics(ctx context.Context) (topics.Layout, error) {
-	var layout topics.Layout
+func (e *Executor) ensureTopics(ctx context.Context) (topicadmin.Layout, error) {
+	var layout topicadmin.Layout
 	err := e.throughOutage(ctx, "topic check at start", func() (err error) {
-		layout, err = topics.Ensure(ctx, e.adm, e.cfg.Names, e.cfg.Settings)
+		layout, err = topicadmin.Ensure(ctx, e.adm, e.cfg.Names, e.cfg.Settings)
 		return err
 	})
 	return layout, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -31,7 +32,7 @@ const (
 	missingTTL     = 10 * time.Second
 )
 
-func newReplyTopics(adm *kadm.Client, n topics.Names, l topics.Layout) *replyTopics {
+func newReplyTopics(adm *kadm.Client, n topics.Names, l topicadmin.Layout) *replyTopics {
 	r := &replyTopics{adm: adm, names: n}
 	r.mu.known = map[string]int32{n.Results: l.ResultPartitions, n.DeadLetter: l.DeadLetterPartitions}
 	r.mu.missing = map[string]time.Time{}

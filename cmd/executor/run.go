@@ -15,6 +15,7 @@ import (
 	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/internal/httpserve"
 	"github.com/atmostonce/toolexec/tools"
+	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -96,7 +97,7 @@ func serve(ctx context.Context, f *runFlags, brokers []string, reg *tools.Regist
 	cfg := executor.Config{
 		Brokers: brokers, Names: topics.NamesWithPrefix(f.prefix), Group: f.group, DataDir: f.dataDir,
 		Tools: reg, DrainTimeout: f.drain, SessionTimeout: f.session, RebalanceTimeout: f.rebalance, TransactionTimeout: f.txnTimeout, BrokerOutage: f.outage, TransactionalID: f.txnID, SnapshotInterval: f.snapshot, Logger: log, Registerer: promReg,
-		Settings: topics.Settings{Partitions: int32(f.partitions)}, Hooks: hooksFromEnv(log),
+		Settings: topicadmin.Settings{Partitions: int32(f.partitions)}, Hooks: hooksFromEnv(log),
 		ClientOpts: []kgo.Opt{kgo.ClientID(f.clientID)}, KafkaLogLevel: kafkaLogLevel(),
 	}
 	ex, err := executor.New(ctx, cfg)
