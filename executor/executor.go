@@ -212,7 +212,7 @@ func (e *Executor) policy(tool string) (saga.Policy, bool) {
 		return saga.Policy{}, false
 	}
 	return saga.Policy{
-		ReadOnly: spec.Class == "read_only", PendingTTLMs: spec.PendingTTL.Milliseconds(),
+		ReadOnly: spec.Class.ReadOnly(), PendingTTLMs: spec.PendingTTL.Milliseconds(),
 		RetentionMs: spec.Retention.Milliseconds(), CompensateWith: spec.CompensateWith, MaxArgsBytes: spec.MaxArgsBytes,
 	}, true
 }
