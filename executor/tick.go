@@ -334,9 +334,19 @@ func (e *Executor) materialise(t *tick) error {
 			return err
 		}
 	}
-	if err := eventlog.PutReads(b, t.reads); err != nil {
-		b.Discard()
-		return err
+	for k, ev := range t.reads {
+		var err error
+		if ev == nil {
+			err = b.DeleteAux([]byte(k))
+		} else if v, eerr := eventlog.Encode(ev); eerr != nil {
+			err = eerr
+		} else {
+			err = b.PutAux([]byte(k), v)
+		}
+		if err != nil {
+			b.Discard()
+			return err
+		}
 	}
 	for p, off := range t.lastOffset {
 		if err := b.SetCheckpoint(e.cfg.Names.Events, p, off+1); err != nil {
