@@ -151,7 +151,7 @@ type history struct {
 	steps []step
 }
 
-// run drives a history like the partition runtime does: decide, then fold
+// run drives a history like executor/partition's Core does: decide, then fold
 // every event of the decision into the view.
 func (h history) run(t *testing.T) *saga.Record {
 	var rec *saga.Record

@@ -11,7 +11,7 @@ import (
 	"github.com/atmostonce/toolexec/saga"
 )
 
-// The property test drives the saga like the partition runtime does over
+// The property test drives the saga like executor/partition's Core does over
 // random histories of a few keys and checks the promise after every step:
 //
 //   - at most one original invocation per key per epoch (an epoch ends only
