@@ -10,7 +10,7 @@ import (
 	"github.com/atmostonce/toolexec/topicadmin"
 )
 
-// The partition-count guard (issue 12; topics/layout.go has the why).
+// The partition-count guard (issue 12; topicadmin/layout.go has the why).
 //
 // A member decides only while the topics have the partition count keys
 // are routed by, recorded in the meta topic when they were first seen,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"
 )
@@ -242,9 +243,9 @@ func resolve(now int64, s Subject, inv Investigation, kind StepKind, outcome str
 }
 
 // codeResultNotStored is the executor's error code for a success whose
-// result it does not keep (executor/answers.go): the call succeeded, its
-// result is not replayed.
-const codeResultNotStored = "result_not_stored"
+// result it does not keep (codes.ErrResultNotStored): the call succeeded,
+// its result is not replayed.
+const codeResultNotStored = codes.ErrResultNotStored
 
 // storableResult is what a resolve can carry of a tool's result: the
 // result itself when its msgpack encoding fits the executor's bound on a
