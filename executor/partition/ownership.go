@@ -65,14 +65,6 @@ func (c *Core) Owned() []int32 {
 	return out
 }
 
-// Epoch is p's ownership epoch (0 when not held).
-func (c *Core) Epoch(p int32) uint64 {
-	if pt, ok := c.parts[p]; ok {
-		return pt.epoch
-	}
-	return 0
-}
-
 // KeysInDoubt is the number of keys of p in doubt with no call running
 // here: what the reconciler will have to settle.
 func (c *Core) KeysInDoubt(p int32) int {

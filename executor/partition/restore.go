@@ -139,12 +139,6 @@ func (c *Core) IdleRestore(now time.Time) (int32, bool) {
 	return 0, false
 }
 
-// Restoring reports whether p must be restored before it is decided.
-func (c *Core) Restoring(p int32) bool {
-	pt, ok := c.parts[p]
-	return ok && !pt.restored
-}
-
 // catchUp marks partitions whose view may lag what the log holds: they
 // are restored before their next use, and their pending reads are taken
 // on again (a lost answer to a commit that did go through leaves

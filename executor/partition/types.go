@@ -144,8 +144,3 @@ func (rd *Ready) Touched() map[int32]bool {
 	}
 	return out
 }
-
-// Empty reports whether the Ready produces nothing.
-func (rd *Ready) Empty() bool {
-	return len(rd.Events) == 0 && len(rd.Answers) == 0 && len(rd.DeadLetters) == 0 && len(rd.Forwards) == 0
-}
