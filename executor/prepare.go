@@ -36,8 +36,8 @@ func (e *Executor) prepare(fs kgo.Fetches) *prepared {
 	replyTo := map[string]bool{}
 	fs.EachRecord(func(r *kgo.Record) {
 		in := e.decode(r)
-		if in.Reject == nil && in.Intent.ReplyTo != "" {
-			replyTo[in.Intent.ReplyTo] = true
+		if in.Salvage.ReplyTo != "" {
+			replyTo[in.Salvage.ReplyTo] = true // an answer, a rejection's too, may go there
 		}
 		pr.records = append(pr.records, r)
 		pr.batch.Inputs = append(pr.batch.Inputs, in)
