@@ -28,9 +28,14 @@ var pathOf = map[string]string{ToolNative: "/native", ToolProbe: "/probe", ToolC
 // Config is one run. The zero value is not usable: see cmd/chaos for the
 // defaults.
 type Config struct {
-	Repo      string // module root (deploy/kafka, ./cmd/...)
-	Brokers   string // used when OwnBroker is false
-	OwnBroker bool   // start a private broker on BrokerPort, bounce it, stop it at the end
+	Repo    string // module root (deploy/kafka, ./cmd/...)
+	Brokers string // used when OwnBroker is false
+	// KafkaConfig is a Kafka client properties file (TLS, SASL) for every
+	// client and process of the run; only with OwnBroker false (the
+	// private broker is plaintext). Its principal must be allowed to
+	// create the run's topics and use its groups (an admin).
+	KafkaConfig string
+	OwnBroker   bool // start a private broker on BrokerPort, bounce it, stop it at the end
 	// BrokerPort and its controller port BrokerPort+1; run dir BrokerRunDir.
 	BrokerPort   int
 	BrokerRunDir string

@@ -15,8 +15,8 @@ import (
 // per partition of the executors' group, the committed offset of intents
 // and control against their end, and whether a stable offset fetch
 // (KIP-447, what a new owner does) is refused, which stalls the partition.
-func diagnose(ctx context.Context, brokers []string, names topics.Names, group string, logf func(string, ...any)) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+func diagnose(ctx context.Context, brokers []string, names topics.Names, group string, logf func(string, ...any), opts ...kgo.Opt) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
 	if err != nil {
 		return
 	}

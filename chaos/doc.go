@@ -2,9 +2,10 @@
 // as real processes (executors built with -tags faults, the reconciler), a
 // ledger tool server that is the judge of effects, agent-like load, and
 // faults arriving at random (kill -9, kills at each protocol point,
-// zombies, scale changes, broker bounces, network toxics, state loss), then
-// checks the promise against the ledger, the results topic and the event
-// log. See docs/RELIABILITY.md.
+// zombies, scale changes, broker bounces, network toxics, state loss,
+// waves of hostile records), then checks the promise against the ledger,
+// the results topic, the dead letters, the executors' metrics and the
+// event log. See docs/RELIABILITY.md.
 //
 // A caller's duties, in order:
 //
@@ -18,7 +19,9 @@
 //
 // Files: run.go (orchestration, settle), fleet.go and procs.go (processes,
 // supervisor, broker scripts), faults.go (the injector), netfault.go
-// (toxiproxy), ledger.go (the tool server), load.go (agents), track.go
-// (intents and answers), eventscan.go (the event log), check.go (the
-// verdict), diagnose.go (what to look at when a run does not settle).
+// (toxiproxy), hostile.go (poison records), ledger.go (the tool server),
+// load.go (agents), track.go (intents and answers), eventscan.go (the
+// event log), deadletters.go, aborts.go (the executors' aborted
+// transactions), check.go and checkhostile.go (the verdict), diagnose.go
+// (what to look at when a run does not settle).
 package chaos

@@ -117,9 +117,10 @@ type plan struct{ kind, point string }
 
 // firstRound covers every kind once (in a seeded order, first), then every
 // protocol point and the other direction of scale and bounce, so that even
-// a short run injects them all.
+// a short run injects them all. (The first hostile wave starts beside it,
+// see Run.)
 func (in *Injector) firstRound() []plan {
-	kinds := []plan{{FaultKill, ""}, {FaultZombie, ""}, {FaultScale, ""}, {FaultNetwork, "tools"}, {FaultStateLoss, ""}, {FaultHostile, ""}}
+	kinds := []plan{{FaultKill, ""}, {FaultZombie, ""}, {FaultScale, ""}, {FaultNetwork, "tools"}, {FaultStateLoss, ""}}
 	rest := []plan{{FaultScale, ""}}
 	if in.kafkaNet != nil {
 		rest = append(rest, plan{FaultNetwork, "kafka"})
@@ -159,8 +160,22 @@ func (in *Injector) randomPlan() plan {
 	}
 }
 
+// firstWaveAfter is when the first hostile wave starts. It runs beside
+// the first round instead of taking a turn in it, so that a short run
+// covers every other kind as before.
+const firstWaveAfter = 10 * time.Second
+
 // Run injects faults until ctx ends; the fault in progress is finished.
 func (in *Injector) Run(ctx context.Context) {
+	if len(in.only) == 0 || in.only[FaultHostile] {
+		go func() {
+			select {
+			case <-ctx.Done():
+			case <-time.After(firstWaveAfter):
+				in.hostileWave()
+			}
+		}()
+	}
 	queue := in.firstRound()
 	for ctx.Err() == nil {
 		var p plan

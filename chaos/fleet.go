@@ -17,6 +17,7 @@ type Fleet struct {
 	bin, toolsFile, brokers, prefix, group, dir string
 	partitions                                  int
 	logf                                        func(string, ...any)
+	extraArgs                                   []string // --kafka-config, if any
 
 	mu    sync.Mutex
 	slots []*Proc
@@ -100,7 +101,8 @@ func (f *Fleet) slot(i int) *Proc {
 		p.args = []string{"--brokers", f.brokers, "--data-dir", p.DataDir, "--tools", f.toolsFile, "--http-addr", p.HTTP,
 			"--topic-prefix", f.prefix, "--group", f.group, "--partitions", fmt.Sprint(f.partitions),
 			"--session-timeout", sessionTimeout.String(), "--rebalance-timeout", "12s", "--drain-timeout", "5s",
-			"--transaction-timeout", "10s", "--client-id", name, "--reconciler=false"}
+			"--transaction-timeout", "10s", "--client-id", name, "--reconciler=false", "--gateway=false"}
+		p.args = append(p.args, f.extraArgs...)
 		f.slots = append(f.slots, p)
 	}
 	return f.slots[i]

@@ -208,12 +208,34 @@ func (h *Hostile) fireAndForget(ctx context.Context, tag string) {
 	add(PoisonHuge, map[string]any{"padding": long(hugeValueBytes)}, nil, true, wantOversized)
 	add(PoisonBadField, map[string]any{"deadline_ms": "soon"}, nil, false, wantRejected)
 	for _, p := range ps {
-		h.send(ctx, p.rec, mustMsgpack(p.value), p.headers, p.big)
+		retrySend(ctx, func() bool { return h.send(ctx, p.rec, mustMsgpack(p.value), p.headers, p.big) }, func() {
+			p.rec.ID = client.NewID() // a send that failed may still have been written: a new record, a new id
+			p.value["id"] = p.rec.ID
+		})
 	}
 	anon := hostileRec{Kind: PoisonHugeAnon, Tenant: "hx", Key: tag + "-anon", Want: wantDeadLetter}
-	h.send(ctx, anon, mustMsgpack(map[string]any{"padding": long(hugeValueBytes)}), nil, true)
+	retrySend(ctx, func() bool {
+		return h.send(ctx, anon, mustMsgpack(map[string]any{"padding": long(hugeValueBytes)}), nil, true)
+	}, nil)
 	garbage := hostileRec{Kind: PoisonGarbage, Tenant: "hx", Key: tag + "-garbage", Want: wantDeadLetter}
-	h.send(ctx, garbage, []byte{0xc1, 0xff, 0x00, 0xc1}, nil, false)
+	retrySend(ctx, func() bool { return h.send(ctx, garbage, []byte{0xc1, 0xff, 0x00, 0xc1}, nil, false) }, nil)
+}
+
+// sendAttempts bounds the sends of one hostile record: a broker bounce may
+// outlast one produce timeout.
+const sendAttempts = 3
+
+// retrySend calls send until it succeeds, at most sendAttempts times,
+// calling renew before each new attempt.
+func retrySend(ctx context.Context, send func() bool, renew func()) {
+	for i := 0; i < sendAttempts && ctx.Err() == nil; i++ {
+		if i > 0 && renew != nil {
+			renew()
+		}
+		if send() {
+			return
+		}
+	}
 }
 
 // sameID sends one intent id from two tenants, to a read-only tool, on
@@ -308,12 +330,17 @@ func (h *Hostile) replyGone(ctx context.Context, tag string) {
 // as a record of kind; the records of a reply_to deletion are counted
 // once, when the whole sequence was sent.
 func (h *Hostile) sendIntent(ctx context.Context, in *topics.Intent, kind string, w want) bool {
-	b, err := topics.EncodeIntent(in)
-	if err != nil {
-		panic(fmt.Sprintf("chaos: encode intent: %v", err))
-	}
-	rec := hostileRec{Kind: kind, Tenant: in.Tenant, Key: in.Key, ID: in.ID, Tool: in.Tool, Want: w, ReplyTo: in.ReplyTo}
-	return h.sendCounted(ctx, rec, b, nil, false, kind != PoisonReplyGone)
+	ok := false
+	retrySend(ctx, func() bool {
+		b, err := topics.EncodeIntent(in)
+		if err != nil {
+			panic(fmt.Sprintf("chaos: encode intent: %v", err))
+		}
+		rec := hostileRec{Kind: kind, Tenant: in.Tenant, Key: in.Key, ID: in.ID, Tool: in.Tool, Want: w, ReplyTo: in.ReplyTo}
+		ok = h.sendCounted(ctx, rec, b, nil, false, kind != PoisonReplyGone)
+		return ok
+	}, func() { in.ID = client.NewID() })
+	return ok
 }
 
 // send sends one poison record and counts its kind.

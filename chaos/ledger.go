@@ -29,8 +29,8 @@ import (
 // performs the effect and then the connection is hijacked and closed
 // without an answer: the crash window seen from the caller.
 //
-// Slow keys: a request whose logical key (X-Tool-Key) starts with
-// SlowKeyPrefix performs its effect only after slowEffect, longer than the
+// Slow keys: a call (not a compensation) whose logical key (X-Tool-Key)
+// starts with SlowKeyPrefix performs its effect only after slowEffect, longer than the
 // tools' timeout: the caller has given up and the key is in doubt while
 // the effect is still on its way, as a request stuck in a slow downstream
 // is. The hostile waves use them to send an undo that must not overtake
@@ -64,6 +64,13 @@ const SlowKeyPrefix = "slow-"
 // 6 s pending_ttl (toolsYAML): the call is in doubt, and its effect lands
 // before the reconciler may take the key over.
 const slowEffect = 2500 * time.Millisecond
+
+// slow reports whether a request's effect is delayed: a call of a slow
+// key. Its compensation is not (an undo that always timed out would only
+// be escalated, never tested).
+func slow(path, key string) bool {
+	return strings.HasPrefix(key, SlowKeyPrefix) && path != pathOf[ToolUndo]
+}
 
 // keyLedger is what the downstream knows of one downstream key.
 type keyLedger struct {
@@ -108,7 +115,7 @@ func (l *Ledger) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := r.Header.Get("X-Tool-Key")
-	if strings.HasPrefix(key, SlowKeyPrefix) {
+	if slow(r.URL.Path, key) {
 		time.Sleep(slowEffect) // the caller gives up meanwhile; the effect still comes
 	}
 	res, drop := l.record(r.URL.Path, dk, r.Header.Get("X-Tool-Tenant"), key, body)
@@ -148,7 +155,7 @@ func (l *Ledger) record(path, dk, tenant, key string, body []byte) (map[string]a
 	var args any
 	_ = json.Unmarshal(body, &args)
 	k.Result = map[string]any{"effect": k.Effects, "args": args}
-	if k.Calls == 1 && l.dropEvery > 0 && hash32(dk)%l.dropEvery == 0 && !strings.HasPrefix(key, SlowKeyPrefix) {
+	if k.Calls == 1 && l.dropEvery > 0 && hash32(dk)%l.dropEvery == 0 && !slow(path, key) {
 		k.Dropped++
 		l.mu.drops++
 		return nil, true

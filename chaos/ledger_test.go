@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func post(t *testing.T, l *Ledger, path, key string) (*http.Response, error) {
@@ -50,5 +51,38 @@ func TestLedgerClasses(t *testing.T) {
 	}
 	if k := l.Stats().Keys["dropped"]; k.Effects != 1 || k.Dropped != 1 {
 		t.Fatalf("dropped key %+v", k)
+	}
+}
+
+// A call of a slow key has its effect after the caller gave up; its
+// compensation does not wait.
+func TestLedgerSlowKeys(t *testing.T) {
+	l, err := NewLedger(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	do := func(path string) time.Duration {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+l.Addr()+path, strings.NewReader(`{}`))
+		req.Header.Set("Idempotency-Key", "dk"+path)
+		req.Header.Set("X-Tool-Tenant", "t0")
+		req.Header.Set("X-Tool-Key", SlowKeyPrefix+"k")
+		begin := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %v %v", path, err, resp)
+		}
+		resp.Body.Close()
+		return time.Since(begin)
+	}
+	if d := do("/comp"); d < slowEffect {
+		t.Fatalf("a slow call answered after %s", d)
+	}
+	if d := do("/undo"); d >= slowEffect {
+		t.Fatalf("the compensation of a slow key waited %s", d)
+	}
+	s := l.Stats()
+	if c, u := s.Keys["dk/comp"], s.Keys["dk/undo"]; c.Effects != 1 || u.Effects != 1 || !u.FirstEffect.After(c.FirstEffect) {
+		t.Fatalf("effects %+v %+v", c, u)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -35,6 +36,9 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Report, error) {
 	logf("seed %d (replay: --seed %d)", cfg.Seed, cfg.Seed)
 	rn := &run{cfg: cfg, logf: logf}
 	defer rn.cleanup()
+	if err := rn.loadKafkaConfig(ctx); err != nil {
+		return nil, err
+	}
 	if err := rn.setup(ctx); err != nil {
 		return nil, err
 	}
@@ -60,12 +64,38 @@ type run struct {
 	fleet    *Fleet
 	rec      *Proc
 	names    topics.Names
+	kopts    []kgo.Opt // Config.KafkaConfig's TLS and SASL options
 	prod     *kgo.Client
 	tr       *Tracker
 	hostile  *Hostile
 	aborts   *abortWatch
 	undo     []func()
 	recExits int
+}
+
+// loadKafkaConfig reads Config.KafkaConfig (checked against the broker at
+// once) into rn.kopts.
+func (rn *run) loadKafkaConfig(ctx context.Context) error {
+	if rn.cfg.KafkaConfig == "" {
+		return nil
+	}
+	if rn.cfg.OwnBroker {
+		return fmt.Errorf("chaos: --kafka-config needs --own-broker=false: the private broker is plaintext")
+	}
+	conn, err := cli.Connect(ctx, rn.cfg.Brokers, rn.cfg.KafkaConfig, "", nil)
+	if err != nil {
+		return err
+	}
+	rn.kopts = conn.Opts
+	return nil
+}
+
+// kafkaArgs are the processes' --kafka-config arguments, if any.
+func (rn *run) kafkaArgs() []string {
+	if rn.cfg.KafkaConfig == "" {
+		return nil
+	}
+	return []string{"--kafka-config", rn.cfg.KafkaConfig}
 }
 
 func (rn *run) cleanup() {
@@ -109,7 +139,7 @@ func (rn *run) setup(ctx context.Context) error {
 		return err
 	}
 	rn.fleet = &Fleet{bin: exBin, toolsFile: toolsFile, brokers: rn.exBroker, prefix: tag + ".", group: tag + "-ex",
-		dir: rn.dir, partitions: rn.cfg.Partitions, logf: rn.logf}
+		dir: rn.dir, partitions: rn.cfg.Partitions, logf: rn.logf, extraArgs: rn.kafkaArgs()}
 	rn.undo = append(rn.undo, rn.fleet.stopAll)
 	rn.logf("starting %d executors (group %s, topics %s*)", rn.cfg.Executors, tag+"-ex", tag+".")
 	rn.fleet.ensure(rn.cfg.Executors)
@@ -123,6 +153,7 @@ func (rn *run) setup(ctx context.Context) error {
 	rn.rec.args = []string{"--brokers", rn.brokers[0], "--tools", toolsFile, "--data-dir", rn.rec.DataDir, "--http-addr", rn.rec.HTTP,
 		"--topic-prefix", tag + ".", "--group", tag + "-rec", "--scan-interval", "1s", "--backoff", "1s", "--backoff-cap", "10s",
 		"--session-timeout", "6s", "--command-timeout", "30s"}
+	rn.rec.args = append(rn.rec.args, rn.kafkaArgs()...)
 	if err := rn.rec.Start(); err != nil {
 		return err
 	}
@@ -196,8 +227,8 @@ func (rn *run) startTools() error {
 
 func (rn *run) startClients(ctx context.Context) error {
 	var err error
-	rn.prod, err = kgo.NewClient(kgo.SeedBrokers(rn.brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(5*time.Millisecond))
+	rn.prod, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(rn.brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(5 * time.Millisecond)}, rn.kopts...)...)
 	if err != nil {
 		return err
 	}
@@ -205,7 +236,7 @@ func (rn *run) startClients(ctx context.Context) error {
 	rn.tr = newTracker(rn.names.Results)
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	rn.undo = append(rn.undo, cancel)
-	if err := rn.tr.readResults(rctx, rn.brokers, rn.names.Results); err != nil {
+	if err := rn.tr.readResults(rctx, rn.brokers, rn.names.Results, rn.kopts...); err != nil {
 		return err
 	}
 	if rn.hostile, err = newHostile(rn.brokers, rn.names, int32(rn.cfg.Partitions), rn.tr, rn.logf); err != nil {
@@ -323,7 +354,7 @@ func (rn *run) settle(ctx context.Context) (map[string]bool, error) {
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			rn.logf("settle timeout: %d intents open, %d keys under investigation (pending err %v)", open, busy, err)
-			diagnose(ctx, rn.brokers, rn.names, rn.fleet.group, rn.logf)
+			diagnose(ctx, rn.brokers, rn.names, rn.fleet.group, rn.logf, rn.kopts...)
 			return escalated, nil
 		}
 		time.Sleep(2 * time.Second)
@@ -351,7 +382,7 @@ func (rn *run) pendingRows() ([]pendingRow, error) {
 func (rn *run) verdict(ctx context.Context, in *Injector, load *Load, escalated map[string]bool) (*Report, error) {
 	sctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	hist, stuck, err := scanEvents(sctx, rn.brokers, rn.names)
+	hist, stuck, err := scanEvents(sctx, rn.brokers, rn.names, rn.kopts...)
 	if err != nil {
 		return nil, err
 	}

@@ -81,9 +81,9 @@ func (t *Tracker) produced(tenant, id string, err error) {
 	}
 }
 
-// find returns the intent an answer is for: by tenant and id, or by id
-// alone when only one intent has it (an answer to a record whose tenant
-// could not be read).
+// findLocked returns the intent an answer is for: by tenant and id, or
+// by id alone when only one intent has it (an answer to a record whose
+// tenant could not be read). t.mu must be held.
 func (t *Tracker) findLocked(res *topics.Result) *intentRec {
 	if r := t.mu.intents[intentKey(res.Tenant, res.IntentID)]; r != nil {
 		return r
@@ -157,15 +157,15 @@ func (t *Tracker) snapshot() (map[string]intentRec, int, map[string]int) {
 
 // readResults follows the results topic from its start, read-committed,
 // until ctx ends.
-func (t *Tracker) readResults(ctx context.Context, brokers []string, topic string) error {
-	return t.follow(ctx, brokers, topic, nil)
+func (t *Tracker) readResults(ctx context.Context, brokers []string, topic string, opts ...kgo.Opt) error {
+	return t.follow(ctx, brokers, topic, nil, opts...)
 }
 
 // follow feeds every answer on topic to the tracker until ctx ends; done,
 // if not nil, is closed when it stopped.
-func (t *Tracker) follow(ctx context.Context, brokers []string, topic string, done chan<- struct{}) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+func (t *Tracker) follow(ctx context.Context, brokers []string, topic string, done chan<- struct{}, opts ...kgo.Opt) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted())}, opts...)...)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/kafkaconfig"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -30,8 +31,14 @@ type Config struct {
 	// topic. A dedicated topic per service keeps its consumer small.
 	ReplyTo string
 	// OnPending is called for every pending answer, if set.
-	OnPending  func(*topics.Result)
-	ClientOpts []kgo.Opt
+	OnPending func(*topics.Result)
+	// KafkaConfig is the path of a Kafka client properties file
+	// (security.protocol, sasl.*, ssl.*; package kafkaconfig), the same
+	// file the commands take with --kafka-config. Its bootstrap.servers
+	// are the seeds when Brokers is empty. New checks the connection
+	// with it and fails with kafkaconfig.ErrTLS or ErrSASL at once.
+	KafkaConfig string
+	ClientOpts  []kgo.Opt // extra kgo options of both clients (after KafkaConfig's)
 }
 
 // Client produces intents and matches answers to them. Safe for concurrent
@@ -64,12 +71,39 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if c.replyTo == "" {
 		c.replyTo = c.names.Results
 	}
+	if err := c.loadKafkaConfig(ctx); err != nil {
+		return nil, err
+	}
 	if err := c.connect(ctx); err != nil {
 		c.Close()
 		return nil, err
 	}
 	go c.readAnswers()
 	return c, nil
+}
+
+// loadKafkaConfig applies Config.KafkaConfig: the seeds and the TLS and
+// SASL options, checked against the cluster once.
+func (c *Client) loadKafkaConfig(ctx context.Context) error {
+	if c.cfg.KafkaConfig == "" {
+		return nil
+	}
+	kc, err := kafkaconfig.Load(c.cfg.KafkaConfig)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	opts, err := kc.Opts()
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	if len(c.cfg.Brokers) == 0 {
+		c.cfg.Brokers = kc.BootstrapServers
+	}
+	if err := kafkaconfig.Check(ctx, c.cfg.Brokers, opts...); err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	c.cfg.ClientOpts = append(opts, c.cfg.ClientOpts...)
+	return nil
 }
 
 func (c *Client) connect(ctx context.Context) error {
@@ -135,18 +169,62 @@ func (c *Client) deliver(res *topics.Result) {
 // Call produces in and waits for its terminal answer. See the package doc
 // for the meaning of each status. in.ID is filled when empty; in.V and
 // in.Type default to 1 and "call".
-func (c *Client) Call(ctx context.Context, in topics.Intent) (*topics.Result, error) {
+func (c *Client) Call(ctx context.Context, in topics.Intent, opts ...CallOption) (*topics.Result, error) {
+	p, err := c.Start(ctx, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	return p.Wait(ctx)
+}
+
+// CallOption adds to the record of one intent.
+type CallOption func(*kgo.Record)
+
+// WithTraceparent sets the intent's W3C traceparent header (ignored when
+// empty): the executor carries it to the tool, the events and the answer.
+func WithTraceparent(tp string) CallOption {
+	return func(r *kgo.Record) {
+		if tp != "" {
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: "traceparent", Value: []byte(tp)})
+		}
+	}
+}
+
+// Pending is an intent that was produced and whose answer is awaited. Its
+// methods are not safe for concurrent use; Close it when done.
+type Pending struct {
+	c  *Client
+	in topics.Intent
+	ch chan *topics.Result
+}
+
+// Start produces in (filled as for Call) and returns once the broker took
+// it, so that waiting can be bounded apart from producing. ctx bounds the
+// produce only.
+func (c *Client) Start(ctx context.Context, in topics.Intent, opts ...CallOption) (*Pending, error) {
 	fill(&in, c.replyTo, c.names.Results)
 	ch, err := c.register(in.ID)
 	if err != nil {
 		return nil, err
 	}
-	defer c.unregister(in.ID)
-	if err := c.produce(ctx, &in); err != nil {
+	if err := c.produce(ctx, &in, opts); err != nil {
+		c.unregister(in.ID)
 		return nil, err
 	}
-	return c.await(ctx, ch)
+	return &Pending{c: c, in: in, ch: ch}, nil
 }
+
+// Intent is the intent as produced (with its id).
+func (p *Pending) Intent() topics.Intent { return p.in }
+
+// Wait waits for the terminal answer, as Call does: when ctx ends first it
+// returns the last pending answer with an error wrapping ErrInDoubt, or nil
+// and ctx's error when no answer came at all.
+func (p *Pending) Wait(ctx context.Context) (*topics.Result, error) { return p.c.await(ctx, p.ch) }
+
+// Close stops listening for the intent's answers. Idempotent.
+func (p *Pending) Close() { p.c.unregister(p.in.ID) }
 
 func fill(in *topics.Intent, replyTo, results string) {
 	if in.V == 0 {
@@ -186,13 +264,16 @@ func (c *Client) unregister(id string) {
 	delete(c.mu.waiters, id)
 }
 
-func (c *Client) produce(ctx context.Context, in *topics.Intent) error {
+func (c *Client) produce(ctx context.Context, in *topics.Intent, opts []CallOption) error {
 	b, err := topics.EncodeIntent(in)
 	if err != nil {
 		return err
 	}
 	rk := in.RoutingKey()
 	r := &kgo.Record{Topic: c.names.Intents, Partition: topics.Partition(rk, c.nIntents), Key: []byte(rk), Value: b}
+	for _, o := range opts {
+		o(r)
+	}
 	if err := c.prod.ProduceSync(ctx, r).FirstErr(); err != nil {
 		return fmt.Errorf("client: produce intent: %w", err)
 	}

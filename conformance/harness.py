@@ -24,6 +24,39 @@ import wire
 ANSWER_TIMEOUT = float(os.environ.get("CONFORMANCE_ANSWER_TIMEOUT", "30"))
 
 
+def kafka_conf(path):
+    """librdkafka settings of a Kafka client properties file: the same
+    file the Go commands take with --kafka-config (security.protocol,
+    sasl.*, ssl.*). Values are taken as written (librdkafka expands no
+    ${env:} references)."""
+    conf = {}
+    if not path:
+        return conf
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line[0] in "#!":
+                continue
+            k, _, v = line.partition("=")
+            conf[k.strip()] = v.strip()
+    conf.pop("bootstrap.servers", None)  # KAFKA_BROKERS names the seeds
+    return conf
+
+
+# CONFORMANCE_KAFKA_CONFIG: the harness's own clients (it reads the event
+# log, writes the control topic and creates topics: an admin).
+# CONFORMANCE_EXECUTOR_KAFKA_CONFIG: the executor's --kafka-config (default
+# the harness's); when it differs, the executor may not create topics, and
+# the harness creates them first.
+KAFKA_CONFIG = os.environ.get("CONFORMANCE_KAFKA_CONFIG", "")
+EXECUTOR_KAFKA_CONFIG = os.environ.get("CONFORMANCE_EXECUTOR_KAFKA_CONFIG", KAFKA_CONFIG)
+KAFKA_CONF = kafka_conf(KAFKA_CONFIG)
+
+
+def client_conf(brokers, **extra):
+    return {**KAFKA_CONF, "bootstrap.servers": brokers, **extra}
+
+
 # --------------------------------------------------------------- tool server
 
 class ToolServer:
@@ -146,6 +179,7 @@ class TopicReader:
         self.cond = threading.Condition()
         self.stop = threading.Event()
         self.c = Consumer({
+            **KAFKA_CONF,
             "bootstrap.servers": brokers,
             "group.id": "conformance-reader-" + uuid.uuid4().hex,
             "enable.auto.commit": False,
@@ -257,7 +291,9 @@ class Executor:
         self.log = open(self.log_path, "wb")
         self.cmd = [binary, "--brokers", brokers, "--data-dir", os.path.join(workdir, "data"),
                     "--tools", self.tools_file, "--http-addr", self.http, "--topic-prefix", prefix,
-                    "--group", group, "--partitions", str(partitions)]
+                    "--group", group, "--partitions", str(partitions), "--gateway=false"]
+        if EXECUTOR_KAFKA_CONFIG:
+            self.cmd += ["--kafka-config", EXECUTOR_KAFKA_CONFIG]
         self.proc = subprocess.Popen(self.cmd, stdout=self.log, stderr=subprocess.STDOUT)
         self.exit_code = None
 
@@ -294,25 +330,33 @@ class Harness:
     def __init__(self, binary, brokers, workdir):
         self.brokers = brokers
         self.run_id = time.strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:6]
-        self.prefix = f"conformance-{self.run_id}."
-        self.group = f"conformance-{self.run_id}"
+        # Under ACLs the prefix and group are the executor role's
+        # (CONFORMANCE_PREFIX_BASE=tool.conformance-, CONFORMANCE_GROUP=tool-executor).
+        self.prefix = os.environ.get("CONFORMANCE_PREFIX_BASE", "conformance-") + self.run_id + "."
+        self.own_group = "CONFORMANCE_GROUP" not in os.environ
+        self.group = os.environ.get("CONFORMANCE_GROUP", f"conformance-{self.run_id}")
         self.tenant = "conf"
         self.partitions = 6
         self.topics = {n: self.prefix + n for n in ("intents", "control", "events", "results", "deadletter")}
         self.extra_topics = []
         self.tools = ToolServer()
+        self.admin = AdminClient(client_conf(brokers))
+        if EXECUTOR_KAFKA_CONFIG != KAFKA_CONFIG:
+            for name in self.topics:
+                self.create_topic(self.topics[name], self.partitions, own=False)
+            # The routing partition count's topic (compacted, one
+            # partition), which a least-privilege executor may not create.
+            self.create_topic(self.prefix + "meta", 1, own=False, config={"cleanup.policy": "compact"})
         self.executor = Executor(binary, brokers, workdir, self.tools.url(""), self.prefix,
                                  self.group, self.partitions)
         self.readers = {}
         self.producer = None
-        self.admin = AdminClient({"bootstrap.servers": brokers})
         self.executor.wait_ready()
         for name in ("results", "deadletter", "events", "intents"):
             self.readers[name] = TopicReader(brokers, self.topics[name])
         # librdkafka's default partitioner (consistent_random: CRC32 of the
         # key) is deliberately left alone.
-        self.producer = Producer({"bootstrap.servers": brokers, "enable.idempotence": True,
-                                  "linger.ms": 0})
+        self.producer = Producer(client_conf(brokers, **{"enable.idempotence": True, "linger.ms": 0}))
 
     # ---- producing
 
@@ -390,10 +434,11 @@ class Harness:
 
     # ---- topics
 
-    def create_topic(self, name, partitions):
-        fs = self.admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+    def create_topic(self, name, partitions, own=True, config=None):
+        fs = self.admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})])
         fs[name].result(30)
-        self.extra_topics.append(name)
+        if own:
+            self.extra_topics.append(name)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             md = self.admin.list_topics(name, timeout=10)
@@ -417,13 +462,15 @@ class Harness:
         code = self.executor.stop()
         self.tools.close()
         if delete_topics:
-            names = list(self.topics.values()) + self.extra_topics
+            names = list(self.topics.values()) + self.extra_topics + [self.prefix + "meta"]
             try:
                 for f in self.admin.delete_topics(names, operation_timeout=30).values():
                     f.result(60)
             except Exception as e:  # noqa: BLE001 - hygiene only
                 print(f"conformance: could not delete topics {names}: {e}")
             try:
+                if not self.own_group:
+                    return code
                 for f in self.admin.delete_consumer_groups([self.group], request_timeout=30).values():
                     f.result(60)
             except Exception as e:  # noqa: BLE001

@@ -9,6 +9,10 @@
 #   KAFKA_BROKERS            seed brokers (default 127.0.0.1:19092)
 #   CONFORMANCE_KEEP_TOPICS  1 = keep the run's topics (they are kept anyway on failure)
 #   CONFORMANCE_ANSWER_TIMEOUT  seconds to wait for one answer (default 30)
+#   CONFORMANCE_KAFKA_CONFIG    client properties of the harness (SASL_SSL: an admin's)
+#   CONFORMANCE_EXECUTOR_KAFKA_CONFIG  the executor's --kafka-config (default the harness's)
+#   CONFORMANCE_PREFIX_BASE, CONFORMANCE_GROUP  topic prefix start and group (the
+#                            executor role's under ACLs: tool.conformance-, tool-executor)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -19,6 +23,9 @@ export KAFKA_BROKERS="${KAFKA_BROKERS:-127.0.0.1:19092}"
 say() { printf 'conformance: %s\n' "$*" >&2; }
 
 deps_ok() { "$1" -c 'import confluent_kafka, msgpack, pytest' >/dev/null 2>&1; }
+# Pinned: SCRAM against Kafka 4 needs librdkafka 2.6.1 or newer (the wheel
+# bundles its own; 2.16.1 tested).
+CONFLUENT_KAFKA_VERSION=2.16.1
 
 # --- Python: a venv with confluent-kafka, msgpack and pytest (idempotent),
 # else the Debian packages.
@@ -29,7 +36,7 @@ else
   say "creating $VENV"
   rm -rf "$VENV"
   if python3 -m venv "$VENV" >&2 &&
-     "$VENV/bin/python" -m pip install -q --disable-pip-version-check confluent-kafka msgpack pytest >&2 &&
+     "$VENV/bin/python" -m pip install -q --disable-pip-version-check "confluent-kafka==$CONFLUENT_KAFKA_VERSION" msgpack pytest >&2 &&
      deps_ok "$VENV/bin/python"; then
     PY="$VENV/bin/python"
   else
@@ -48,11 +55,18 @@ else
 fi
 
 # --- the broker must answer.
-"$PY" - <<'PYEOF' || { say "no Kafka at $KAFKA_BROKERS; start one with: eval \"\$(deploy/kafka/start)\""; exit 2; }
+"$PY" - "$HERE" <<'PYEOF' || { say "no Kafka at $KAFKA_BROKERS (or it refused CONFORMANCE_KAFKA_CONFIG); start one with: eval \"\$(deploy/kafka/start)\""; exit 2; }
 import os, sys
+sys.path.insert(0, sys.argv[1])
+import confluent_kafka
 from confluent_kafka.admin import AdminClient
+from harness import KAFKA_CONF, client_conf
+if KAFKA_CONF.get("sasl.mechanism", KAFKA_CONF.get("sasl.mechanisms", "")).upper().startswith("SCRAM"):
+    v = tuple(int(x) for x in confluent_kafka.libversion()[0].split(".")[:3])
+    if v < (2, 6, 1):
+        print(f"librdkafka {confluent_kafka.libversion()[0]} cannot do SCRAM against Kafka 4 (needs 2.6.1+)", file=sys.stderr); sys.exit(1)
 try:
-    AdminClient({"bootstrap.servers": os.environ["KAFKA_BROKERS"]}).list_topics(timeout=10)
+    AdminClient(client_conf(os.environ["KAFKA_BROKERS"])).list_topics(timeout=10)
 except Exception as e:
     print(e, file=sys.stderr); sys.exit(1)
 PYEOF

@@ -59,7 +59,11 @@ type Config struct {
 	Registerer    prometheus.Registerer // default: none (metrics are kept but not exported)
 	Now           func() time.Time      // default time.Now; tests move time
 	Hooks         Hooks                 // fault points for tests and the chaos harness
-	ClientOpts    []kgo.Opt             // extra kgo options (tests)
+	// Connect are the options every Kafka client of the executor takes,
+	// the group session's and each restore's: TLS and SASL
+	// (kafkaconfig.Config.Opts). Default: plaintext.
+	Connect    []kgo.Opt
+	ClientOpts []kgo.Opt // extra kgo options of the group session (tests)
 }
 
 // ErrConfig is wrapped by every validation error.

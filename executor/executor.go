@@ -16,6 +16,7 @@ import (
 	"github.com/atmostonce/toolexec/executor/partition"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
+	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
 )
@@ -43,7 +44,9 @@ type Executor struct {
 	lastStallCheck time.Time    // hanging.go
 	aborted        *abortedTxns // transactions this member treated as aborted (owntxns.go)
 
-	layoutRefused    atomic.Bool  // the topics' partitions no longer match the routing (layout.go)
+	layoutRefused    atomic.Bool  // the topics' partitions or the assignment do not match the routing (layout.go)
+	layoutAtStart    string       // why the topics found at start were refused; "" when they were not
+	pauser           fetchPauser  // the session's client (layout.go)
 	gapCount         atomic.Int32 // partitions with a gap in their log, for Ready (restore.go)
 	rebalancePending atomic.Bool
 	dirty            atomic.Bool // a group callback ran: reset the session before the next transaction
@@ -93,6 +96,7 @@ func (e *Executor) open(ctx context.Context) error {
 		return fmt.Errorf("executor: client: %w", err)
 	}
 	e.sess = sess
+	e.pauser = sess.Client()
 	e.adm = kadm.NewClient(sess.Client())
 	if e.layout, err = e.ensureTopics(ctx); err != nil {
 		return err
@@ -146,6 +150,7 @@ func (e *Executor) clientOpts() []kgo.Opt {
 		kgo.ProducerBatchMaxBytes(topics.MaxMessageBytes + producerBatchOverhead),
 		kgo.WithLogger(kgoLogger{l: e.cfg.Logger, level: e.cfg.KafkaLogLevel}),
 	}
+	opts = append(opts, e.cfg.Connect...)
 	return append(opts, e.cfg.ClientOpts...)
 }
 
@@ -211,6 +216,7 @@ func (e *Executor) policy(tool string) (saga.Policy, bool) {
 	return saga.Policy{
 		ReadOnly: spec.Class.ReadOnly(), PendingTTLMs: spec.PendingTTL.Milliseconds(),
 		RetentionMs: spec.Retention.Milliseconds(), CompensateWith: spec.CompensateWith, MaxArgsBytes: spec.MaxArgsBytes,
+		Resent: spec.Class.Investigation() == tools.InvestigateRetry,
 	}, true
 }
 

@@ -2,9 +2,11 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Hanging transactions. A transaction a partition still holds open while
@@ -91,9 +93,11 @@ var runningStates = map[string]bool{"Ongoing": true, "PrepareCommit": true, "Pre
 
 // closeHanging finds the hanging transactions on the given partitions
 // and closes each with the marker closeMarker chooses. It returns how many
-// it closed.
-func (e *Executor) closeHanging(ctx context.Context, set kadm.TopicsSet) (int, error) {
+// it closed. unlisted counts the topics whose partitions could not even be
+// listed (no Describe), for the blind-check gauge.
+func (e *Executor) closeHanging(ctx context.Context, set kadm.TopicsSet, unlisted int) (int, error) {
 	described, err := e.adm.DescribeProducers(ctx, set)
+	e.m.HangingBlind.Set(float64(unlisted + blind(set, described, err)))
 	if err != nil {
 		return 0, err
 	}
@@ -114,8 +118,9 @@ func (e *Executor) closeHanging(ctx context.Context, set kadm.TopicsSet) (int, e
 		}
 		m := kadm.TxnMarkers{ProducerID: c.producerID, ProducerEpoch: c.producerEpoch, CoordinatorEpoch: c.coordinatorEpoch, Commit: commit,
 			Topics: kadm.TopicsSet{c.topic: {c.partition: {}}}}
-		if _, err := e.adm.WriteTxnMarkers(ctx, m); err != nil {
-			e.cfg.Logger.Error("closing a hanging transaction failed", "topic", c.topic, "partition", c.partition, "producer_id", c.producerID, "err", err)
+		if err := markersErr(e.adm.WriteTxnMarkers(ctx, m)); err != nil {
+			e.m.HangingUnclosed.WithLabelValues(unclosedReason(err)).Inc()
+			e.cfg.Logger.Error("closing a hanging transaction failed; its partition stays stalled (ClusterAction needed, see docs/SECURITY.md)", "topic", c.topic, "partition", c.partition, "producer_id", c.producerID, "reason", unclosedReason(err), "err", err)
 			continue
 		}
 		closed++
@@ -214,39 +219,105 @@ func (e *Executor) checkHanging(ctx context.Context) {
 	e.lastStallCheck = now
 	cctx, cancel := context.WithTimeout(ctx, stallCheckTimeout)
 	defer cancel()
-	set, err := e.partitionsOf(cctx, e.cfg.Names.Intents, e.cfg.Names.Control, e.cfg.Names.Events,
+	set, unlisted, err := e.partitionsOf(cctx, e.cfg.Names.Intents, e.cfg.Names.Control, e.cfg.Names.Events,
 		e.cfg.Names.Results, e.cfg.Names.DeadLetter, offsetsTopic)
 	if err != nil {
 		e.cfg.Logger.Debug("stall check: topics not described", "err", err)
 		return
 	}
-	if _, err := e.closeHanging(cctx, set); err != nil {
+	if _, err := e.closeHanging(cctx, set, unlisted); err != nil {
 		e.cfg.Logger.Debug("stall check failed", "err", err)
 	}
 }
 
 const offsetsTopic = "__consumer_offsets"
 
-// partitionsOf lists every partition of the named topics that exist.
-func (e *Executor) partitionsOf(ctx context.Context, names ...string) (kadm.TopicsSet, error) {
-	td, err := e.adm.ListTopicsWithInternal(ctx, names...)
-	if err != nil {
-		return nil, err
-	}
+// partitionsOf lists every partition of the named topics that exist, and
+// counts the topics it was not allowed to list. One request per topic:
+// kadm fails a listing as a whole when one topic is refused, and a
+// member without Describe on __consumer_offsets must still check its own
+// topics.
+func (e *Executor) partitionsOf(ctx context.Context, names ...string) (kadm.TopicsSet, int, error) {
 	set := kadm.TopicsSet{}
-	for _, t := range td {
-		if t.Err != nil {
+	unlisted := 0
+	for _, name := range names {
+		td, err := e.adm.ListTopicsWithInternal(ctx, name)
+		if errors.Is(err, kerr.TopicAuthorizationFailed) {
+			unlisted++
 			continue
 		}
-		for p := range t.Partitions {
-			set.Add(t.Topic, p)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, t := range td {
+			if t.Err != nil {
+				continue
+			}
+			for p := range t.Partitions {
+				set.Add(t.Topic, p)
+			}
 		}
 	}
-	return set, nil
+	return set, unlisted, nil
 }
 
 // txnKey names one transaction of one producer.
 type txnKey struct {
 	pid   int64
 	epoch int16
+}
+
+// markersErr is the request's error, else the first partition's: a
+// refused marker must not be counted as closed.
+func markersErr(rs kadm.TxnMarkersResponses, err error) error {
+	if err != nil {
+		return err
+	}
+	for _, m := range rs {
+		for _, t := range m.Topics {
+			for _, p := range t.Partitions {
+				if p.Err != nil {
+					return p.Err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// unclosedReason labels a failed close: not_authorized when the broker
+// refused for want of ClusterAction (docs/SECURITY.md), else error.
+func unclosedReason(err error) string {
+	if errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		return "not_authorized"
+	}
+	return "error"
+}
+
+// blind counts the partitions a hanging check could not look at: all of
+// them when the request failed (kadm fails the whole request when one
+// topic is not authorized: without Read on __consumer_offsets the check
+// sees nothing at all), else those that answered an error.
+func blind(set kadm.TopicsSet, ps kadm.DescribedProducersTopics, err error) int {
+	if err == nil {
+		return unreadable(ps)
+	}
+	n := 0
+	for _, t := range set {
+		n += len(t)
+	}
+	return n
+}
+
+// unreadable counts the described partitions that answered an error.
+func unreadable(ps kadm.DescribedProducersTopics) int {
+	n := 0
+	for _, t := range ps {
+		for _, p := range t.Partitions {
+			if p.Err != nil {
+				n++
+			}
+		}
+	}
+	return n
 }

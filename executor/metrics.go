@@ -22,12 +22,18 @@ type Metrics struct {
 	OutcomesLost     prometheus.Counter
 	ReadsResumed     prometheus.Counter
 	HangingCommitted prometheus.Counter
-	Fsyncs           prometheus.Counter
-	Unproducible     prometheus.Counter
-	LayoutMismatch   prometheus.Gauge
-	RestoreGaps      prometheus.Gauge
-	SnapshotRounds   prometheus.Counter
-	SnapshotEvents   prometheus.Counter
+	// HangingUnclosed counts hanging transactions found and not closed,
+	// by reason: not_authorized (the member lacks ClusterAction) or error.
+	HangingUnclosed *prometheus.CounterVec
+	// HangingBlind is the number of partitions the last hanging check
+	// could not describe (DescribeProducers refused: Read missing).
+	HangingBlind   prometheus.Gauge
+	Fsyncs         prometheus.Counter
+	Unproducible   prometheus.Counter
+	LayoutMismatch prometheus.Gauge
+	RestoreGaps    prometheus.Gauge
+	SnapshotRounds prometheus.Counter
+	SnapshotEvents prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *Metrics {
@@ -54,6 +60,8 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 		DeadLetters:      prometheus.NewCounterVec(prometheus.CounterOpts(opts("deadletters_total", "Inputs dead-lettered, by reason.")), []string{"reason"}),
 		OutcomesLost:     prometheus.NewCounter(prometheus.CounterOpts(opts("outcomes_unrecorded_total", "Calls whose outcome could not be recorded because the partition moved; their keys are in doubt."))),
 		HangingCommitted: prometheus.NewCounter(prometheus.CounterOpts(opts("hanging_transactions_committed_total", "Transactions left open on a partition of the executor's topics, unknown to their coordinator, that it closed: with an abort marker for one known aborted (its writer's record, or its coordinator's last state), else a commit marker."))),
+		HangingUnclosed:  prometheus.NewCounterVec(prometheus.CounterOpts(opts("hanging_transactions_unclosed_total", "Hanging transactions found that this member could not close, by reason (not_authorized: it lacks ClusterAction; see docs/SECURITY.md). Each stalls its partition until closed.")), []string{"reason"}),
+		HangingBlind:     prometheus.NewGauge(prometheus.GaugeOpts(opts("hanging_check_unreadable_partitions", "Partitions the last hanging-transaction check could not describe (DescribeProducers refused, e.g. no Read on __consumer_offsets)."))),
 		ReadsResumed:     prometheus.NewCounter(prometheus.CounterOpts(opts("reads_resumed_total", "Read-only calls called again by a new owner because their previous owner left them unanswered."))),
 		Fsyncs:           prometheus.NewCounter(prometheus.CounterOpts(opts("state_syncs_total", "Synced Pebble batches."))),
 		Unproducible:     prometheus.NewCounter(prometheus.CounterOpts(opts("unproducible_records_total", "Records that could not be produced (too large, refused by the broker); their inputs are answered on their own when polled again."))),
@@ -64,7 +72,7 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.Intents, m.Calls, m.CallDuration, m.TickDuration, m.TxnDuration, m.Txns, m.TickRecords,
-			m.InFlight, m.KeysInDoubt, m.Restores, m.RestoreEvents, m.DeadLetters, m.OutcomesLost, m.ReadsResumed, m.HangingCommitted, m.Fsyncs, m.Unproducible,
+			m.InFlight, m.KeysInDoubt, m.Restores, m.RestoreEvents, m.DeadLetters, m.OutcomesLost, m.ReadsResumed, m.HangingCommitted, m.HangingUnclosed, m.HangingBlind, m.Fsyncs, m.Unproducible,
 			m.LayoutMismatch, m.RestoreGaps, m.SnapshotRounds, m.SnapshotEvents)
 	}
 	return m

@@ -73,7 +73,7 @@ func (e *Executor) restoreBackground(ctx context.Context) {
 func (e *Executor) restore(ctx context.Context, p int32, settle time.Duration) error {
 	stats, err := eventlog.RestoreInto(ctx, e.store, e.adm, p, eventlog.RestoreOptions{
 		Seeds: e.cfg.Brokers, Topic: e.cfg.Names.Events, SettleWait: settle,
-		ClientOpts:  []kgo.Opt{kgo.WithLogger(kgoLogger{l: e.cfg.Logger})},
+		ClientOpts:  append([]kgo.Opt{kgo.WithLogger(kgoLogger{l: e.cfg.Logger})}, e.cfg.Connect...),
 		PartitionOf: e.partitionOf,
 	})
 	if err != nil {

@@ -191,7 +191,7 @@ func (e *env) startNamedProc(name, toolsYAML, dataDir string, extraEnv ...string
 		"--partitions", fmt.Sprint(e.partitions), "--session-timeout", "3s", "--rebalance-timeout", "12s",
 		"--drain-timeout", "8s", "--transaction-timeout", "10s", "--client-id", name,
 		// The suite runs reconcilers itself, where it wants them.
-		"--reconciler=false")
+		"--reconciler=false", "--gateway=false")
 	cmd.Env = append(os.Environ(), extraEnv...)
 	return e.launch(name, "executor", cmd, addr)
 }

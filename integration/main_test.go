@@ -14,9 +14,10 @@ import (
 )
 
 var (
-	brokers   []string
-	binary    string // the executor built with -tags faults
-	realKafka bool
+	brokers       []string
+	binary        string // the executor built with -tags faults
+	gatewayBinary string // cmd/gateway
+	realKafka     bool
 )
 
 func TestMain(m *testing.M) {
@@ -37,6 +38,11 @@ func run(m *testing.M) int {
 	binary = filepath.Join(dir, "executor")
 	if out, err := exec.Command("go", "build", "-tags", "faults", "-o", binary, "../cmd/executor").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build executor: %v\n%s", err, out)
+		return 1
+	}
+	gatewayBinary = filepath.Join(dir, "gateway")
+	if out, err := exec.Command("go", "build", "-o", gatewayBinary, "../cmd/gateway").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build gateway: %v\n%s", err, out)
 		return 1
 	}
 	if env := os.Getenv("KAFKA_BROKERS"); env != "" {

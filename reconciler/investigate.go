@@ -36,6 +36,9 @@ func (r *Reconciler) examine(ctx context.Context, now int64, p int32, rec *saga.
 	if r.running[rk] {
 		return nil // a retry or probe of it is on its way
 	}
+	if step.Kind == StepRetry && !r.owned[p].freshSince(subj.Deadline) {
+		return nil // the view may not have folded the call's outcome yet: the next scan
+	}
 	if err := r.carryOut(ctx, p, rec, subj, step); err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func (r *Reconciler) iterate(ctx context.Context) error {
 	if fs.IsClientClosed() {
 		return ErrClosed
 	}
-	if err := r.applyOwnership(); err != nil {
+	if err := r.applyOwnership(ctx); err != nil {
 		return err
 	}
 	r.fetchErrors(fs)

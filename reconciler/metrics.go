@@ -20,6 +20,7 @@ type Metrics struct {
 	CommandErrors  *prometheus.CounterVec // by type: produce failed (retried after the command timeout)
 	Lag            *prometheus.GaugeVec   // by partition: records of the event log not yet folded
 	Owned          prometheus.Gauge       // events partitions owned
+	ViewGaps       prometheus.Counter     // partitions whose view was rebuilt: the log had lost events it needed
 }
 
 func newMetrics(reg prometheus.Registerer) *Metrics {
@@ -38,10 +39,12 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 		CommandErrors:  prometheus.NewCounterVec(prometheus.CounterOpts(opts("command_errors_total", "Commands that could not be produced, by type.")), []string{"type"}),
 		Lag:            prometheus.NewGaugeVec(prometheus.GaugeOpts(opts("event_log_lag_records", "Committed event-log records not yet folded into the view, by partition.")), []string{"partition"}),
 		Owned:          prometheus.NewGauge(prometheus.GaugeOpts(opts("partitions_owned", "Event-log partitions this member investigates."))),
+		ViewGaps: prometheus.NewCounter(prometheus.CounterOpts(opts("view_gaps_total",
+			"Partitions whose view was cleared and rebuilt from the log start: the log no longer held events after its checkpoint."))),
 	}
 	if reg != nil {
 		reg.MustRegister(m.KeysInDoubt, m.OldestAge, m.PastTTL, m.Investigations, m.Escalations, m.Escalated,
-			m.CommandsSent, m.CommandErrors, m.Lag, m.Owned)
+			m.CommandsSent, m.CommandErrors, m.Lag, m.Owned, m.ViewGaps)
 	}
 	return m
 }

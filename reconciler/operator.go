@@ -104,6 +104,9 @@ func foldPartitionInto(ctx context.Context, adm *kadm.Client, o LogOptions, p in
 		if err != nil {
 			return fmt.Errorf("%s/%d offset %d: %w", o.Names.Events, p, off, err)
 		}
+		if ev.Kind == saga.EvRound {
+			return nil // about the partition, not a key
+		}
 		rk := topics.RoutingKey(ev.Tenant, ev.Key)
 		rec := saga.Apply(recs[rk], *ev)
 		if rec == nil {

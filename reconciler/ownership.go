@@ -65,7 +65,7 @@ func (r *Reconciler) resumeOffsets(_ context.Context, offs map[string]map[int32]
 }
 
 // applyOwnership applies the queued group changes. Loop only.
-func (r *Reconciler) applyOwnership() error {
+func (r *Reconciler) applyOwnership(ctx context.Context) error {
 	for _, ch := range r.changes.take() {
 		for _, p := range ch.partitions {
 			if !ch.assigned {
@@ -75,6 +75,9 @@ func (r *Reconciler) applyOwnership() error {
 			}
 			next, err := r.store.Checkpoint(r.cfg.Names.Events, p)
 			if err != nil {
+				return err
+			}
+			if next, err = r.bridgeGap(ctx, p, next); err != nil {
 				return err
 			}
 			r.epochs++

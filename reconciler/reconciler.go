@@ -37,6 +37,9 @@ type Reconciler struct {
 	lookup   Lookup
 	nControl int32 // partitions of the control topic, for routing commands
 	work     *workers
+	// startOffset, when set (tests), replaces the broker's answer for the
+	// log start of an events partition (gap.go).
+	startOffset func(ctx context.Context, p int32) (int64, error)
 
 	// Loop-owned: touched only by the loop goroutine.
 	owned    map[int32]*partition
@@ -68,6 +71,11 @@ type partition struct {
 	// escalated holds the keys found escalated, by routing key, until an
 	// event of the key arrives: scans count them without examining them.
 	escalated map[string]escalatedKey
+	// The last two measurements of the log's stable offset (measureLag):
+	// the offset and when it was taken (unix ms). A retry waits for a view
+	// that folded a measurement taken after its deadline (freshSince).
+	stable, stableAt         int64
+	prevStable, prevStableAt int64
 }
 
 // New validates cfg, opens the view and checks that the executor's topics

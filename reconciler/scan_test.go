@@ -30,7 +30,10 @@ func scanReconciler(t *testing.T, reg *tools.Registry, maxScan int) *Reconciler 
 	}
 	cfg.Names.Events = "ev"
 	r := &Reconciler{cfg: cfg, m: newMetrics(nil), store: viewStore(t), lookup: RegistryLookup(reg),
-		owned: map[int32]*partition{0: {epoch: 1, caughtUp: true}}, running: map[string]bool{}, warned: map[int32]bool{}}
+		// The stable offset was measured twice after every test deadline,
+		// and the view has folded up to it: retries may go.
+		owned:   map[int32]*partition{0: {epoch: 1, caughtUp: true, stableAt: 1_000_000, prevStableAt: 1_000_000}},
+		running: map[string]bool{}, warned: map[int32]bool{}}
 	r.work = newWorkers(cfg, func() {})
 	t.Cleanup(r.work.stop)
 	return r
@@ -198,6 +201,58 @@ func gaugeValue(t *testing.T, g interface{ Write(*dto.Metric) error }) float64 {
 		t.Fatal(err)
 	}
 	return m.GetGauge().GetValue()
+}
+
+func counterValue(t *testing.T, c interface{ Write(*dto.Metric) error }) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// A native_key retry invokes the tool, so it waits until the view has
+// folded the log as it stood after the call's deadline: an outcome the
+// executor committed meanwhile (not_executed: its attempt was never
+// sent) must be seen first, or the tool acts for a call the log says never
+// reached it and the key's next call acts again (issue 12; four keys in
+// a short chaos run).
+func TestReconcilerRetriesOnlyOnAViewFreshSinceTheDeadline(t *testing.T) {
+	reg := tools.NewRegistry()
+	calls := make(chan string, 4)
+	tool := func(_ context.Context, req tools.Request) tools.Outcome {
+		calls <- req.Key
+		return tools.Outcome{Status: tools.Unknown, Code: "timeout"}
+	}
+	if err := reg.Register(tools.Spec{Name: "pay", Class: tools.NativeKey, URL: "http://127.0.0.1:1/pay"}, tools.Func(tool)); err != nil {
+		t.Fatal(err)
+	}
+	r := scanReconciler(t, reg, 10)
+	putInDoubt(t, r, "acme", "k1", "pay") // deadline: 11 (unix ms); now: 1,000,000
+	o := r.owned[0]
+	for _, c := range []struct {
+		name               string
+		prevAt, prev, next int64
+		retry              bool
+	}{
+		{"the last measurement is older than the deadline", 5, 0, o.next, false},
+		{"the view has not folded up to it", 20, o.next + 1, o.next, false},
+		{"the view folded a measurement taken after the deadline", 20, o.next, o.next, true},
+	} {
+		o.prevStableAt, o.prevStable = c.prevAt, c.prev
+		if err := r.scan(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if r.running["acme/k1"] != c.retry {
+			t.Fatalf("%s: retry started %v, want %v", c.name, r.running["acme/k1"], c.retry)
+		}
+	}
+	select {
+	case <-calls:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the retry never reached the tool")
+	}
 }
 
 // splitRK splits "<tenant> 0x00 <key>" (the tail of an investigation

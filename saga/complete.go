@@ -13,6 +13,7 @@ func Complete(rec *Record, c Completion, env Env) Decision {
 	if c.Compensation {
 		kind = EvCompensationOutcome
 	}
+	c = notExecutedTooLate(rec, c, env)
 	ev := Event{Kind: kind, Tenant: rec.Tenant, Key: rec.Key, At: env.Now, IntentID: c.CallID,
 		CallID: c.CallID, Status: c.Status, Result: c.Result, Err: c.Err}
 	next := Apply(rec.Clone(), ev)
@@ -113,4 +114,45 @@ func Expire(rec *Record, env Env) Decision {
 	}
 	ev := Event{Kind: EvExpired, Tenant: rec.Tenant, Key: rec.Key, At: env.Now, Reason: "retention passed"}
 	return Decision{Verdict: VerdictRecord, Events: []Event{ev}}
+}
+
+// notExecutedMarginMs: a not_executed recorded within this long before a
+// call's PendingUntil is treated as recorded after it. Why: the
+// reconciler compares PendingUntil with its own clock, which may run
+// ahead of this executor's; NTP keeps hosts far closer than this.
+const notExecutedMarginMs = 5_000
+
+// notExecutedTooLate turns a not_executed completion of a call whose tool
+// the reconciler investigates by sending it again (Policy.Resent) into
+// unknown, when it is recorded at or after the call's PendingUntil (less
+// the margin). Past that time the reconciler may already have sent the
+// call under the same downstream key, so "this executor never sent it"
+// no longer means "it never ran"; recorded not_executed, the key would be
+// free and the next call would run under a new downstream key: a second
+// effect. In doubt instead, the reconciler settles it with the tool's own
+// answer. Found by the chaos harness once downstream keys were per call:
+// calls queued past their budget through a broker bounce were recorded
+// not_executed after the reconciler's retry had made the effect (9
+// duplicate effects in a 150 s run). It covers every late not_executed,
+// whatever its cause: a queued call not sent, a drain, a commit delayed
+// by an outage.
+func notExecutedTooLate(rec *Record, c Completion, env Env) Completion {
+	if c.Status != StatusNotExecuted {
+		return c
+	}
+	tool, until := rec.Tool, rec.PendingUntil
+	if c.Compensation {
+		tool, until = rec.Comp.Tool, compensationPendingUntil(rec.Comp, env)
+	}
+	pol, ok := env.Policy(tool)
+	if !ok || !pol.Resent || env.Now < until-notExecutedMarginMs {
+		return c
+	}
+	c.Status = StatusUnknown
+	code, msg := "not_executed_too_late", "not sent by the executor, but only after its pending_ttl, when the reconciler may have sent it"
+	if c.Err != nil {
+		msg += " (" + c.Err.Code + ": " + c.Err.Message + ")"
+	}
+	c.Err = &Error{Code: code, Message: msg}
+	return c
 }

@@ -35,6 +35,8 @@ func policies(tool string) (saga.Policy, bool) {
 		return saga.Policy{ReadOnly: true, MaxArgsBytes: maxArgs}, true
 	case "refund":
 		return saga.Policy{PendingTTLMs: pendingTTL, RetentionMs: retention, MaxArgsBytes: maxArgs}, true
+	case "native": // native_key: the reconciler sends a call in doubt again
+		return saga.Policy{PendingTTLMs: pendingTTL, RetentionMs: retention, MaxArgsBytes: maxArgs, Resent: true}, true
 	}
 	return saga.Policy{}, false
 }
@@ -373,6 +375,37 @@ func TestDecideHistories(t *testing.T) {
 				answers: []ans{{to: "R2", status: codes.StatusResolved, orig: "A", calledAt: t0, completedAt: t0 + pendingTTL, attempt: 1},
 					{to: "A", status: codes.StatusNotExecuted, orig: "A", calledAt: t0, completedAt: t0 + pendingTTL, attempt: 1}},
 				after: saga.StatusNotExecuted},
+		}},
+		{name: "a native_key call's not_executed before its deadline frees the key", steps: []step{
+			{at: 0, in: ptr(callTool("A", "native", "x")), verdict: saga.VerdictExecute, events: []saga.EventKind{saga.EvStarted},
+				call: &wantCall{kind: saga.CallOriginal, tool: "native", id: "A", attempt: 1, args: "x"}, after: saga.StatusStarted},
+			{at: pendingTTL - 5_001, done: &saga.Completion{CallID: "A", Status: saga.StatusNotExecuted, Err: &saga.Error{Code: "connect"}},
+				verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvOutcome},
+				answers: []ans{{to: "A", status: codes.StatusNotExecuted, orig: "A", calledAt: t0, completedAt: t0 + pendingTTL - 5_001, attempt: 1, code: "connect"}},
+				after:   saga.StatusNotExecuted},
+		}},
+		// Past its deadline the reconciler may already have sent a native_key
+		// call again under its downstream key: a not_executed recorded then
+		// leaves the key in doubt (the chaos harness: 9 duplicate effects).
+		{name: "a native_key call's not_executed at its deadline leaves the key in doubt", steps: []step{
+			{at: 0, in: ptr(callTool("A", "native", "x")), verdict: saga.VerdictExecute, events: []saga.EventKind{saga.EvStarted},
+				call: &wantCall{kind: saga.CallOriginal, tool: "native", id: "A", attempt: 1, args: "x"}, after: saga.StatusStarted},
+			{at: pendingTTL - 5_000, done: &saga.Completion{CallID: "A", Status: saga.StatusNotExecuted, Err: &saga.Error{Code: "pending_ttl_spent"}},
+				verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvOutcome},
+				answers: []ans{{to: "A", status: codes.StatusPending, orig: "A", calledAt: t0, attempt: 1, code: "in_doubt"}},
+				after:   saga.StatusUnknown, check: func(t *testing.T, rec *saga.Record) {
+					if rec.Err == nil || rec.Err.Code != "not_executed_too_late" || !strings.Contains(rec.Err.Message, "pending_ttl_spent") {
+						t.Errorf("error %+v", rec.Err)
+					}
+				}},
+		}},
+		{name: "an irreversible call's late not_executed still frees the key (nobody sends it again)", steps: []step{
+			{at: 0, in: ptr(callTool("A", "email", "x")), verdict: saga.VerdictExecute, events: []saga.EventKind{saga.EvStarted},
+				call: &wantCall{kind: saga.CallOriginal, tool: "email", id: "A", attempt: 1, args: "x"}, after: saga.StatusStarted},
+			{at: pendingTTL + 1, done: &saga.Completion{CallID: "A", Status: saga.StatusNotExecuted, Err: &saga.Error{Code: "pending_ttl_spent"}},
+				verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvOutcome},
+				answers: []ans{{to: "A", status: codes.StatusNotExecuted, orig: "A", calledAt: t0, completedAt: t0 + pendingTTL + 1, attempt: 1, code: "pending_ttl_spent"}},
+				after:   saga.StatusNotExecuted},
 		}},
 		{name: "an agent's compensate of a call in doubt waits for its deadline", steps: []step{
 			startA, unknownA,

@@ -69,6 +69,10 @@ type Policy struct {
 	RetentionMs    int64 // outcomes are replayed this long
 	CompensateWith string
 	MaxArgsBytes   int
+	// Resent: past PendingUntil the reconciler investigates a call of this
+	// tool by sending it again under its downstream key (native_key), so
+	// an executor's "not executed" is known only before then (complete.go).
+	Resent bool
 }
 
 // Env is the world as the runtime sees it for one decision.

@@ -75,6 +75,7 @@ func (h *HTTP) newRequest(ctx context.Context, req Request, body []byte, tr *att
 		return nil, err
 	}
 	hreq.GetBody = replayGuard(body, tr)
+	h.cred.apply(hreq.Header)
 	setHeaders(hreq.Header, req)
 	return hreq, nil
 }

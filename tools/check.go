@@ -52,6 +52,8 @@ func checkSpec(c *checker, s Spec) {
 	checkProbe(c, s)
 	checkCompensate(c, s)
 	checkLimits(c, s)
+	checkCredentials(c, s)
+	checkGatewayFields(c, s)
 }
 
 func checkName(c *checker, s Spec) {

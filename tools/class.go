@@ -51,6 +51,9 @@ type classTraits struct {
 	// key (or there is no effect to repeat).
 	retriesAmbiguous bool
 	investigation    Investigation
+	// destructive: an effect that can neither be looked up nor undone
+	// (MCP's destructiveHint).
+	destructive bool
 }
 
 // classes is the one table of class behaviour, in documentation order.
@@ -61,7 +64,7 @@ var classes = []struct {
 	{NativeKey, classTraits{retriesAmbiguous: true, investigation: InvestigateRetry}},
 	{Probe, classTraits{investigation: InvestigateProbe}},
 	{Compensatable, classTraits{investigation: InvestigateCompensate}},
-	{Irreversible, classTraits{investigation: InvestigateEscalate}},
+	{Irreversible, classTraits{investigation: InvestigateEscalate, destructive: true}},
 	{ReadOnly, classTraits{readOnly: true, retriesAmbiguous: true, investigation: InvestigateNone}},
 }
 
@@ -112,6 +115,13 @@ func (c Class) Investigation() Investigation {
 		return InvestigateEscalate
 	}
 	return t.investigation
+}
+
+// Destructive reports whether the tool's effect can neither be looked up
+// nor undone (MCP's destructiveHint).
+func (c Class) Destructive() bool {
+	t, _ := c.traits()
+	return t.destructive
 }
 
 // NeedsProbeURL reports whether the class is investigated by a probe, so

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ const maxResponseBytes = 1 << 20
 // concurrent use. Invoke blocks until the call, with its retries, is done.
 type HTTP struct {
 	spec   Spec
+	cred   *credentials // expanded headers, TLS, redaction of the secrets
 	client *http.Client
 	slots  chan struct{} // bounds concurrent Invokes to spec.MaxInFlight
 	// sleep waits between attempts; replaced in tests.
@@ -24,28 +26,51 @@ type HTTP struct {
 	now   func() time.Time
 }
 
-// NewHTTP returns the adapter for spec, which should have been validated
-// (zero fields get defaults, see Spec). A nil client gets a dedicated
-// client whose Transport has sane timeouts, HTTP/1.1 only and a connection
-// pool sized to MaxInFlight. A given client is copied and the copy never
-// follows redirects (see refuseRedirect); its Transport is shared.
-func NewHTTP(spec Spec, client *http.Client) *HTTP {
+// OpenHTTP returns the adapter for spec, which should have been validated
+// (zero fields get defaults, see Spec). It expands the references of
+// spec.Headers and reads spec.TLS's files now: a missing variable or file
+// is an error naming the tool and the field. A nil client gets a
+// dedicated client whose Transport has sane timeouts, HTTP/1.1 only, a
+// connection pool sized to MaxInFlight and spec.TLS. A given client is
+// copied and the copy never follows redirects (see refuseRedirect); its
+// Transport is shared, so a spec with TLS files cannot take one.
+func OpenHTTP(spec Spec, client *http.Client) (*HTTP, error) {
 	spec = spec.withDefaults()
+	cred, err := loadCredentials(spec)
+	if err != nil {
+		return nil, err
+	}
+	if client != nil && cred.tls != nil {
+		return nil, credErr(spec, "tls", "cannot apply to a given *http.Client; give none")
+	}
 	return &HTTP{
 		spec:   spec,
-		client: clientFor(spec, client),
+		cred:   cred,
+		client: clientFor(spec, client, cred.tls),
 		slots:  make(chan struct{}, max(spec.MaxInFlight, 1)),
 		sleep:  sleepCtx,
 		now:    time.Now,
+	}, nil
+}
+
+// NewHTTP is OpenHTTP for a spec known to load (no headers or TLS files,
+// or ones checked already); it panics when OpenHTTP would fail.
+func NewHTTP(spec Spec, client *http.Client) *HTTP {
+	h, err := OpenHTTP(spec, client)
+	if err != nil {
+		panic(err)
 	}
+	return h
 }
 
 // Spec returns the spec the adapter was built with, defaults applied.
 func (h *HTTP) Spec() Spec { return h.spec }
 
-func clientFor(spec Spec, c *http.Client) *http.Client {
+func clientFor(spec Spec, c *http.Client, tc *tls.Config) *http.Client {
 	if c == nil {
-		return &http.Client{Transport: newTransport(spec), CheckRedirect: refuseRedirect}
+		t := newTransport(spec)
+		t.TLSClientConfig = tc
+		return &http.Client{Transport: t, CheckRedirect: refuseRedirect}
 	}
 	cp := *c
 	cp.CheckRedirect = refuseRedirect
@@ -108,7 +133,7 @@ func (h *HTTP) Invoke(ctx context.Context, req Request) Outcome {
 		return out
 	}
 	defer release()
-	return h.run(ctx, req, body, start)
+	return h.cred.scrub(h.run(ctx, req, body, start))
 }
 
 // prepare checks what can be checked before anything is sent and encodes

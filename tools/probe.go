@@ -38,7 +38,7 @@ func (h *HTTP) Probe(ctx context.Context, downstreamKey string) Outcome {
 	if err != nil {
 		return outcome(Unknown, CodeNoProbeURL, err.Error()) // Attempts 0: nothing asked
 	}
-	out := h.probeOnce(ctx, target)
+	out := h.cred.scrub(h.probeOnce(ctx, target))
 	out.Attempts = 1
 	return out
 }
@@ -67,6 +67,7 @@ func (h *HTTP) probeOnce(ctx context.Context, target string) Outcome {
 	if err != nil {
 		return outcome(Unknown, CodeBadRequest, err.Error())
 	}
+	h.cred.apply(hreq.Header)
 	hreq.Header.Set("Accept", "application/json")
 	resp, err := h.client.Do(hreq)
 	if err != nil {

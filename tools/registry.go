@@ -128,5 +128,10 @@ func toolFor(i int, s Spec, client *http.Client, inproc map[string]Tool) (Tool, 
 	if s.URL == "" {
 		return nil, &FieldError{Index: i, Tool: s.Name, Field: "url", Msg: "required: no in-process tool of that name", Err: ErrMissingURL}
 	}
-	return NewHTTP(s, client), nil
+	h, err := OpenHTTP(s, client)
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		fe.Index = i
+	}
+	return h, err
 }

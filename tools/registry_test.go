@@ -33,7 +33,7 @@ func TestRegistryRegister(t *testing.T) {
 	}
 	wantDefaults := Spec{Name: "b.tool", Class: ReadOnly, Timeout: DefaultTimeout, PendingTTL: DefaultPendingTTL,
 		Retention: DefaultRetention, MaxInFlight: DefaultMaxInFlight, MaxArgsBytes: DefaultMaxArgsBytes}
-	if spec != wantDefaults {
+	if !reflect.DeepEqual(spec, wantDefaults) {
 		t.Errorf("spec = %+v, want defaults %+v", spec, wantDefaults)
 	}
 	if _, _, ok := r.Lookup("c.tool"); ok {
@@ -121,7 +121,7 @@ func TestFromConfig(t *testing.T) {
 		if !ok {
 			t.Fatalf("Lookup(%s) failed", name)
 		}
-		if fileSpec, _ := cfg.Lookup(name); spec != fileSpec {
+		if fileSpec, _ := cfg.Lookup(name); !reflect.DeepEqual(spec, fileSpec) {
 			t.Errorf("%s: spec = %+v, want the file's %+v", name, spec, fileSpec)
 		}
 		out := tool.Invoke(context.Background(), testRequest())

@@ -1,6 +1,9 @@
 package tools
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Spec is one tool's configuration. YAML field names are in parentheses.
 // Parse fills unset fields with the defaults below; Registry.Register and
@@ -42,7 +45,80 @@ type Spec struct {
 	// over it is rejected "oversized" and never started. Default 65536,
 	// 1..262144 (a key's record, with its arguments, must fit one event).
 	MaxArgsBytes int
+	// Auth (headers, tls) is how the adapter authenticates to the tool and
+	// its probe; nil for none. A pointer so that Spec stays comparable.
+	Auth *Auth
+
+	// Description (description) tells agents what the tool does: the
+	// gateway lists it (GET /v1/tools, MCP tools/list). At most 4096 bytes.
+	Description string
+	// InputSchema (input_schema) is a JSON Schema of the arguments, a YAML
+	// mapping in the file, kept as JSON. nil means DefaultInputSchema (any
+	// object). Its root must be {"type": "object", ...}. The gateway
+	// validates arguments against it before producing an intent; Kafka
+	// producers are trusted and not checked (docs/SECURITY.md).
+	InputSchema json.RawMessage
+	// Tenants (tenants) is the allow-list of tenants the gateway lets call
+	// the tool; nil lets every tenant call it. To any other tenant the tool
+	// does not exist (404, absent from the lists).
+	Tenants []string
 }
+
+// Schema returns the tool's input schema, DefaultInputSchema when none is
+// configured.
+func (s Spec) Schema() json.RawMessage {
+	if len(s.InputSchema) == 0 {
+		return DefaultInputSchema
+	}
+	return s.InputSchema
+}
+
+// Allows reports whether tenant may call the tool through the gateway.
+func (s Spec) Allows(tenant string) bool {
+	if s.Tenants == nil {
+		return true
+	}
+	for _, t := range s.Tenants {
+		if t == tenant {
+			return true
+		}
+	}
+	return false
+}
+
+// Auth holds a tool's credentials as written in the config.
+type Auth struct {
+	// Headers (headers) are extra request headers of every call and probe:
+	// values may hold ${env:NAME} and ${file:PATH} references (package
+	// internal/secretref), expanded when the adapter is built (FromConfig,
+	// OpenHTTP). Every value is treated as a secret: it is redacted from
+	// outcome messages and results. The headers the adapter sets itself
+	// (Idempotency-Key, X-Tool-*, traceparent, Content-Type, Accept) and
+	// hop-by-hop ones cannot be set here. At most 32.
+	Headers map[string]string
+	// TLS (tls) holds PEM files for HTTPS to the tool and its probe: ca
+	// (the CAs to trust instead of the system's) and cert with key (a
+	// client certificate, mTLS). Read when the adapter is built.
+	TLS TLSFiles
+}
+
+// auth returns s.Auth, or an empty one.
+func (s Spec) auth() Auth {
+	if s.Auth == nil {
+		return Auth{}
+	}
+	return *s.Auth
+}
+
+// TLSFiles are the PEM files of a tool's TLS settings.
+type TLSFiles struct {
+	CA   string // ca
+	Cert string // cert
+	Key  string // key
+}
+
+// IsZero reports whether no TLS file is set.
+func (t TLSFiles) IsZero() bool { return t == TLSFiles{} }
 
 // Defaults applied to unset Spec fields.
 const (
@@ -61,6 +137,12 @@ const (
 	maxInFlightLimit = 10000
 	maxRetriesLimit  = 20
 	maxArgsLimit     = 256 << 10 // topics.MaxArgsLimit: a record must fit one snapshot event
+	// maxDescriptionBytes keeps a tool list (sent to a model on every
+	// turn by MCP hosts) readable; longer prose belongs in the schema's
+	// own descriptions.
+	maxDescriptionBytes = 4096
+	// maxToolTenants bounds an allow-list: it is scanned on every request.
+	maxToolTenants = 1000
 )
 
 // defaultSpec is the starting point for a spec decoded from YAML: fields

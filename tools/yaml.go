@@ -129,7 +129,7 @@ func (d *decoder) spec(i int, n *yaml.Node) Spec {
 
 // maxFields bounds the keys of one mapping. Why: an anchor holding a huge
 // mapping, aliased from every tools entry, would otherwise cost entries ×
-// keys work and as many errors; a spec has only eleven fields.
+// keys work and as many errors; a spec has only fourteen fields.
 const maxFields = 32
 
 // decodeFields sets the fields of s from the mapping n.
@@ -191,6 +191,16 @@ func setField(s *Spec, key string, n *yaml.Node) error {
 		return scalarInt(n, &s.Retries)
 	case "max_args_bytes":
 		return scalarInt(n, &s.MaxArgsBytes)
+	case "headers":
+		return decodeHeaders(n, &authOf(s).Headers)
+	case "tls":
+		return decodeTLS(n, &authOf(s).TLS)
+	case "description":
+		return scalarString(n, &s.Description)
+	case "input_schema":
+		return schemaField(n, &s.InputSchema)
+	case "tenants":
+		return stringList(n, &s.Tenants, maxToolTenants)
 	}
 	return errUnknownField
 }
@@ -250,4 +260,24 @@ func resolve(n *yaml.Node) *yaml.Node {
 		n = n.Alias
 	}
 	return n
+}
+
+// stringList decodes a sequence of scalar strings of at most max items.
+func stringList(n *yaml.Node, dst *[]string, max int) error {
+	if n.Kind != yaml.SequenceNode {
+		return errors.New("must be a list")
+	}
+	if len(n.Content) > max {
+		return fmt.Errorf("has %d items, at most %d allowed", len(n.Content), max)
+	}
+	out := make([]string, 0, len(n.Content))
+	for i, item := range n.Content {
+		v, err := scalar(resolve(item))
+		if err != nil {
+			return fmt.Errorf("[%d]: %w", i, err)
+		}
+		out = append(out, v)
+	}
+	*dst = out
+	return nil
 }

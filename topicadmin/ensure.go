@@ -74,14 +74,43 @@ func topicConfigs(n topics.Names, s Settings, topic string) map[string]*string {
 // Why not list first and create the missing ones: kadm serves listings
 // from the client's metadata cache, so a topic seen missing just before
 // its creation would stay "missing" for the cache's minimum age.
+//
+// A principal that may not create topics (a least-privilege executor on
+// a secured cluster) is answered TOPIC_AUTHORIZATION_FAILED whether the
+// topic exists or not: the topics must then exist already, and a missing
+// one is ErrNotCreated.
 func createMissing(ctx context.Context, adm *kadm.Client, n topics.Names, s Settings) error {
+	var refused []string
 	for _, t := range n.All() {
 		_, err := adm.CreateTopic(ctx, s.Partitions, s.ReplicationFactor, topicConfigs(n, s, t), t)
-		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		switch {
+		case err == nil, errors.Is(err, kerr.TopicAlreadyExists):
+		case errors.Is(err, kerr.TopicAuthorizationFailed):
+			refused = append(refused, t)
+		default:
 			return fmt.Errorf("topicadmin: create %s: %w", t, err)
 		}
 	}
+	if len(refused) > 0 {
+		return mustExist(ctx, adm, refused)
+	}
 	return waitVisible(ctx, adm, n)
+}
+
+// ErrNotCreated: a topic is missing and this principal may not create it.
+var ErrNotCreated = errors.New("topicadmin: missing, and not allowed to create it")
+
+func mustExist(ctx context.Context, adm *kadm.Client, names []string) error {
+	td, err := adm.ListTopics(ctx, names...)
+	if err != nil {
+		return fmt.Errorf("topicadmin: list: %w", err)
+	}
+	for _, t := range names {
+		if d, ok := td[t]; !ok || d.Err != nil || len(d.Partitions) == 0 {
+			return fmt.Errorf("%w: %s (create the topics with a principal that may: executor topics --kafka-config admin.properties)", ErrNotCreated, t)
+		}
+	}
+	return nil
 }
 
 // waitVisible waits until metadata shows every topic with its partitions:

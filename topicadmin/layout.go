@@ -45,10 +45,13 @@ var ErrNoLayout = errors.New("topicadmin: no layout recorded")
 func ensureMeta(ctx context.Context, adm *kadm.Client, n topics.Names, s Settings) error {
 	cfg := map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}
 	_, err := adm.CreateTopic(ctx, 1, s.ReplicationFactor, cfg, n.Meta)
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("topicadmin: create %s: %w", n.Meta, err)
+	switch {
+	case err == nil, errors.Is(err, kerr.TopicAlreadyExists):
+		return nil
+	case errors.Is(err, kerr.TopicAuthorizationFailed):
+		return mustExist(ctx, adm, []string{n.Meta}) // a least-privilege member: an admin made it
 	}
-	return nil
+	return fmt.Errorf("topicadmin: create %s: %w", n.Meta, err)
 }
 
 // RoutingPartitions returns the partition count keys are routed by: the

@@ -34,8 +34,7 @@ const (
 
 func newBaseline(ctx context.Context, o memberOpts) (*baseline, error) {
 	b := &baseline{names: topics.NamesWithPrefix(o.prefix)}
-	sess, err := kgo.NewGroupTransactSession(
-		kgo.SeedBrokers(o.brokers...),
+	sess, err := kgo.NewGroupTransactSession(append(seedOpts(o.brokers),
 		kgo.ConsumerGroup(o.group),
 		kgo.ConsumeTopics(b.names.Intents),
 		kgo.TransactionalID(o.group+"-"+randHex(6)),
@@ -48,7 +47,7 @@ func newBaseline(ctx context.Context, o memberOpts) (*baseline, error) {
 		kgo.HeartbeatInterval(2500*time.Millisecond),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-	)
+	)...)
 	if err != nil {
 		return nil, fmt.Errorf("baseline client: %w", err)
 	}

@@ -39,7 +39,7 @@ func startBroker(seeds []string) (*broker, error) {
 		}
 		b.kfake, b.seeds = c, c.ListenAddrs()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.seeds...))
+	cl, err := kgo.NewClient(seedOpts(b.seeds)...)
 	if err != nil {
 		b.closeCluster()
 		return nil, fmt.Errorf("admin client: %w", err)

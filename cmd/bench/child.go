@@ -20,6 +20,7 @@ type child struct {
 	lines   chan string
 	exited  chan struct{}
 	logPath string
+	ready   string // the child's first line
 }
 
 // childReplyTimeout bounds one command: stats are instant, but the
@@ -52,7 +53,7 @@ func startChild(name string, o memberOpts, logPath string) (*child, error) {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	go c.readLines(stdout)
-	if _, err := c.reply(2 * time.Minute); err != nil {
+	if c.ready, err = c.reply(2 * time.Minute); err != nil {
 		c.kill()
 		_ = cmd.Wait()
 		return nil, err

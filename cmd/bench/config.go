@@ -12,6 +12,7 @@ import (
 // defaults, or the quick ones under --quick.
 type config struct {
 	brokers      []string      // empty: an in-process kfake cluster
+	kafkaConfig  string        // --kafka-config: TLS and SASL settings of every client
 	quick        bool          // fewer keys, shorter phases, one repeat
 	duration     time.Duration // measured part of each load phase
 	warm         time.Duration // unmeasured lead-in of each load phase
@@ -21,6 +22,7 @@ type config struct {
 	dupFraction  float64       // share of intents in the replay phase that repeat a completed key
 	slowLatency  time.Duration // per call of the slow tool
 	slowInFlight int           // max_in_flight of the slow tool
+	httpClients  int           // concurrent HTTP clients of the gateway scenario (and outstanding intents of its Kafka path)
 	keys         int           // keys in the restore and memory scenarios
 	cpuProfile   string        // path prefix of CPU profiles; empty: none
 	memProfile   string        // path prefix of heap (allocation) profiles; empty: none
@@ -44,6 +46,7 @@ func parseFlags(args []string) (config, error) {
 	var brokers string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&brokers, "brokers", "", "comma-separated seed brokers; empty starts an in-process kfake cluster")
+	fs.StringVar(&c.kafkaConfig, "kafka-config", "", "Kafka client properties (TLS, SASL) for every client of the run, members included; needs --brokers")
 	fs.BoolVar(&c.quick, "quick", false, "short run (under 2 minutes): 4s phases, 1 repeat, 100k keys")
 	fs.DurationVar(&c.duration, "duration", fullDefaults.duration, "measured part of each load phase (quick: 4s)")
 	fs.DurationVar(&c.warm, "warm", fullDefaults.warm, "unmeasured lead-in of each load phase (quick: 1s)")
@@ -54,8 +57,9 @@ func parseFlags(args []string) (config, error) {
 	fs.Float64Var(&c.dupFraction, "dup-fraction", 0.8, "share of the replay phase's intents that repeat a completed key (>= 0.5)")
 	fs.DurationVar(&c.slowLatency, "slow-latency", 50*time.Millisecond, "duration of one call of the slow tool")
 	fs.IntVar(&c.slowInFlight, "slow-max-in-flight", 64, "max_in_flight of the slow tool (the product default)")
+	fs.IntVar(&c.httpClients, "http-clients", 32, "concurrent HTTP clients in the gateway scenario (its Kafka path keeps as many intents outstanding)")
 	fs.IntVar(&c.keys, "keys", fullDefaults.keys, "keys in the restore and memory scenarios (quick: 100000)")
-	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write CPU profiles to <prefix>.{executor,baseline,executor-replay,executor-keys,restore-serial,restore-parallel}.pprof")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write CPU profiles to <prefix>.{executor,baseline,executor-replay,executor-keys,restore-serial,restore-parallel,gateway}.pprof")
 	fs.StringVar(&c.memProfile, "memprofile", "", "write the executor's allocation profile after round 1 to <prefix>.executor.heap.pprof")
 	fs.BoolVar(&c.keepTopics, "keep-topics", false, "do not delete the run's topics at the end")
 	fs.BoolVar(&c.skipRestore, "skip-restore", false, "skip the restore scenario and the memory figure with keys in state")
@@ -116,8 +120,12 @@ func (c *config) validate() error {
 		return errors.New("--dup-fraction: 0.5..1 (heavy duplication)")
 	case c.slowLatency <= 0 || c.slowInFlight < 1:
 		return errors.New("--slow-latency and --slow-max-in-flight: must be positive")
+	case c.httpClients < 1 || c.httpClients > 4096:
+		return errors.New("--http-clients: 1..4096")
 	case c.keys < int(c.partitions):
 		return errors.New("--keys: at least one per partition")
+	case c.kafkaConfig != "" && len(c.brokers) == 0:
+		return errors.New("--kafka-config needs --brokers (the in-process kfake cluster has no TLS or SASL)")
 	}
 	return nil
 }

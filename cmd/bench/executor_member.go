@@ -35,7 +35,7 @@ func newExecutorMember(ctx context.Context, o memberOpts) (*execMember, error) {
 	}
 	pr := prometheus.NewRegistry()
 	cfg := executor.Config{
-		Brokers: o.brokers, Names: topics.NamesWithPrefix(o.prefix), Group: o.group, DataDir: o.dataDir, Tools: reg,
+		Brokers: o.brokers, Connect: kafkaOpts, Names: topics.NamesWithPrefix(o.prefix), Group: o.group, DataDir: o.dataDir, Tools: reg,
 		Registerer: pr, Settings: topicadmin.Settings{Partitions: int32(o.partitions)},
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}

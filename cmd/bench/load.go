@@ -30,13 +30,13 @@ type target struct {
 }
 
 func newTarget(seeds []string, e *env) (*target, error) {
-	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
+	prod, err := kgo.NewClient(append(seedOpts(seeds),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		// No linger: the latency measured is the members', not the load
 		// generator's batching. Batches still form while a request is in
 		// flight.
 		kgo.ProducerLinger(0),
-		kgo.MaxBufferedRecords(1<<20))
+		kgo.MaxBufferedRecords(1<<20))...)
 	if err != nil {
 		return nil, err
 	}
@@ -44,9 +44,9 @@ func newTarget(seeds []string, e *env) (*target, error) {
 	for p := range e.layout.ResultPartitions {
 		start[p] = kgo.NewOffset().AtStart()
 	}
-	cons, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
+	cons, err := kgo.NewClient(append(seedOpts(seeds),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{e.names.Results: start}))
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{e.names.Results: start}))...)
 	if err != nil {
 		prod.Close()
 		return nil, err

@@ -23,13 +23,14 @@ import (
 //	cpustop        -> stop it
 //	heap <path>    -> write a heap profile (alloc_space is cumulative)
 //
-// The first line the member writes is {"ready":true}; EOF on stdin stops
+// The first line the member writes is {"ready":true} (with "addr" for a
+// member that serves HTTP: the gateway); EOF on stdin stops
 // it (gracefully: the executor drains). Logs go to stderr.
 const memberCommand = "__member"
 
 // memberOpts are the member's flags, set by the parent.
 type memberOpts struct {
-	role         string // "executor" or "baseline"
+	role         string // "executor", "baseline" or "gateway"
 	brokers      []string
 	prefix       string
 	group        string
@@ -37,19 +38,21 @@ type memberOpts struct {
 	dataDir      string
 	slowLatency  time.Duration
 	slowInFlight int
+	kafkaConfig  string // --kafka-config of the parent
 }
 
 func (o memberOpts) args() []string {
 	return []string{memberCommand, "--role", o.role, "--brokers", strings.Join(o.brokers, ","), "--prefix", o.prefix,
 		"--group", o.group, "--partitions", fmt.Sprint(o.partitions), "--data-dir", o.dataDir,
-		"--slow-latency", o.slowLatency.String(), "--slow-max-in-flight", fmt.Sprint(o.slowInFlight)}
+		"--slow-latency", o.slowLatency.String(), "--slow-max-in-flight", fmt.Sprint(o.slowInFlight),
+		"--kafka-config", kafkaConfigFile}
 }
 
 func parseMemberFlags(args []string) (memberOpts, error) {
 	var o memberOpts
 	var brokers string
 	fs := flag.NewFlagSet(memberCommand, flag.ContinueOnError)
-	fs.StringVar(&o.role, "role", "", "executor | baseline")
+	fs.StringVar(&o.role, "role", "", "executor | baseline | gateway")
 	fs.StringVar(&brokers, "brokers", "", "")
 	fs.StringVar(&o.prefix, "prefix", "", "")
 	fs.StringVar(&o.group, "group", "", "")
@@ -57,11 +60,12 @@ func parseMemberFlags(args []string) (memberOpts, error) {
 	fs.StringVar(&o.dataDir, "data-dir", "", "")
 	fs.DurationVar(&o.slowLatency, "slow-latency", 50*time.Millisecond, "")
 	fs.IntVar(&o.slowInFlight, "slow-max-in-flight", 64, "")
+	fs.StringVar(&o.kafkaConfig, "kafka-config", "", "")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	o.brokers = strings.Split(brokers, ",")
-	return o, nil
+	return o, loadKafkaConfig(context.Background(), o.kafkaConfig, o.brokers)
 }
 
 // member is what runs in the child: the executor or the baseline.
@@ -85,7 +89,11 @@ func runMember(args []string) error {
 	done := make(chan error, 1)
 	go func() { done <- m.run(ctx) }()
 	out := json.NewEncoder(os.Stdout)
-	if err := out.Encode(map[string]bool{"ready": true}); err != nil {
+	ready := map[string]any{"ready": true}
+	if a, ok := m.(interface{ addr() string }); ok {
+		ready["addr"] = a.addr()
+	}
+	if err := out.Encode(ready); err != nil {
 		return err
 	}
 	serveErr := serveCommands(os.Stdin, out, m, done)
@@ -104,6 +112,8 @@ func newMember(ctx context.Context, o memberOpts) (member, error) {
 		return newExecutorMember(ctx, o)
 	case "baseline":
 		return newBaseline(ctx, o)
+	case "gateway":
+		return newGatewayMember(ctx, o)
 	}
 	return nil, fmt.Errorf("unknown role %q", o.role)
 }

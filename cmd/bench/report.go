@@ -69,20 +69,24 @@ func perOr0(a, b float64) float64 {
 
 // figures are the headline numbers, medians over the rounds.
 type figures struct {
-	execRate, baseRate, ratio           stat
-	p50, p99, baseP50, baseP99          stat // at half the executor's saturating rate
-	satP50, satP99, baseSatP50, baseSP  stat
-	halfRate                            stat
-	replayRate, replayTotal, replayX    stat
-	slowRate, slowFrac                  stat
-	intentsPerTxn, intentsPerFsync      stat
-	inputsPerTxn, halfPerTxn            stat
-	execCPU, baseCPU, txnMs, basePerTxn stat // CPU µs per intent, ms per transaction end
-	loadMB, baseMB                      stat
-	execHost, baseHost                  stat // bench process CPU µs per answer
-	replayCPU                           stat // executor CPU µs per intent in the replay phase
-	tickMs, loopBusy, txnShare          stat // saturated: ms per committed tick, tick time / wall, txn end / tick time
-	baseTxnMs                           stat // baseline: ms per End, saturated
+	execRate, baseRate, ratio            stat
+	p50, p99, baseP50, baseP99           stat // at half the executor's saturating rate
+	satP50, satP99, baseSatP50, baseSP   stat
+	halfRate                             stat
+	replayRate, replayTotal, replayX     stat
+	slowRate, slowFrac                   stat
+	intentsPerTxn, intentsPerFsync       stat
+	inputsPerTxn, halfPerTxn             stat
+	execCPU, baseCPU, txnMs, basePerTxn  stat // CPU µs per intent, ms per transaction end
+	loadMB, baseMB                       stat
+	execHost, baseHost                   stat // bench process CPU µs per answer
+	replayCPU                            stat // executor CPU µs per intent in the replay phase
+	tickMs, loopBusy, txnShare           stat // saturated: ms per committed tick, tick time / wall, txn end / tick time
+	baseTxnMs                            stat // baseline: ms per End, saturated
+	httpRate, kafkaRate                  stat // scenario 7: answers/s, httpClients outstanding
+	httpP50, httpP99, kafkaP50, kafkaP99 stat
+	addedP50, addedP99                   stat // HTTP minus Kafka path, ms
+	gwCPU, gwMB                          stat // gateway process: CPU µs per call, peak RSS
 }
 
 func (r *report) figures() figures {
@@ -121,6 +125,16 @@ func (r *report) figures() figures {
 		txnShare:        r.over(func(d *round) float64 { return perOr0(d.execSatC.TxnSec, d.execSatC.TickSec) }),
 		baseHost:        r.over(func(d *round) float64 { return 1e6 * d.baseSat.HostCPU }),
 		baseMB:          r.over(func(d *round) float64 { return kbToMB(d.baseHWMKB) }),
+		httpRate:        r.over(func(d *round) float64 { return d.httpPath.Rate }),
+		kafkaRate:       r.over(func(d *round) float64 { return d.kafkaPath.Rate }),
+		httpP50:         r.over(func(d *round) float64 { return ms(d.httpPath.P50) }),
+		httpP99:         r.over(func(d *round) float64 { return ms(d.httpPath.P99) }),
+		kafkaP50:        r.over(func(d *round) float64 { return ms(d.kafkaPath.P50) }),
+		kafkaP99:        r.over(func(d *round) float64 { return ms(d.kafkaPath.P99) }),
+		addedP50:        r.over(func(d *round) float64 { return ms(d.httpPath.P50 - d.kafkaPath.P50) }),
+		addedP99:        r.over(func(d *round) float64 { return ms(d.httpPath.P99 - d.kafkaPath.P99) }),
+		gwCPU:           r.over(func(d *round) float64 { return 1e6 * perOr0(d.gatewayC.CPUSec, float64(d.httpPath.Answers)) }),
+		gwMB:            r.over(func(d *round) float64 { return kbToMB(d.gatewayC.HWMKB) }),
 	}
 }
 
@@ -157,6 +171,9 @@ func (r *report) loadRows(w io.Writer, f figures) {
 	row(w, "6 group commit", "intents per txn / fsync, saturated", f.intentsPerTxn.show("%.1f")+" / "+f.intentsPerFsync.show("%.1f"), f.basePerTxn.show("%.1f")+" / -", "inputs+completions per txn "+f.inputsPerTxn.show("%.1f"), "")
 	row(w, "", "intents per txn, half rate", f.halfPerTxn.show("%.1f"), "", "", "")
 	row(w, "", "tick ms / txn end ms, saturated", f.tickMs.show("%.1f")+" / "+f.txnMs.show("%.1f"), "- / "+f.baseTxnMs.show("%.1f"), fmt.Sprintf("loop in ticks %.0f%% of wall; txn end %.0f%% of tick", 100*f.loopBusy.med(), 100*f.txnShare.med()), "")
+	row(w, "7 gateway (HTTP)", fmt.Sprintf("calls/s, %d clients (Kafka path: same outstanding)", r.cfg.httpClients), f.httpRate.show("%.0f"), "", "Kafka path "+f.kafkaRate.show("%.0f")+"/s", "")
+	row(w, "", "p50 / p99 ms", f.httpP50.show("%.1f")+" / "+f.httpP99.show("%.1f"), "", "Kafka path "+f.kafkaP50.show("%.1f")+" / "+f.kafkaP99.show("%.1f")+"; added "+f.addedP50.show("%.1f")+" / "+f.addedP99.show("%.1f"), "")
+	row(w, "", "gateway CPU µs per call; peak RSS MB", f.gwCPU.show("%.0f")+"; "+f.gwMB.show("%.0f"), "", "", "")
 }
 
 func (r *report) restoreRows(w io.Writer) {
@@ -191,7 +208,8 @@ func (r *report) notes(w io.Writer) {
 	var notes []string
 	for i, d := range r.rounds {
 		for name, p := range map[string]phaseResult{"executor saturated": d.execSat, "baseline saturated": d.baseSat,
-			"executor half": d.execHalf, "baseline half": d.baseHalf, "replay": d.replay, "slow": d.slow} {
+			"executor half": d.execHalf, "baseline half": d.baseHalf, "replay": d.replay, "slow": d.slow,
+			"kafka path": d.kafkaPath, "http path": d.httpPath} {
 			if p.Lost > 0 || p.Dups > 0 {
 				notes = append(notes, fmt.Sprintf("round %d %s: %d lost, %d duplicate answers", i+1, name, p.Lost, p.Dups))
 			}
@@ -249,6 +267,19 @@ type jsonReport struct {
 		IntentsPerTxn   float64 `json:"intents_per_txn"`
 		IntentsPerFsync float64 `json:"intents_per_fsync"`
 	} `json:"group_commit"`
+	Gateway struct {
+		Clients      int     `json:"clients"`
+		HTTPPerS     float64 `json:"http_per_s"`
+		KafkaPerS    float64 `json:"kafka_per_s"`
+		HTTPP50Ms    float64 `json:"http_p50_ms"`
+		HTTPP99Ms    float64 `json:"http_p99_ms"`
+		KafkaP50Ms   float64 `json:"kafka_p50_ms"`
+		KafkaP99Ms   float64 `json:"kafka_p99_ms"`
+		AddedP50Ms   float64 `json:"added_p50_ms"`
+		AddedP99Ms   float64 `json:"added_p99_ms"`
+		CPUUsPerCall float64 `json:"cpu_us_per_call"`
+		RSSMB        float64 `json:"rss_mb"`
+	} `json:"gateway"`
 	Meta struct {
 		Broker string `json:"broker"`
 		Quick  bool   `json:"quick"`
@@ -267,6 +298,11 @@ func (r *report) json() string {
 		j.SlowTool.PerS, j.SlowTool.FractionOfLimit = round0(f.slowRate.med()), round3(f.slowFrac.med())
 		j.RSSMB.Load = round0(f.loadMB.med())
 		j.GroupCommit.IntentsPerTxn, j.GroupCommit.IntentsPerFsync = round3(f.intentsPerTxn.med()), round3(f.intentsPerFsync.med())
+		g := &j.Gateway
+		g.Clients, g.HTTPPerS, g.KafkaPerS = r.cfg.httpClients, round0(f.httpRate.med()), round0(f.kafkaRate.med())
+		g.HTTPP50Ms, g.HTTPP99Ms, g.KafkaP50Ms, g.KafkaP99Ms = round3(f.httpP50.med()), round3(f.httpP99.med()), round3(f.kafkaP50.med()), round3(f.kafkaP99.med())
+		g.AddedP50Ms, g.AddedP99Ms = round3(f.addedP50.med()), round3(f.addedP99.med())
+		g.CPUUsPerCall, g.RSSMB = round0(f.gwCPU.med()), round0(f.gwMB.med())
 	}
 	if r.restore != nil {
 		j.Restore.RecordsPerS = round0(float64(r.restore.records) / r.restore.restore.Seconds())

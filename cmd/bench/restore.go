@@ -59,9 +59,9 @@ func (b *bench) restoreScenario(ctx context.Context) (*env, restoreResult, error
 // loadEvents produces the events of keys in transactions and returns the
 // number of records.
 func loadEvents(ctx context.Context, seeds []string, e *env, keys int) (int, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID(e.prefix+"loader-"+randHex(4)),
+	cl, err := kgo.NewClient(append(seedOpts(seeds), kgo.TransactionalID(e.prefix+"loader-"+randHex(4)),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(time.Minute),
-		kgo.MaxBufferedRecords(2*eventsPerTxn))
+		kgo.MaxBufferedRecords(2*eventsPerTxn))...)
 	if err != nil {
 		return 0, err
 	}

@@ -15,7 +15,7 @@ import (
 // tool's limit is the smaller of it and the tool's own max_in_flight.
 const executorMaxInFlight = 256
 
-// round is one repetition of the load scenarios (1, 2, 3, 5a, 6) with a
+// round is one repetition of the load scenarios (1, 2, 3, 5a, 6, 7) with a
 // fresh executor and a fresh baseline, each on its own topics.
 type round struct {
 	execSat, baseSat   phaseResult
@@ -27,6 +27,9 @@ type round struct {
 	execSatC, baseSatC, execHalfC counters // deltas over the phase
 	replayC, slowC                counters
 	execHWMKB, baseHWMKB          int64 // peak RSS after the unique phases
+
+	kafkaPath, httpPath phaseResult // scenario 7, httpClients outstanding each
+	gatewayC            counters    // the gateway process over the HTTP phase
 }
 
 // side is one member under load: its process and its agent.
@@ -63,6 +66,9 @@ func (b *bench) loadRound(ctx context.Context, r int) (*round, error) {
 		return nil, err
 	}
 	if err := b.slowPhase(ctx, r, rd, ex); err != nil {
+		return nil, err
+	}
+	if err := b.gatewayPhases(ctx, r, rd, ex); err != nil {
 		return nil, err
 	}
 	if b.cfg.memProfile != "" && r == 0 {

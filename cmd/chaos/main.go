@@ -50,6 +50,7 @@ func parseFlags(args []string) (chaos.Config, error) {
 	var cfg chaos.Config
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fs.StringVar(&cfg.Brokers, "brokers", "127.0.0.1:19092", "the broker to use with --own-broker=false (the deploy/kafka broker by default)")
+	fs.StringVar(&cfg.KafkaConfig, "kafka-config", "", "Kafka client properties (TLS, SASL) for every client and process of the run; needs --own-broker=false and a principal that may create the run's topics")
 	fs.BoolVar(&cfg.OwnBroker, "own-broker", true, "start a private broker (deploy/kafka/start on --broker-port, run dir --broker-run-dir), bounce it, stop it at the end and wipe it unless --keep; false: use --brokers and skip broker bounces (they would disturb others)")
 	fs.IntVar(&cfg.BrokerPort, "broker-port", 29192, "client port of the private broker; its controller listens on the next port")
 	fs.StringVar(&cfg.BrokerRunDir, "broker-run-dir", "/tmp/chaos-kafka", "run dir of the private broker (wiped at start, and at the end unless --keep)")

@@ -33,10 +33,10 @@ func demoTools() (*tools.Registry, error) {
 		spec tools.Spec
 		fn   tools.Func
 	}{
-		{demoSpec("demo.echo", tools.NativeKey, 2*time.Minute), func(_ context.Context, r tools.Request) tools.Outcome {
+		{demoSpec("demo.echo", tools.NativeKey, 2*time.Minute, "Echo the arguments with a call counter: the same key again is a replay (the counter does not move); other arguments with the same key are a conflict."), func(_ context.Context, r tools.Request) tools.Outcome {
 			return tools.Outcome{Status: tools.Succeeded, Attempts: 1, Result: map[string]any{"echo": r.Args, "call": echoCalls.Add(1), "downstream_key": r.DownstreamKey}}
 		}},
-		{demoSpec("demo.refund", tools.NativeKey, 2*time.Minute), func(ctx context.Context, r tools.Request) tools.Outcome {
+		{refundSpec(), func(ctx context.Context, r tools.Request) tools.Outcome {
 			select {
 			case <-time.After(300 * time.Millisecond):
 			case <-ctx.Done():
@@ -45,11 +45,11 @@ func demoTools() (*tools.Registry, error) {
 			n := refundCalls.Add(1)
 			return tools.Outcome{Status: tools.Succeeded, Attempts: 1, Result: map[string]any{"refund_id": fmt.Sprintf("rf_%d", n), "amount": r.Args["amount"]}}
 		}},
-		{demoSpec("demo.lost_reply", tools.Irreversible, 30*time.Second), func(_ context.Context, _ tools.Request) tools.Outcome {
+		{demoSpec("demo.lost_reply", tools.Irreversible, 30*time.Second, "Page someone; the page goes out but the reply is lost (the crash window): the key is in doubt until an operator settles it."), func(_ context.Context, _ tools.Request) tools.Outcome {
 			lostCalls.Add(1)
 			return tools.Outcome{Status: tools.Unknown, Code: "reply_lost", Attempts: 1, Message: "the effect happened but the reply never came (demo of the crash window)"}
 		}},
-		{demoSpec("demo.lost_refund", tools.NativeKey, 10*time.Second), lost.invoke},
+		{demoSpec("demo.lost_refund", tools.NativeKey, 10*time.Second, "Refund; the first answer of every key is lost, and the reconciler's retry with the same downstream key gets the original refund back."), lost.invoke},
 	}
 	for _, s := range specs {
 		if err := reg.Register(s.spec, s.fn); err != nil {
@@ -59,8 +59,16 @@ func demoTools() (*tools.Registry, error) {
 	return reg, nil
 }
 
-func demoSpec(name string, class tools.Class, pendingTTL time.Duration) tools.Spec {
-	return tools.Spec{Name: name, Class: class, Timeout: 5 * time.Second, PendingTTL: pendingTTL, Retention: 24 * time.Hour, MaxInFlight: 64}
+func demoSpec(name string, class tools.Class, pendingTTL time.Duration, description string) tools.Spec {
+	return tools.Spec{Name: name, Class: class, Timeout: 5 * time.Second, PendingTTL: pendingTTL, Retention: 24 * time.Hour, MaxInFlight: 64, Description: description}
+}
+
+// refundSpec has an input schema, so that the gateway's validation shows:
+// an amount above zero is required.
+func refundSpec() tools.Spec {
+	s := demoSpec("demo.refund", tools.NativeKey, 2*time.Minute, "Refund an amount; takes 300 ms, so a duplicate sent at once joins the call in flight.")
+	s.InputSchema = []byte(`{"type":"object","required":["amount"],"properties":{"amount":{"type":"number","exclusiveMinimum":0,"description":"the amount to refund"},"currency":{"type":"string","pattern":"^[A-Z]{3}$"}}}`)
+	return s
 }
 
 // lostRefunds is demo.lost_refund's ledger: one refund per downstream key,

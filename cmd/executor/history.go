@@ -33,7 +33,11 @@ func historyMain(args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	evs, err := History(ctx, kafka.Seeds(), kafka.Names(), *tenant, *key)
+	conn, err := kafka.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	evs, err := History(ctx, conn.Seeds, kafka.Names(), *tenant, *key, conn.Opts...)
 	if err != nil {
 		return err
 	}
@@ -46,9 +50,10 @@ func historyMain(args []string) error {
 	return nil
 }
 
-// History reads the committed events of one key from its events partition.
-func History(ctx context.Context, seeds []string, n topics.Names, tenant, key string) ([]*saga.Event, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+// History reads the committed events of one key from its events partition;
+// opts (TLS, SASL) apply to every client it makes.
+func History(ctx context.Context, seeds []string, n topics.Names, tenant, key string, opts ...kgo.Opt) ([]*saga.Event, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +80,7 @@ func History(ctx context.Context, seeds []string, n topics.Names, tenant, key st
 		}
 		out = append(out, ev)
 		return nil
-	})
+	}, opts...)
 	return out, err
 }
 

@@ -5,10 +5,11 @@
 //	executor [flags]                      run the executor
 //	executor send --tool T --key K ...    send one intent and print its answer
 //	executor history --key K ...          print a key's audit trail
+//	executor topics [--kafka-config F]     create and check the topics, then exit
 package main
 
 import "github.com/atmostonce/toolexec/internal/cli"
 
 func main() {
-	cli.Main("executor", runMain, map[string]func([]string) error{"send": sendMain, "history": historyMain})
+	cli.Main("executor", runMain, map[string]func([]string) error{"send": sendMain, "history": historyMain, "topics": topicsMain})
 }

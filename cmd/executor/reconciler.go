@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/internal/httpserve"
 	"github.com/atmostonce/toolexec/reconciler"
 	"github.com/atmostonce/toolexec/tools"
@@ -36,16 +37,16 @@ func addReconcilerFlags(fs *flag.FlagSet) *reconcilerFlags {
 // topics exist by now: executor.New ensured them), with the executor's
 // tools and its own metrics registry. The returned stop waits for it after
 // ctx is cancelled and releases it.
-func startReconciler(ctx context.Context, f *runFlags, brokers []string, reg *tools.Registry, log *slog.Logger) (func(), error) {
+func startReconciler(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry, log *slog.Logger) (func(), error) {
 	if !f.rec.on {
 		return func() {}, nil
 	}
 	log = log.With("component", "reconciler")
 	promReg := prometheus.NewRegistry()
 	rc, err := reconciler.New(ctx, reconciler.Config{
-		Brokers: brokers, Names: topics.NamesWithPrefix(f.prefix), Group: f.rec.group,
+		Brokers: conn.Seeds, Names: topics.NamesWithPrefix(f.prefix), Group: f.rec.group,
 		DataDir: filepath.Join(f.dataDir, "reconciler"), Tools: reg, Logger: log, Registerer: promReg,
-		ClientOpts: []kgo.Opt{kgo.ClientID(f.clientID + "-reconciler")},
+		ClientOpts: append([]kgo.Opt{kgo.ClientID(f.clientID + "-reconciler")}, conn.Opts...),
 	})
 	if err != nil {
 		return nil, err

@@ -14,23 +14,26 @@ import (
 	"github.com/atmostonce/toolexec/executor"
 	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/internal/httpserve"
+	"github.com/atmostonce/toolexec/kafkaconfig"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
 )
 
 type runFlags struct {
-	brokers, embeddedAddr, dataDir, toolsFile, httpAddr, prefix, group string
-	partitions                                                         int
-	drain, session, rebalance, txnTimeout, outage, snapshot            time.Duration
-	txnID, clientID                                                    string
-	rec                                                                *reconcilerFlags
+	brokers, kafkaConfig, embeddedAddr, dataDir, toolsFile, httpAddr, prefix, group string
+	partitions                                                                      int
+	drain, session, rebalance, txnTimeout, outage, snapshot                         time.Duration
+	txnID, clientID                                                                 string
+	rec                                                                             *reconcilerFlags
+	gw                                                                              *gatewayFlags
 }
 
 func parseRunFlags(args []string) (*runFlags, error) {
 	f := &runFlags{}
 	fs := flag.NewFlagSet("executor", flag.ContinueOnError)
-	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka seed brokers; empty starts the embedded broker")
+	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka seed brokers; empty (and no --kafka-config) starts the embedded broker")
+	cli.KafkaConfigFlag(fs, &f.kafkaConfig)
 	fs.StringVar(&f.embeddedAddr, "embedded-addr", "127.0.0.1:9092", "listen address of the embedded broker")
 	fs.StringVar(&f.dataDir, "data-dir", "./data", "directory for the Pebble view (and the embedded broker's log)")
 	fs.StringVar(&f.toolsFile, "tools", "", "tool configuration YAML; empty loads the built-in demo tools")
@@ -47,6 +50,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.StringVar(&f.txnID, "transactional-id", "", "stable transactional id of this instance (default: random per process)")
 	fs.DurationVar(&f.snapshot, "snapshot-interval", 0, "how often every record is restated in the event log (default: a quarter of the event log's retention, at most 24h)")
 	f.rec = addReconcilerFlags(fs)
+	f.gw = addGatewayFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -61,7 +65,7 @@ func runMain(args []string) error {
 	log := cli.Logger()
 	ctx, stop := cli.SignalContext()
 	defer stop()
-	brokers, closeBroker, err := brokersOrEmbedded(f, log)
+	conn, closeBroker, err := connectOrEmbedded(ctx, f, log)
 	if err != nil {
 		return err
 	}
@@ -70,14 +74,23 @@ func runMain(args []string) error {
 	if err != nil {
 		return err
 	}
-	return serve(ctx, f, brokers, reg, log)
+	return serve(ctx, f, conn, reg, log)
 }
 
-func brokersOrEmbedded(f *runFlags, log *slog.Logger) ([]string, func(), error) {
-	if f.brokers != "" {
-		return strings.Split(f.brokers, ","), func() {}, nil
+// connectOrEmbedded reaches the cluster of --brokers and --kafka-config
+// (checked at once: a TLS or SASL failure ends the start), or starts the
+// embedded broker when neither is given.
+func connectOrEmbedded(ctx context.Context, f *runFlags, log *slog.Logger) (*cli.Conn, func(), error) {
+	if f.brokers != "" || f.kafkaConfig != "" {
+		conn, err := cli.Connect(ctx, f.brokers, f.kafkaConfig, "", log)
+		return conn, func() {}, err
 	}
-	return startEmbedded(f.embeddedAddr, filepath.Join(f.dataDir, "kafka"), int32(f.partitions), log)
+	seeds, closeBroker, err := startEmbedded(f.embeddedAddr, filepath.Join(f.dataDir, "kafka"), int32(f.partitions), log)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, _ := kafkaconfig.Load("")
+	return &cli.Conn{Seeds: seeds, Config: cfg}, closeBroker, nil
 }
 
 func loadTools(path string, log *slog.Logger) (*tools.Registry, error) {
@@ -92,10 +105,10 @@ func loadTools(path string, log *slog.Logger) (*tools.Registry, error) {
 	return tools.FromConfig(cfg, nil, nil)
 }
 
-func serve(ctx context.Context, f *runFlags, brokers []string, reg *tools.Registry, log *slog.Logger) error {
+func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry, log *slog.Logger) error {
 	promReg := httpserve.ProcessRegistry()
 	cfg := executor.Config{
-		Brokers: brokers, Names: topics.NamesWithPrefix(f.prefix), Group: f.group, DataDir: f.dataDir,
+		Brokers: conn.Seeds, Connect: conn.Opts, Names: topics.NamesWithPrefix(f.prefix), Group: f.group, DataDir: f.dataDir,
 		Tools: reg, DrainTimeout: f.drain, SessionTimeout: f.session, RebalanceTimeout: f.rebalance, TransactionTimeout: f.txnTimeout, BrokerOutage: f.outage, TransactionalID: f.txnID, SnapshotInterval: f.snapshot, Logger: log, Registerer: promReg,
 		Settings: topicadmin.Settings{Partitions: int32(f.partitions)}, Hooks: hooksFromEnv(log),
 		ClientOpts: []kgo.Opt{kgo.ClientID(f.clientID)}, KafkaLogLevel: kafkaLogLevel(),
@@ -104,18 +117,24 @@ func serve(ctx context.Context, f *runFlags, brokers []string, reg *tools.Regist
 	if err != nil {
 		return err
 	}
+	watchRepairAuthorization(ctx, conn, promReg, log)
 	defer ex.Close()
 	srv, err := httpserve.Listen(f.httpAddr, httpserve.Health(promReg, ex.Ready), log)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	stopReconciler, err := startReconciler(ctx, f, brokers, reg, log)
+	stopReconciler, err := startReconciler(ctx, f, conn, reg, log)
 	if err != nil {
 		return err
 	}
 	defer stopReconciler()
-	log.Info("executor running", "brokers", strings.Join(brokers, ","), "group", f.group, "data_dir", f.dataDir, "http", f.httpAddr)
+	stopGateway, err := startGateway(ctx, f, conn, reg, promReg, log)
+	if err != nil {
+		return err
+	}
+	defer stopGateway()
+	log.Info("executor running", "brokers", strings.Join(conn.Seeds, ","), "kafka", conn.Config.String(), "group", f.group, "data_dir", f.dataDir, "http", f.httpAddr)
 	err = ex.Run(ctx)
 	log.Info("executor stopped", "err", err)
 	return err

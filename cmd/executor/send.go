@@ -42,7 +42,11 @@ func sendMain(args []string) error {
 func send(kafka *cli.Kafka, in topics.Intent, wait time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	cl, err := client.New(ctx, client.Config{Brokers: kafka.Seeds(), Prefix: kafka.Prefix, ReplyTo: in.ReplyTo,
+	conn, err := kafka.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	cl, err := client.New(ctx, client.Config{Brokers: conn.Seeds, Prefix: kafka.Prefix, ReplyTo: in.ReplyTo, ClientOpts: conn.Opts,
 		OnPending: func(r *topics.Result) { printJSON(r) }})
 	if err != nil {
 		return err

@@ -29,7 +29,11 @@ func pendingMain(args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	opts := reconciler.LogOptions{Brokers: kafka.Seeds(), Names: kafka.Names()}
+	conn, err := kafka.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	opts := reconciler.LogOptions{Brokers: conn.Seeds, Names: kafka.Names(), ClientOpts: conn.Opts}
 	if *toolsFile != "" {
 		cfg, err := tools.Load(*toolsFile)
 		if err != nil {

@@ -45,9 +45,13 @@ func resolveMain(args []string) error {
 	if *errCode != "" || *errMsg != "" {
 		req.Err = &topics.ErrorInfo{Code: *errCode, Message: *errMsg}
 	}
-	req.Brokers, req.Names = kafka.Seeds(), kafka.Names()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
+	conn, err := kafka.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	req.Brokers, req.Names, req.ClientOpts = conn.Seeds, kafka.Names(), conn.Opts
 	res, err := reconciler.Resolve(ctx, req)
 	if res != nil {
 		_ = cli.PrintJSON(os.Stdout, res)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/atmostonce/toolexec/internal/cli"
@@ -58,6 +59,10 @@ func runMain(args []string) error {
 	log := cli.Logger()
 	ctx, stop := cli.SignalContext()
 	defer stop()
+	conn, err := cli.Connect(ctx, f.kafka.Brokers, f.kafka.ConfigFile, cli.DefaultBrokers, log)
+	if err != nil {
+		return err
+	}
 	cfg, err := tools.Load(f.toolsFile)
 	if err != nil {
 		return err
@@ -66,16 +71,16 @@ func runMain(args []string) error {
 	if err != nil {
 		return err
 	}
-	return serve(ctx, f, reg, log)
+	return serve(ctx, f, conn, reg, log)
 }
 
-func serve(ctx context.Context, f *runFlags, reg *tools.Registry, log *slog.Logger) error {
+func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry, log *slog.Logger) error {
 	promReg := httpserve.ProcessRegistry()
 	rc, err := reconciler.New(ctx, reconciler.Config{
-		Brokers: f.kafka.Seeds(), Names: f.kafka.Names(), Group: f.group, DataDir: f.dataDir,
+		Brokers: conn.Seeds, Names: f.kafka.Names(), Group: f.group, DataDir: f.dataDir,
 		Tools: reg, By: f.by, Policy: f.policy, ScanInterval: f.scan, SessionTimeout: f.session, MaxConcurrent: f.maxConcurrent,
 		MaxScan: f.maxScan,
-		Logger:  log, Registerer: promReg,
+		Logger:  log, Registerer: promReg, ClientOpts: conn.Opts,
 	})
 	if err != nil {
 		return err
@@ -86,7 +91,7 @@ func serve(ctx context.Context, f *runFlags, reg *tools.Registry, log *slog.Logg
 		return err
 	}
 	defer srv.Close()
-	log.Info("reconciler running", "brokers", f.kafka.Brokers, "group", f.group, "data_dir", f.dataDir, "http", f.httpAddr)
+	log.Info("reconciler running", "brokers", strings.Join(conn.Seeds, ","), "kafka", conn.Config.String(), "group", f.group, "data_dir", f.dataDir, "http", f.httpAddr)
 	err = rc.Run(ctx)
 	log.Info("reconciler stopped", "err", err)
 	return err

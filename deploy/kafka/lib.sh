@@ -4,9 +4,19 @@
 KAFKA_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 KAFKA_VERSION="${KAFKA_VERSION:-4.4.0}"
-KAFKA_PORT="${KAFKA_PORT:-19092}"
-KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-19093}"
-KAFKA_RUN_DIR="${KAFKA_RUN_DIR:-$KAFKA_DIR/.run}"
+# --secure (start, stop, logs: KAFKA_SECURE=1) is a second broker with only
+# SASL_SSL listeners, on ports and in a run dir of its own, so both can run
+# at once.
+KAFKA_SECURE="${KAFKA_SECURE:-0}"
+if [[ "$KAFKA_SECURE" == 1 ]]; then
+  KAFKA_PORT="${KAFKA_SECURE_PORT:-19094}"
+  KAFKA_CONTROLLER_PORT="${KAFKA_SECURE_CONTROLLER_PORT:-19095}"
+  KAFKA_RUN_DIR="${KAFKA_SECURE_RUN_DIR:-$KAFKA_DIR/.run-secure}"
+else
+  KAFKA_PORT="${KAFKA_PORT:-19092}"
+  KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-19093}"
+  KAFKA_RUN_DIR="${KAFKA_RUN_DIR:-$KAFKA_DIR/.run}"
+fi
 KAFKA_CACHE_DIR="${KAFKA_CACHE_DIR:-${HOME:-/root}/.cache/toolexec-kafka/$KAFKA_VERSION}"
 KAFKA_START_TIMEOUT="${KAFKA_START_TIMEOUT:-90}"
 KAFKA_STOP_TIMEOUT="${KAFKA_STOP_TIMEOUT:-30}"
@@ -21,6 +31,13 @@ KAFKA_PROPS="$KAFKA_RUN_DIR/server.properties"
 KAFKA_DATA_DIR="$KAFKA_RUN_DIR/data"
 # Written into every run dir we create; --wipe refuses to touch a dir without it.
 KAFKA_RUN_MARKER="$KAFKA_RUN_DIR/.toolexec-kafka-run"
+# --secure: the CA and broker certificate, the users' passwords, and one
+# client properties file per role (kcat -F and --kafka-config read them).
+KAFKA_TLS_DIR="$KAFKA_RUN_DIR/tls"
+KAFKA_SECRETS_DIR="$KAFKA_RUN_DIR/secrets"
+KAFKA_CLIENTS_DIR="$KAFKA_RUN_DIR/clients"
+KAFKA_ROLES="admin executor reconciler agent operator gateway"
+
 
 say() { printf 'kafka: %s\n' "$*" >&2; }
 die() { say "ERROR: $*"; exit 1; }

@@ -43,7 +43,7 @@ func (p *poisoned) mark(o Origin) *poisonMark {
 }
 
 // isolated is how often o had to be isolated: 0 means decide it as usual,
-// 1 answer it on its own, 2 or more dead-letter it bare.
+// 1 or more answer it on its own (2 or more: its dead letter bare).
 func (p *poisoned) isolated(o Origin) int {
 	if m, ok := p.m[o]; ok {
 		return m.isolate

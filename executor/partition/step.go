@@ -104,8 +104,8 @@ func (t *tick) load(p int32, tenant, key string) (*view.Entry, error) {
 func (t *tick) input(i int) error {
 	t.rd.Inputs++
 	in := &t.batch.Inputs[i]
-	if n := t.c.poison.isolated(in.Origin); n > 0 {
-		t.isolate(i, n)
+	if t.c.poison.isolated(in.Origin) > 0 {
+		t.isolate(i)
 		return nil
 	}
 	if in.Reject != nil {
@@ -197,18 +197,12 @@ func (t *tick) reject(i int, rej *topics.Reject) {
 
 // isolate answers an input whose records could not be produced before,
 // on its own: rejected `unproducible` on the results topic and
-// dead-lettered with a prefix of its value. After a second failure
-// (isolated > 1) it is only dead-lettered, bare. Either way its offset
-// commits with the rest of the tick.
-func (t *tick) isolate(i, isolated int) {
+// dead-lettered with a prefix of its value (after a second failure, bare:
+// deadLetter). Its offset commits with the rest of the tick.
+func (t *tick) isolate(i int) {
 	rej := t.batch.Inputs[i].Salvage
 	rej.Reason = codes.ReasonUnproducible
 	rej.Detail = "a record produced for this input was refused by the broker (too large, or its topic is gone); the input was not decided"
-	if isolated > 1 {
-		t.deadLetter(i, rej.Reason, rej.Detail, rej.ID, rej.Tenant, rej.Key)
-		t.rd.Verdicts[saga.VerdictReject.String()]++
-		return
-	}
 	t.reject(i, &rej)
 }
 

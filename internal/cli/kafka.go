@@ -1,31 +1,94 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"flag"
-	"strings"
+	"fmt"
+	"log/slog"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/kafkaconfig"
 	"github.com/atmostonce/toolexec/topics"
 )
 
-// Kafka holds --brokers and --topic-prefix: where the cluster is and which
-// topics are ours. Every command that only talks to a running cluster
-// takes them with the same defaults, so one pair works for all of them.
+// DefaultBrokers are the seeds of a command given neither --brokers nor a
+// bootstrap.servers in --kafka-config: the executor's embedded broker.
+const DefaultBrokers = "127.0.0.1:9092"
+
+// Kafka holds --brokers, --topic-prefix and --kafka-config: where the
+// cluster is, which topics are ours and how to authenticate. Every command
+// that only talks to a running cluster takes them with the same defaults,
+// so one set works for all of them.
 type Kafka struct {
-	Brokers string // comma-separated seed brokers, as given
-	Prefix  string // prefix of the topic names
+	Brokers    string // comma-separated seed brokers, as given; empty: bootstrap.servers, else DefaultBrokers
+	Prefix     string // prefix of the topic names
+	ConfigFile string // Kafka client properties (TLS, SASL); empty: plaintext
 }
 
-// KafkaFlags defines --brokers (default the local broker) and
-// --topic-prefix on fs.
+// KafkaFlags defines --brokers, --topic-prefix and --kafka-config on fs.
 func KafkaFlags(fs *flag.FlagSet) *Kafka {
 	k := &Kafka{}
-	fs.StringVar(&k.Brokers, "brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
+	fs.StringVar(&k.Brokers, "brokers", "", "comma-separated Kafka seed brokers (default "+DefaultBrokers+", or bootstrap.servers of --kafka-config)")
 	fs.StringVar(&k.Prefix, "topic-prefix", topics.DefaultPrefix, "prefix of the topic names")
+	KafkaConfigFlag(fs, &k.ConfigFile)
 	return k
 }
 
-// Seeds splits --brokers into the seed list a client takes.
-func (k *Kafka) Seeds() []string { return strings.Split(k.Brokers, ",") }
+// KafkaConfigFlag defines --kafka-config on fs, into p.
+func KafkaConfigFlag(fs *flag.FlagSet, p *string) {
+	fs.StringVar(p, "kafka-config", "", "Kafka client properties file (security.protocol, sasl.*, ssl.*; values may be ${env:NAME} or ${file:PATH}); the same file works with kcat -F")
+}
 
 // Names are the topic names under --topic-prefix.
 func (k *Kafka) Names() topics.Names { return topics.NamesWithPrefix(k.Prefix) }
+
+// Connect loads --kafka-config and checks that a seed answers with it.
+// Any failure is returned: a subcommand has nothing to wait for.
+func (k *Kafka) Connect(ctx context.Context) (*Conn, error) {
+	return Connect(ctx, k.Brokers, k.ConfigFile, DefaultBrokers, nil)
+}
+
+// Conn is how a command reaches the cluster: the seeds, and the options
+// every kgo client of the process must take (TLS, SASL).
+type Conn struct {
+	Seeds  []string
+	Opts   []kgo.Opt
+	Config *kafkaconfig.Config
+}
+
+// Connect reads configFile (kafkaconfig.Load), picks the seeds (brokers
+// when not empty, else bootstrap.servers, else fallback) and checks
+// them (kafkaconfig.Check). A TLS or SASL failure, and any error in the
+// file, is returned. When log is not nil a broker that does not answer is
+// only logged: a long-running process rides out a broker restart at start
+// (the executor's --broker-outage); without log it is an error too.
+func Connect(ctx context.Context, brokers, configFile, fallback string, log *slog.Logger) (*Conn, error) {
+	cfg, err := kafkaconfig.Load(configFile)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := cfg.Opts()
+	if err != nil {
+		return nil, err
+	}
+	seeds := cfg.Seeds(brokers)
+	if len(seeds) == 0 {
+		seeds = cfg.Seeds(fallback)
+	}
+	if len(seeds) == 0 {
+		return nil, errors.New("no Kafka brokers: give --brokers, or bootstrap.servers in --kafka-config")
+	}
+	err = kafkaconfig.Check(ctx, seeds, opts...)
+	switch {
+	case err == nil:
+	case log != nil && !kafkaconfig.Definite(err):
+		log.Warn("no Kafka broker answered at start; waiting for it", "err", err)
+	case configFile != "":
+		return nil, fmt.Errorf("%w (--kafka-config %s: %s)", err, configFile, cfg)
+	default:
+		return nil, err
+	}
+	return &Conn{Seeds: seeds, Opts: opts, Config: cfg}, nil
+}

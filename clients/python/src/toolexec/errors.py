@@ -1,0 +1,118 @@
+"""Exceptions of the toolexec client.
+
+Every exception derives from :class:`Error`. Those that carry an answer of
+the executor have it in ``.result``:
+
+- :class:`Conflict`: the key was used before with other arguments (or
+  another tool). Nothing ran. Send the original arguments, or use a new key.
+- :class:`Rejected`: the request was invalid (``.code`` says why:
+  ``unknown_tool``, ``invalid_args``, ``oversized``, ...). Nothing ran.
+  :class:`UnknownTool` is the ``unknown_tool`` case.
+- :class:`InDoubt`: no final answer within ``wait``. The key is parked (a
+  ``pending`` answer: the call may have reached the tool and is being
+  investigated) or still running. **Calling again with the same key and the
+  same arguments is safe**: the tool is never called a second time for the
+  key, and the later call gets the final answer once there is one.
+  :class:`NoAnswer` is the case where no answer at all came (the call may
+  still be running, or the executor is not reachable).
+
+Exceptions without an answer: :class:`InvalidRequest` (refused before
+anything was sent), :class:`MissingKey`, :class:`Unauthorized`,
+:class:`TransportError` and :class:`ConfigError`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .result import Result
+
+
+class Error(Exception):
+    """The base of every toolexec exception."""
+
+
+class AnswerError(Error):
+    """An exception that carries the executor's answer in ``result``."""
+
+    def __init__(self, message: str, result: Result | None) -> None:
+        super().__init__(message)
+        self.result = result
+
+    @property
+    def code(self) -> str | None:
+        """The answer's ``error.code``, when there is one."""
+        if self.result is None or self.result.error is None:
+            return None
+        return self.result.error.code
+
+
+class Conflict(AnswerError):
+    """The key was used before with other arguments or another tool; the
+    tool was not called. ``result.status`` is ``conflict``."""
+
+    result: Result
+
+    def __init__(self, message: str, result: Result) -> None:
+        super().__init__(message, result)
+
+
+class Rejected(AnswerError):
+    """The executor or the gateway refused the request as invalid; nothing
+    ran. ``code`` is the reject reason (docs/wire-format.md)."""
+
+    result: Result
+
+    def __init__(self, message: str, result: Result) -> None:
+        super().__init__(message, result)
+
+
+class UnknownTool(Rejected):
+    """The tool is not configured, or not visible to this tenant."""
+
+
+class InDoubt(AnswerError):
+    """No final answer within the wait. The key is parked in doubt (the
+    answer so far, ``pending``, is in ``result``) or still running; it is
+    never executed again for this key. Calling again later with the same key
+    and arguments is safe and returns the final answer once it is known."""
+
+
+class NoAnswer(InDoubt):
+    """No final answer and no sign of doubt within the wait: the call may
+    still be running or queued. ``result`` is None, or the gateway's
+    ``running`` answer. The same guidance as :class:`InDoubt`."""
+
+    def __init__(self, message: str, result: Result | None = None) -> None:
+        super().__init__(message, result)
+
+
+class InvalidRequest(Error, ValueError):
+    """The request was refused before anything was sent: a bad key, tenant,
+    tool name or arguments that the executor would reject."""
+
+
+class MissingKey(InvalidRequest):
+    """A tool was called with no idempotency key: no ``key=``, no journal
+    step, no key in the agent state. A key is never made up on the spot,
+    since a fresh key on a retry is exactly the duplicate this prevents."""
+
+
+class Unauthorized(Error):
+    """The gateway refused the token (HTTP 401)."""
+
+
+class TransportError(Error):
+    """The transport failed. ``sent`` says whether the request may have
+    reached the executor; either way, calling again with the same key and
+    arguments is safe."""
+
+    def __init__(self, message: str, *, sent: bool) -> None:
+        super().__init__(message)
+        self.sent = sent
+
+
+class ConfigError(Error, ValueError):
+    """The client's configuration is wrong (a missing topic, a bad
+    property file, an unusable option)."""

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/atmostonce/toolexec/gateway"
+)
+
+// benchToken is the bench tenant's bearer token at the gateway.
+const benchToken = "bench-token"
+
+// gatewayMember is the gateway (cmd/gateway's library) in a member
+// process, in front of an executor member's topics, so that its CPU time
+// and memory are its own.
+type gatewayMember struct {
+	g   *gateway.Gateway
+	ln  net.Listener
+	srv *http.Server
+	reg *prometheus.Registry
+}
+
+func newGatewayMember(ctx context.Context, o memberOpts) (*gatewayMember, error) {
+	reg, err := benchTools(o.slowLatency, o.slowInFlight)
+	if err != nil {
+		return nil, err
+	}
+	tenants, err := gateway.SingleTenant(benchTenant, benchToken)
+	if err != nil {
+		return nil, err
+	}
+	pr := prometheus.NewRegistry()
+	g, err := gateway.New(ctx, gateway.Config{Brokers: o.brokers, Prefix: o.prefix, Tools: reg.Specs(),
+		Tenants: gateway.NewTenantStore(tenants), InstanceID: "bench-" + o.group, Registerer: pr,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	return &gatewayMember{g: g, ln: ln, srv: &http.Server{Handler: g.Handler()}, reg: pr}, nil
+}
+
+// addr is where the gateway listens; the parent reads it from the ready
+// line.
+func (m *gatewayMember) addr() string { return m.ln.Addr().String() }
+
+func (m *gatewayMember) run(ctx context.Context) error {
+	go func() {
+		<-ctx.Done()
+		_ = m.srv.Close()
+	}()
+	if err := m.srv.Serve(m.ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func (m *gatewayMember) close() { m.g.Close() }
+
+// counters are the process figures and the requests served.
+func (m *gatewayMember) counters() counters {
+	var c counters
+	c.processFigures()
+	fams, err := m.reg.Gather()
+	if err != nil {
+		return c
+	}
+	for _, f := range fams {
+		if f.GetName() != "toolexec_gateway_requests_total" {
+			continue
+		}
+		for _, mt := range f.GetMetric() {
+			c.Intents += mt.GetCounter().GetValue()
+		}
+	}
+	return c
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/atmostonce/toolexec/gateway"
+	"github.com/atmostonce/toolexec/internal/cli"
+	"github.com/atmostonce/toolexec/internal/httpserve"
+	"github.com/atmostonce/toolexec/tools"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+type flags struct {
+	brokers, kafkaConfig, toolsFile, tenantsFile, httpAddr, prefix, instanceID, clientID string
+}
+
+func parseFlags(args []string) (*flags, error) {
+	f := &flags{}
+	host, _ := os.Hostname()
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka seed brokers (default: bootstrap.servers of --kafka-config, else "+cli.DefaultBrokers+")")
+	fs.StringVar(&f.kafkaConfig, "kafka-config", "", "Kafka client properties file (TLS, SASL), as for the other commands")
+	fs.StringVar(&f.toolsFile, "tools", "", "the executor's tool file (required)")
+	fs.StringVar(&f.tenantsFile, "tenants", "", "the tenants file: bearer token hashes per tenant (required; reloaded on SIGHUP)")
+	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:8080", "serves the API, /mcp, /healthz, /readyz and /metrics")
+	fs.StringVar(&f.prefix, "topic-prefix", topics.DefaultPrefix, "prefix of the topic names")
+	fs.StringVar(&f.instanceID, "instance-id", gateway.InstanceIDFrom(host), "names this instance's reply topic <prefix>gateway.<id>; keep it stable across restarts")
+	fs.StringVar(&f.clientID, "client-id", "toolexec-gateway", "Kafka client id")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	switch {
+	case f.toolsFile == "":
+		return nil, errors.New("--tools is required (the executor's tool file)")
+	case f.tenantsFile == "":
+		return nil, errors.New("--tenants is required (see docs/gateway.md, The tenants file)")
+	}
+	return f, nil
+}
+
+func runMain(args []string) error {
+	f, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	log := cli.Logger()
+	ctx, stop := cli.SignalContext()
+	defer stop()
+	cfg, err := tools.Load(f.toolsFile)
+	if err != nil {
+		return err
+	}
+	tenants, err := gateway.LoadTenants(f.tenantsFile)
+	if err != nil {
+		return err
+	}
+	conn, err := cli.Connect(ctx, f.brokers, f.kafkaConfig, cli.DefaultBrokers, log)
+	if err != nil {
+		return err
+	}
+	reg := httpserve.ProcessRegistry()
+	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	g, err := gateway.New(startCtx, gateway.Config{
+		Brokers: conn.Seeds, KafkaOpts: conn.Opts, Prefix: f.prefix, Tools: cfg.Tools, Tenants: gateway.NewTenantStore(tenants),
+		InstanceID: f.instanceID, ClientID: f.clientID, Logger: log, Registerer: reg,
+	})
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	stopHUP := g.ReloadOnSignal(f.tenantsFile, syscall.SIGHUP)
+	defer stopHUP()
+	mux := httpserve.Health(reg, func() bool { return true })
+	mux.Handle("/", g.Handler())
+	srv, err := httpserve.Listen(f.httpAddr, mux, log)
+	if err != nil {
+		return err
+	}
+	log.Info("gateway running", "http", f.httpAddr, "brokers", f.brokers, "reply_topic", g.ReplyTopic(), "tenants", len(tenants.Names()), "tools", len(cfg.Tools))
+	<-ctx.Done()
+	return shutdown(srv, log)
+}
+
+// shutdown stops taking requests and lets the waiting ones finish (their
+// wait is at most MaxWait).
+func shutdown(srv *http.Server, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), gateway.MaxWait+5*time.Second)
+	defer cancel()
+	err := srv.Shutdown(ctx)
+	log.Info("gateway stopped", "err", err)
+	return nil
+}
+
+// hashTokenMain prints the tenants-file form of a token.
+func hashTokenMain(args []string) error {
+	if len(args) != 1 || args[0] == "" {
+		return errors.New("usage: gateway hash-token TOKEN")
+	}
+	fmt.Println(gateway.HashToken(args[0]))
+	return nil
+}

@@ -1,0 +1,173 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// StatusRunning is the gateway's own status for a 202 without any answer:
+// the call was taken (or is queued) and no answer came within the wait,
+// and the key is not known to be in doubt. No wire answer has it.
+const StatusRunning = "running"
+
+// inDoubtMessage is the error text of a pending answer built from the log;
+// it says what the executor's pending answer says.
+const inDoubtMessage = "the first call may have reached the tool; the key is parked until it is settled, then every waiting intent gets the final answer"
+
+// answerState says how a request ends.
+type answerState int
+
+const (
+	stateDone    answerState = iota // a terminal answer: 200
+	stateRunning                    // no answer yet: 202
+	stateInDoubt                    // pending or compensation_pending: 202
+)
+
+// runningAnswer is the body of a 202 that has no answer from the executor.
+func runningAnswer(in topics.Intent) *topics.Result {
+	return &topics.Result{V: topics.Version, IntentID: in.ID, Type: in.Type, Tenant: in.Tenant, Key: in.Key, Tool: in.Tool, Status: StatusRunning}
+}
+
+// recordAnswer is the key's current answer as GET tells it: what a replay
+// would answer (saga's settledAnswer), or what a duplicate would be told
+// while the key is running or in doubt. now decides whether a started
+// call without an outcome is still running (within its pending_ttl) or in
+// doubt (past it: the reconciler's rule).
+func recordAnswer(rec *saga.Record, now int64) (*topics.Result, answerState) {
+	res := &topics.Result{V: topics.Version, IntentID: rec.Origin.IntentID, Type: topics.TypeCall, Tenant: rec.Tenant, Key: rec.Key,
+		Tool: rec.Tool, WasReplay: true, OriginalIntentID: rec.Origin.IntentID, OriginalCalledAt: rec.CalledAt, Attempt: rec.Attempt}
+	if rec.PrevStatus == saga.StatusNotExecuted {
+		res.PreviousStatus = topics.StatusNotExecuted
+	}
+	switch rec.Status {
+	case saga.StatusStarted:
+		if now < rec.PendingUntil {
+			res.Status, res.WasReplay = StatusRunning, false
+			return res, stateRunning
+		}
+		return inDoubt(res, topics.StatusPending), stateInDoubt
+	case saga.StatusUnknown:
+		return inDoubt(res, topics.StatusPending), stateInDoubt
+	case saga.StatusCompensating, saga.StatusCompensationUnknown:
+		return inDoubt(res, topics.StatusCompensationPending), stateInDoubt
+	}
+	settled(res, rec)
+	return res, stateDone
+}
+
+func inDoubt(res *topics.Result, status string) *topics.Result {
+	res.Status = status
+	res.Error = &topics.ErrorInfo{Code: "in_doubt", Message: inDoubtMessage}
+	return res
+}
+
+// settled fills a settled key's outcome the way the executor's replay
+// does: a compensated key keeps the call's result and tells the
+// compensation's time and error.
+func settled(res *topics.Result, rec *saga.Record) {
+	res.Status = wireStatus(rec.Status)
+	res.CompletedAt = rec.CompletedAt
+	if len(rec.Result) > 0 {
+		res.Result = msgpack.RawMessage(rec.Result)
+	}
+	if rec.Err != nil {
+		res.Error = &topics.ErrorInfo{Code: rec.Err.Code, Message: rec.Err.Message}
+	}
+	if rec.Comp != nil && rec.Status != saga.StatusSucceeded && rec.Status != saga.StatusFailed {
+		res.CompletedAt = rec.Comp.CompletedAt
+		if rec.Comp.Err != nil {
+			res.Error = &topics.ErrorInfo{Code: rec.Comp.Err.Code, Message: rec.Comp.Err.Message}
+		}
+	}
+}
+
+func wireStatus(s saga.Status) string {
+	switch s {
+	case saga.StatusSucceeded:
+		return topics.StatusSucceeded
+	case saga.StatusFailed:
+		return topics.StatusFailed
+	case saga.StatusNotExecuted:
+		return topics.StatusNotExecuted
+	case saga.StatusCompensated:
+		return topics.StatusCompensated
+	case saga.StatusCompensationFailed:
+		return topics.StatusCompensationFailed
+	}
+	return topics.StatusPending
+}
+
+// replyState classifies what send returned.
+func replyState(r reply) answerState {
+	switch {
+	case r.done:
+		return stateDone
+	case r.res != nil:
+		return stateInDoubt
+	}
+	return stateRunning
+}
+
+// answerJSON is an answer as the JSON body: the wire result with its
+// msgpack-decoded result made JSON-able.
+func answerJSON(res *topics.Result) *topics.Result {
+	c := *res
+	c.Result = jsonValue(res.Result)
+	return &c
+}
+
+// maxJSONDepth bounds the conversion; wire values are at most 64 deep.
+const maxJSONDepth = 100
+
+// jsonValue converts msgpack-decoded values (raw messages, maps with
+// non-string keys, NaN) into values encoding/json can write.
+func jsonValue(v any) any { return jsonValueAt(v, 0) }
+
+func jsonValueAt(v any, depth int) any {
+	if depth > maxJSONDepth {
+		return nil
+	}
+	switch x := v.(type) {
+	case msgpack.RawMessage:
+		var d any
+		if msgpack.Unmarshal(x, &d) != nil {
+			return nil
+		}
+		return jsonValueAt(d, depth+1)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = jsonValueAt(e, depth+1)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[fmt.Sprint(k)] = jsonValueAt(e, depth+1)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonValueAt(e, depth+1)
+		}
+		return out
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil
+		}
+	case float32:
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return nil
+		}
+	}
+	return v
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -1,0 +1,151 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// maxBodyBytes bounds a request body: the wire's whole-message limit
+// (topics.MaxMessageBytes). A tool's own max_args_bytes is checked by the
+// executor on the canonical arguments (a 400 "oversized").
+const maxBodyBytes = 1 << 20
+
+// maxSchemaErrors bounds the failures listed in one 400.
+const maxSchemaErrors = 20
+
+var (
+	errNotObject   = errors.New("the body must be one JSON object (the arguments)")
+	errBodyTooLong = fmt.Errorf("the body is larger than %d bytes", maxBodyBytes)
+)
+
+// decodeArgs reads the JSON object of the arguments; an empty body is {}.
+// Numbers stay json.Number so the schema sees them exactly.
+func decodeArgs(r io.Reader) (map[string]any, error) {
+	body, err := io.ReadAll(io.LimitReader(r, maxBodyBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > maxBodyBytes {
+		return nil, errBodyTooLong
+	}
+	return parseArgs(body)
+}
+
+func parseArgs(body []byte) (map[string]any, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return map[string]any{}, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var args map[string]any
+	if err := dec.Decode(&args); err != nil || args == nil {
+		return nil, errNotObject
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errNotObject
+	}
+	return args, nil
+}
+
+// schemaError is one failure of the arguments against the input schema.
+type schemaError struct {
+	Path    string `json:"path"`    // JSON Pointer into the arguments, "" for the whole object
+	Message string `json:"message"` // what is wrong there
+}
+
+// validate checks args against the tool's schema and lists the failures,
+// each with its path.
+func (t *tool) validate(args map[string]any) []schemaError {
+	err := t.schema.Validate(any(args))
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return []schemaError{{Path: "", Message: err.Error()}}
+	}
+	var out []schemaError
+	for _, u := range ve.BasicOutput().Errors {
+		if u.Error == nil || len(out) >= maxSchemaErrors {
+			continue
+		}
+		out = append(out, schemaError{Path: u.InstanceLocation, Message: u.Error.String()})
+	}
+	if len(out) == 0 {
+		out = append(out, schemaError{Path: "", Message: ve.Error()})
+	}
+	return out
+}
+
+// wireArgs turns json.Number into int64 when the number is an integer
+// that fits, float64 otherwise, so that the canonical arguments (and
+// therefore duplicates) do not depend on how a client wrote a number:
+// 120 and 120.0 are one number, as on the wire.
+func wireArgs(args map[string]any) (map[string]any, error) {
+	out := make(map[string]any, len(args))
+	for k, v := range args {
+		w, err := wireValue(v)
+		if err != nil {
+			return nil, fmt.Errorf("/%s: %w", k, err)
+		}
+		out[k] = w
+	}
+	return out, nil
+}
+
+func wireValue(v any) (any, error) {
+	switch x := v.(type) {
+	case json.Number:
+		return wireNumber(x)
+	case map[string]any:
+		return wireArgs(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			w, err := wireValue(e)
+			if err != nil {
+				return nil, fmt.Errorf("/%d%w", i, err)
+			}
+			out[i] = w
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+func wireNumber(n json.Number) (any, error) {
+	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+		return i, nil
+	}
+	if u, err := strconv.ParseUint(string(n), 10, 64); err == nil {
+		return u, nil
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || math.IsInf(f, 0) {
+		return nil, fmt.Errorf("number %s is out of range", n)
+	}
+	return f, nil
+}
+
+// argsTooLarge applies the executor's own bound before producing: the
+// canonical arguments (msgpack) may not exceed the tool's max_args_bytes.
+// Why here too: an intent the broker refuses for its size would look like
+// an outage (503), and one the executor rejects costs a round trip.
+// Arguments that cannot be canonicalised are left to the executor, whose
+// rejection names the reason.
+func (t *tool) argsTooLarge(args map[string]any) string {
+	_, enc, err := topics.CanonicalArgs(args)
+	if err != nil || len(enc) <= t.spec.MaxArgsBytes {
+		return ""
+	}
+	return fmt.Sprintf("the arguments are %d bytes in canonical form; tool %s allows %d (max_args_bytes)", len(enc), t.spec.Name, t.spec.MaxArgsBytes)
+}

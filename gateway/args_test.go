@@ -1,0 +1,124 @@
+package gateway
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/atmostonce/toolexec/tools"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// 120 and 120.0 become one number, as on the wire, so the canonical
+// arguments (and duplicates) do not depend on the client's JSON.
+func TestWireArgsNumbers(t *testing.T) {
+	a, err := parseArgs([]byte(`{"a":120,"b":120.0,"c":1.5,"d":18446744073709551615,"e":[1,{"f":2.0}],"g":"x","h":null,"i":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wireArgs(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"a": int64(120), "b": float64(120), "c": 1.5, "d": uint64(18446744073709551615),
+		"e": []any{int64(1), map[string]any{"f": float64(2)}}, "g": "x", "h": nil, "i": true}
+	if !reflect.DeepEqual(w, want) {
+		t.Fatalf("got %#v", w)
+	}
+	_, h1, _ := topics.CanonicalArgs(map[string]any{"n": w["a"]})
+	_, h2, _ := topics.CanonicalArgs(map[string]any{"n": w["b"]})
+	if string(h1) != string(h2) {
+		t.Fatal("120 and 120.0 canonicalise differently")
+	}
+	if _, err := wireArgs(map[string]any{"x": mustNumber(t, `1e400`)}); err == nil {
+		t.Fatal("an infinite number was accepted")
+	}
+}
+
+func mustNumber(t *testing.T, s string) any {
+	a, err := parseArgs([]byte(`{"n":` + s + `}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a["n"]
+}
+
+func TestParseArgs(t *testing.T) {
+	for _, ok := range []string{``, `  `, `{}`, `{"a":1}`, " {\"a\":1}\n"} {
+		if _, err := parseArgs([]byte(ok)); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{`[]`, `1`, `"x"`, `null`, `{"a":1}{}`, `{"a":`, `{"a":1} x`} {
+		if _, err := parseArgs([]byte(bad)); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if _, err := decodeArgs(strings.NewReader(`{"x":"` + strings.Repeat("y", maxBodyBytes) + `"}`)); err != errBodyTooLong {
+		t.Fatalf("large body: %v", err)
+	}
+}
+
+func TestPreferWait(t *testing.T) {
+	tests := map[string]time.Duration{"wait=5": 5 * time.Second, "respond-async, wait=7": 7 * time.Second, "WAIT = 3": 3 * time.Second,
+		`wait="2"`: 2 * time.Second, "wait=0": 0, "wait=99999": time.Hour}
+	for in, want := range tests {
+		if got, ok := preferWait([]string{in}); !ok || got != want {
+			t.Errorf("%q: %s %v, want %s", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "wait=-1", "wait=soon", "handling=strict", "waiting=5"} {
+		if got, ok := preferWait([]string{in}); ok {
+			t.Errorf("%q: %s", in, got)
+		}
+	}
+}
+
+func TestBearer(t *testing.T) {
+	for in, want := range map[string]string{"Bearer abc": "abc", "bearer abc": "abc", "BEARER  abc ": "abc"} {
+		if got, ok := bearer(in); !ok || got != want {
+			t.Errorf("%q: %q %v", in, got, ok)
+		}
+	}
+	for _, in := range []string{"", "Bearer", "Bearer ", "Basic abc", "abc"} {
+		if got, ok := bearer(in); ok {
+			t.Errorf("%q: %q", in, got)
+		}
+	}
+}
+
+// tools/list adds a required idempotency_key to every tool that keeps a
+// record, and leaves the validator's schema as it was.
+func TestMCPSchema(t *testing.T) {
+	spec := tools.Spec{Name: "t", Class: tools.NativeKey, InputSchema: []byte(`{"type":"object","required":["a"],"properties":{"a":{"type":"string"}},"additionalProperties":false}`)}
+	tl, err := newTool(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := mcpSchema(tl)
+	props := s["properties"].(map[string]any)
+	if props[tools.ReservedArg] == nil || !reflect.DeepEqual(s["required"], []any{"a", tools.ReservedArg}) {
+		t.Fatalf("schema %v", s)
+	}
+	if _, leaked := tl.schemaJSON["properties"].(map[string]any)[tools.ReservedArg]; leaked {
+		t.Fatal("the listing changed the validator's schema")
+	}
+	// The key is removed before validation, so additionalProperties:false holds.
+	args := map[string]any{"a": "x", tools.ReservedArg: "k"}
+	key, msg := mcpKey(args, nil, tl)
+	delete(args, tools.ReservedArg)
+	if key != "k" || msg != "" || tl.validate(args) != nil {
+		t.Fatalf("key %q msg %q errs %v", key, msg, tl.validate(args))
+	}
+	ro, _ := newTool(tools.Spec{Name: "r", Class: tools.ReadOnly})
+	if _, ok := mcpSchema(ro)["properties"]; ok {
+		t.Fatal("a read-only tool got an idempotency_key")
+	}
+	if k, msg := mcpKey(map[string]any{}, map[string]any{metaKey: "from-meta"}, tl); k != "from-meta" || msg != "" {
+		t.Fatalf("meta key: %q %q", k, msg)
+	}
+	if _, msg := mcpKey(map[string]any{}, nil, tl); !strings.Contains(msg, "idempotency_key is required") {
+		t.Fatalf("missing key: %q", msg)
+	}
+}

@@ -1,0 +1,78 @@
+package gateway
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// parseIdempotencyKey reads the Idempotency-Key header values.
+//
+// draft-ietf-httpapi-idempotency-key-header makes the field an RFC 8941
+// sf-string ("order-42"), but most clients in the wild (Stripe's among
+// them) send a bare token (order-42). Both are accepted and name the same
+// key: a quoted value is unescaped (\" and \\), a bare value must be
+// visible ASCII without '"', '\' or spaces, so that the two forms cannot
+// be confused. The key is 1 to topics.MaxKeyBytes bytes. More than one
+// field line is an error: which one would be meant?
+func parseIdempotencyKey(values []string) (string, error) {
+	switch len(values) {
+	case 0:
+		return "", nil
+	case 1:
+	default:
+		return "", fmt.Errorf("%w: more than one Idempotency-Key header", ErrIdempotencyKey)
+	}
+	v := strings.Trim(values[0], " \t")
+	var key string
+	var err error
+	if strings.HasPrefix(v, `"`) {
+		key, err = sfString(v)
+	} else {
+		key, err = bareKey(v)
+	}
+	if err != nil {
+		return "", err
+	}
+	if key == "" || len(key) > topics.MaxKeyBytes {
+		return "", fmt.Errorf("%w: must be 1 to %d bytes", ErrIdempotencyKey, topics.MaxKeyBytes)
+	}
+	return key, nil
+}
+
+// sfString parses an RFC 8941 string: DQUOTE *(unescaped / "\" ( DQUOTE /
+// "\" )) DQUOTE, where unescaped is visible ASCII or space.
+func sfString(v string) (string, error) {
+	var b strings.Builder
+	for i := 1; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '\\':
+			i++
+			if i >= len(v) || (v[i] != '"' && v[i] != '\\') {
+				return "", fmt.Errorf(`%w: in a quoted key only \" and \\ may be escaped`, ErrIdempotencyKey)
+			}
+			b.WriteByte(v[i])
+		case c == '"':
+			if i != len(v)-1 {
+				return "", fmt.Errorf("%w: text after the closing quote", ErrIdempotencyKey)
+			}
+			return b.String(), nil
+		case c < 0x20 || c > 0x7e:
+			return "", fmt.Errorf("%w: only visible ASCII and spaces are allowed", ErrIdempotencyKey)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return "", fmt.Errorf("%w: no closing quote", ErrIdempotencyKey)
+}
+
+func bareKey(v string) (string, error) {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c <= 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return "", fmt.Errorf(`%w: an unquoted key is visible ASCII without spaces, '"' or '\'; quote it as an RFC 8941 string otherwise`, ErrIdempotencyKey)
+		}
+	}
+	return v, nil
+}

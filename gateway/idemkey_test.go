@@ -1,0 +1,51 @@
+package gateway
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseIdempotencyKey(t *testing.T) {
+	good := map[string]string{
+		`order-42`:               "order-42",
+		`"order-42"`:             "order-42",
+		`"a b"`:                  "a b",
+		`"say \"hi\" \\ "`:       `say "hi" \ `,
+		`  run-7/step-3  `:       "run-7/step-3",
+		strings.Repeat("k", 256): strings.Repeat("k", 256),
+	}
+	for in, want := range good {
+		got, err := parseIdempotencyKey([]string{in})
+		if err != nil || got != want {
+			t.Errorf("%q: got %q, %v; want %q", in, got, err, want)
+		}
+	}
+	bad := []string{``, `""`, `"open`, `"a"b`, `"\n"`, `"\x"`, `a b`, `a"b`, `a\b`, "caf\u00e9", "tab\there", strings.Repeat("k", 257)}
+	for _, in := range bad {
+		if got, err := parseIdempotencyKey([]string{in}); !errors.Is(err, ErrIdempotencyKey) {
+			t.Errorf("%q: got %q, %v; want an error", in, got, err)
+		}
+	}
+	if _, err := parseIdempotencyKey([]string{"a", "b"}); !errors.Is(err, ErrIdempotencyKey) {
+		t.Error("two header lines must be refused")
+	}
+	if k, err := parseIdempotencyKey(nil); k != "" || err != nil {
+		t.Errorf("absent: %q %v", k, err)
+	}
+}
+
+// Every accepted bare value is the key itself; every accepted value is a
+// key the wire can carry.
+func TestIdempotencyKeyBareIsVerbatim(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		v := "a" + string(rune(c)) + "b"
+		k, err := parseIdempotencyKey([]string{v})
+		if err == nil && k != v {
+			t.Fatalf("%q accepted as %q", v, k)
+		}
+		if err == nil && (c <= 0x20 || c > 0x7e || c == '"' || c == '\\') {
+			t.Fatalf("%q accepted", v)
+		}
+	}
+}

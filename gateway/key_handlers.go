@@ -1,0 +1,116 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// pathKey reads {key}; a key no intent could carry is unknown.
+func pathKey(r *http.Request) (string, bool) {
+	k := r.PathValue("key")
+	return k, k != "" && len(k) <= topics.MaxKeyBytes && utf8.ValidString(k)
+}
+
+func (g *Gateway) getCall(w http.ResponseWriter, r *http.Request, tenant string) {
+	t, key, ok := g.knownKeyRequest(w, r, tenant)
+	if !ok {
+		return
+	}
+	rec, found := g.record(w, r, tenant, t, key)
+	if !found {
+		return
+	}
+	res, state := recordAnswer(rec, time.Now().UnixMilli())
+	switch state {
+	case stateRunning:
+		g.writeAccepted(w, t, res, retryRunning)
+	case stateInDoubt:
+		g.writeAccepted(w, t, res, retryInDoubt)
+	default:
+		writeAnswer(w, http.StatusOK, res)
+	}
+}
+
+// knownKeyRequest resolves {tool} and {key} of a key's path.
+func (g *Gateway) knownKeyRequest(w http.ResponseWriter, r *http.Request, tenant string) (*tool, string, bool) {
+	t, ok := g.toolFor(tenant, r.PathValue("tool"))
+	if !ok {
+		writeProblem(w, http.StatusNotFound, codeUnknownTool, fmt.Sprintf("no tool %q", r.PathValue("tool")))
+		return nil, "", false
+	}
+	key, ok := pathKey(r)
+	if !ok {
+		writeProblem(w, http.StatusNotFound, codeUnknownKey, "no such key")
+		return nil, "", false
+	}
+	return t, key, true
+}
+
+// record looks the key up in the event log. Another tenant's key, another
+// tool's, an expired one and one that never was all give the same 404.
+func (g *Gateway) record(w http.ResponseWriter, r *http.Request, tenant string, t *tool, key string) (*saga.Record, bool) {
+	rec, err := g.lookup(r.Context(), tenant, key)
+	if err != nil {
+		if r.Context().Err() == nil {
+			g.log.Warn("event log lookup failed", "err", err)
+			w.Header().Set("Retry-After", strconv.Itoa(retryUnavailable))
+			writeProblem(w, http.StatusServiceUnavailable, codeUnavailable, "the event log could not be read; retry")
+		}
+		return nil, false
+	}
+	if rec == nil || rec.Tool != t.name() {
+		writeProblem(w, http.StatusNotFound, codeUnknownKey, "no such key")
+		return nil, false
+	}
+	return rec, true
+}
+
+func (g *Gateway) postCompensate(w http.ResponseWriter, r *http.Request, tenant string) {
+	t, key, ok := g.knownKeyRequest(w, r, tenant)
+	if !ok {
+		return
+	}
+	if _, found := g.record(w, r, tenant, t, key); !found {
+		return
+	}
+	if t.spec.CompensateWith == "" {
+		writeProblem(w, http.StatusConflict, codeNotCompensatable, fmt.Sprintf("tool %s has no compensate_with", t.name()))
+		return
+	}
+	rep, err := g.send(r.Context(), intentReq{typ: topics.TypeCompensate, tenant: tenant, tool: t.name(), key: key,
+		wait: g.wait(w, r), traceparent: traceparent(r)})
+	if err != nil {
+		g.sendFailed(w, err)
+		return
+	}
+	g.writeCompensateReply(w, t, rep)
+}
+
+func (g *Gateway) writeCompensateReply(w http.ResponseWriter, t *tool, rep reply) {
+	switch replyState(rep) {
+	case stateRunning:
+		g.writeAccepted(w, t, runningAnswer(rep.intent), retryRunning)
+	case stateInDoubt:
+		g.writeAccepted(w, t, rep.res, retryInDoubt)
+	default:
+		if rep.res.Status != topics.StatusRejected {
+			writeAnswer(w, http.StatusOK, rep.res)
+			return
+		}
+		msg := errMessage(rep.res, "the compensation was refused")
+		if strings.Contains(msg, "has no record") { // expired since the lookup
+			writeProblem(w, http.StatusNotFound, codeUnknownKey, "no such key")
+			return
+		}
+		p := newProblem(http.StatusConflict, codeNotCompensatable, msg)
+		p.IntentID = rep.res.IntentID
+		p.write(w)
+	}
+}

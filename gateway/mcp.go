@@ -1,0 +1,315 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/tools"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// Keys of _meta the gateway reads (on tools/call) and writes (on the
+// result). A host that keeps its own idempotency key per tool call sets
+// metaKey instead of the idempotency_key argument.
+const (
+	metaKey         = "io.toolexec/idempotency-key"
+	metaWait        = "io.toolexec/wait"
+	metaWasReplay   = "io.toolexec/was_replay"
+	metaOriginalAt  = "io.toolexec/original_called_at"
+	metaStatus      = "io.toolexec/status"
+	mcpServerName   = "toolexec-gateway"
+	mcpInstructions = "Tools run at most once per idempotency_key. Choose the key from your run and step (not a fresh value per attempt), keep it, and send the same key with the same arguments on every retry: a retry returns the first call's outcome instead of acting again."
+)
+
+// mcpMaxBody bounds a JSON-RPC request: the arguments' 1 MiB and room for
+// the envelope.
+const mcpMaxBody = maxBodyBytes + 64<<10
+
+// mcpServers serves /mcp: one mcp.Server per tenant (tools/list differs
+// by allow-list), built on first use. Stateless Streamable HTTP: every
+// request carries its token and any instance can serve it, as for the
+// HTTP API. Safe for concurrent use.
+type mcpServers struct {
+	g       *Gateway
+	handler http.Handler
+
+	mu       sync.Mutex
+	byTenant map[string]*mcp.Server
+}
+
+func newMCPServers(g *Gateway) *mcpServers {
+	s := &mcpServers{g: g, byTenant: map[string]*mcp.Server{}}
+	h := mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{Stateless: true, Logger: g.log.With("component", "mcp"),
+		MaxRequestBodyBytes: mcpMaxBody})
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		tenant, ok := g.cfg.Tenants.Current().Authenticate(token)
+		if !ok {
+			g.m.authFailures.Inc()
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: tenant}, nil
+	}
+	s.handler = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	return s
+}
+
+// mcpHandler serves /mcp and counts its requests.
+func (g *Gateway) mcpHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		defer func() { g.m.observe("mcp", sw.status, time.Since(start)) }()
+		g.mcp.handler.ServeHTTP(sw, r)
+	})
+}
+
+// serverFor returns the authenticated tenant's server. Why a bound: the
+// cache keeps one server per tenant seen; reloads can rename tenants, so
+// it is cleared when it outgrows the largest tenants file.
+func (s *mcpServers) serverFor(r *http.Request) *mcp.Server {
+	ti := auth.TokenInfoFromContext(r.Context())
+	if ti == nil || ti.UserID == "" {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if srv, ok := s.byTenant[ti.UserID]; ok {
+		return srv
+	}
+	if len(s.byTenant) >= maxTenants {
+		clear(s.byTenant)
+	}
+	srv := s.g.newMCPServer(ti.UserID)
+	s.byTenant[ti.UserID] = srv
+	return srv
+}
+
+func (g *Gateway) newMCPServer(tenant string) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: mcpServerName, Version: "1"}, &mcp.ServerOptions{
+		Instructions: mcpInstructions,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	})
+	for _, t := range g.visibleTools(tenant) {
+		srv.AddTool(mcpTool(t), g.mcpCall(tenant, t))
+	}
+	return srv
+}
+
+// mcpTool describes t for tools/list. Annotations come from the class:
+// readOnlyHint for read_only, destructiveHint for irreversible, and
+// idempotentHint for every tool: repeating a call with the same
+// idempotency_key has no further effect (that is what the gateway
+// guarantees), and a read-only call has none at all. Hosts must not take
+// idempotentHint as license to retry with a new key.
+func mcpTool(t *tool) *mcp.Tool {
+	ro := t.spec.Class.ReadOnly()
+	destructive, openWorld := t.spec.Class.Destructive(), true
+	return &mcp.Tool{
+		Name:        t.name(),
+		Description: mcpDescription(t),
+		InputSchema: mcpSchema(t),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: ro, IdempotentHint: true, DestructiveHint: &destructive, OpenWorldHint: &openWorld},
+	}
+}
+
+func mcpDescription(t *tool) string {
+	d := t.spec.Description
+	if t.requiresKey() {
+		d = strings.TrimSpace(d + "\n\nRuns at most once per idempotency_key: send the same key with the same arguments on every retry of this action.")
+	}
+	return d
+}
+
+// mcpSchema is the tool's input schema, plus the required idempotency_key
+// argument for every tool that keeps a record (the SOP's OP-7).
+func mcpSchema(t *tool) map[string]any {
+	var s map[string]any
+	b, _ := json.Marshal(t.schemaJSON)
+	_ = json.Unmarshal(b, &s) // a deep copy: the listing must not alias the validator's document
+	if !t.requiresKey() {
+		return s
+	}
+	props, _ := s["properties"].(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+	}
+	props[tools.ReservedArg] = map[string]any{
+		"type": "string", "minLength": 1, "maxLength": topics.MaxKeyBytes,
+		"description": "Idempotency key of this action, chosen by you and kept in your state: the same key (with the same arguments) on every retry returns the first call's outcome instead of acting twice. Derive it from the run and the step, never a fresh random value per attempt.",
+	}
+	s["properties"] = props
+	req, _ := s["required"].([]any)
+	s["required"] = append(req, tools.ReservedArg)
+	return s
+}
+
+// mcpCall is the tools/call handler of t for tenant. Mistakes of the
+// caller (no key, bad arguments, a conflict) are error results the model
+// can read and correct, not protocol errors.
+func (g *Gateway) mcpCall(tenant string, t *tool) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if ti := req.Extra.TokenInfo; ti == nil || ti.UserID != tenant {
+			return nil, errors.New("gateway: the session's tenant does not match the token")
+		}
+		in, errRes := mcpIntent(tenant, t, req.Params)
+		if errRes != nil {
+			g.m.mcpCalls.WithLabelValues("invalid").Inc()
+			return errRes, nil
+		}
+		in.wait = g.mcpWait(req.Params.Meta)
+		rep, err := g.send(ctx, in)
+		if errors.Is(err, errUnavailable) {
+			g.m.mcpCalls.WithLabelValues("unavailable").Inc()
+			return errorResult("The call could not be sent (the service is unavailable). Nothing ran. Call again with the same idempotency_key."), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return mcpResult(rep, in.wait), nil
+	}
+}
+
+// mcpIntent reads the key and arguments of a tools/call.
+func mcpIntent(tenant string, t *tool, p *mcp.CallToolParamsRaw) (intentReq, *mcp.CallToolResult) {
+	args, err := parseArgs(p.Arguments)
+	if err != nil {
+		return intentReq{}, errorResult("The arguments must be a JSON object.")
+	}
+	key, msg := mcpKey(args, p.Meta, t)
+	if msg != "" {
+		return intentReq{}, errorResult(msg)
+	}
+	if t.requiresKey() {
+		delete(args, tools.ReservedArg)
+	}
+	if errs := t.validate(args); len(errs) > 0 {
+		return intentReq{}, errorResult(schemaText(t, errs))
+	}
+	wargs, err := wireArgs(args)
+	if err != nil {
+		return intentReq{}, errorResult("Invalid arguments: " + err.Error())
+	}
+	if msg := t.argsTooLarge(wargs); msg != "" {
+		return intentReq{}, errorResult("Rejected: " + msg + ". Nothing ran.")
+	}
+	return intentReq{typ: topics.TypeCall, tenant: tenant, tool: t.name(), key: key, args: wargs}, nil
+}
+
+// mcpKey takes the idempotency_key argument, else the host's _meta key;
+// a read-only tool without either gets a fresh key.
+func mcpKey(args map[string]any, meta mcp.Meta, t *tool) (string, string) {
+	var key string
+	if v, ok := args[tools.ReservedArg].(string); ok && t.requiresKey() {
+		key = v
+	} else if v, ok := meta[metaKey].(string); ok {
+		key = v
+	}
+	switch {
+	case key == "" && t.requiresKey():
+		return "", fmt.Sprintf("idempotency_key is required: %s has side effects. Choose a key for this action (from your run and step), keep it, and send the same key on every retry.", t.name())
+	case key == "":
+		return "read-" + client.NewID(), ""
+	case len(key) > topics.MaxKeyBytes || !utf8.ValidString(key):
+		return "", fmt.Sprintf("idempotency_key must be valid UTF-8 of at most %d bytes.", topics.MaxKeyBytes)
+	}
+	return key, ""
+}
+
+func schemaText(t *tool, errs []schemaError) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "The arguments do not match the input schema of %s:", t.name())
+	for _, e := range errs {
+		path := e.Path
+		if path == "" {
+			path = "(the arguments)"
+		}
+		fmt.Fprintf(&b, "\n- at %s: %s", path, e.Message)
+	}
+	return b.String()
+}
+
+// mcpWait reads _meta["io.toolexec/wait"] (seconds), default DefaultWait,
+// at most MaxWait.
+func (g *Gateway) mcpWait(meta mcp.Meta) time.Duration {
+	if n, ok := meta[metaWait].(float64); ok && n >= 0 {
+		return min(time.Duration(n*float64(time.Second)), g.cfg.MaxWait)
+	}
+	return g.cfg.DefaultWait
+}
+
+func errorResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// mcpResult turns the answer into a CallToolResult: structuredContent is
+// the answer, isError is set for every status but succeeded, and both
+// _meta and the text say whether this was a replay, so that the model
+// knows it did not act twice.
+func mcpResult(rep reply, wait time.Duration) *mcp.CallToolResult {
+	var res *topics.Result
+	var summary string
+	switch replyState(rep) {
+	case stateRunning:
+		res = runningAnswer(rep.intent)
+		summary = fmt.Sprintf("No answer within %s. The outcome is not known yet: the call is running or is being investigated, and it will not be executed again. Call again later with the same idempotency_key and arguments to get the outcome; do not use a new key for this action.", wait)
+	case stateInDoubt:
+		res = rep.res
+		summary = "The outcome is unknown: the tool may have acted, but no answer came. It is being investigated, and the call will not be executed again. Call again later with the same idempotency_key and arguments to learn the outcome; do not use a new key for this action."
+	default:
+		res = rep.res
+		summary = terminalText(res)
+	}
+	body := answerJSON(res)
+	b, _ := json.Marshal(body)
+	out := &mcp.CallToolResult{
+		IsError:           res.Status != topics.StatusSucceeded,
+		StructuredContent: body,
+		Content:           []mcp.Content{&mcp.TextContent{Text: summary + "\n" + string(b)}},
+	}
+	out.Meta = mcp.Meta{metaWasReplay: res.WasReplay, metaOriginalAt: res.OriginalCalledAt, metaStatus: res.Status}
+	return out
+}
+
+func terminalText(res *topics.Result) string {
+	var s string
+	switch res.Status {
+	case topics.StatusConflict:
+		return "Conflict: this idempotency_key was already used with other arguments. Nothing ran. Use a new key for a new action, or send the original arguments to get the original outcome."
+	case topics.StatusRejected:
+		return fmt.Sprintf("Rejected (%s): %s. Nothing ran.", errCode(res), errMessage(res, "the call was refused"))
+	case topics.StatusSucceeded:
+		s = "Succeeded."
+	case topics.StatusFailed:
+		s = fmt.Sprintf("Failed (%s: %s). This outcome is final for this idempotency_key; to try again, use a new key.", errCode(res), errMessage(res, "the tool refused"))
+	case topics.StatusNotExecuted:
+		return "Not executed: the tool was never reached and nothing happened. Calling again with the same idempotency_key is safe and runs it."
+	default:
+		s = res.Status + "."
+		if res.Error != nil {
+			s = fmt.Sprintf("%s (%s: %s).", res.Status, res.Error.Code, res.Error.Message)
+		}
+	}
+	if res.WasReplay {
+		return fmt.Sprintf("%s Replay: this action already ran at %s; it was not run again, this is its recorded outcome.",
+			s, time.UnixMilli(res.OriginalCalledAt).UTC().Format(time.RFC3339))
+	}
+	return s + " This call ran the tool now."
+}
+
+func errCode(res *topics.Result) string {
+	if res.Error != nil {
+		return res.Error.Code
+	}
+	return "rejected"
+}

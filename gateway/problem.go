@@ -1,0 +1,80 @@
+package gateway
+
+import (
+	"net/http"
+	"strconv"
+)
+
+// problemTypeBase prefixes every problem type: the code's section of the
+// API document, so a type URI dereferences to its explanation.
+const problemTypeBase = "https://github.com/atmostonce/toolexec/blob/main/docs/gateway.md#"
+
+// problem is an RFC 9457 problem details object with the gateway's
+// extension members.
+type problem struct {
+	Type     string        `json:"type"`
+	Title    string        `json:"title"`
+	Status   int           `json:"status"`
+	Detail   string        `json:"detail,omitempty"`
+	Instance string        `json:"instance,omitempty"`
+	Code     string        `json:"code"`
+	IntentID string        `json:"intent_id,omitempty"`
+	Errors   []schemaError `json:"errors,omitempty"`
+}
+
+// Problem codes of the gateway itself; a rejected intent uses the wire's
+// reject reason as its code.
+const (
+	codeUnauthorized     = "unauthorized"
+	codeUnknownTool      = "unknown_tool"
+	codeUnknownKey       = "unknown_key"
+	codeMissingKey       = "missing_idempotency_key"
+	codeInvalidKey       = "invalid_idempotency_key"
+	codeInvalidJSON      = "invalid_json"
+	codeInvalidArgs      = "invalid_args"
+	codeArgsMismatch     = "args_mismatch"
+	codeNotCompensatable = "not_compensatable"
+	codePayloadTooLarge  = "payload_too_large"
+	codeMethodNotAllowed = "method_not_allowed"
+	codeNotFound         = "not_found"
+	codeUnavailable      = "unavailable"
+	codeInternal         = "internal"
+)
+
+var problemTitles = map[string]string{
+	codeUnauthorized:     "A valid bearer token is required",
+	codeUnknownTool:      "No such tool",
+	codeUnknownKey:       "No such key",
+	codeMissingKey:       "Idempotency-Key is required",
+	codeInvalidKey:       "Idempotency-Key is malformed",
+	codeInvalidJSON:      "The body is not a JSON object",
+	codeInvalidArgs:      "Arguments do not match the tool's input schema",
+	codeArgsMismatch:     "The key was used with other arguments",
+	codeNotCompensatable: "The key cannot be compensated now",
+	codePayloadTooLarge:  "The body is too large",
+	codeMethodNotAllowed: "Method not allowed",
+	codeNotFound:         "Not found",
+	codeUnavailable:      "The service is unavailable; retry with the same key",
+	codeInternal:         "Internal error",
+}
+
+func newProblem(status int, code, detail string) *problem {
+	title, ok := problemTitles[code]
+	if !ok {
+		title = "The executor rejected the intent"
+	}
+	return &problem{Type: problemTypeBase + code, Title: title, Status: status, Detail: detail, Code: code}
+}
+
+// write sends p as application/problem+json.
+func (p *problem) write(w http.ResponseWriter) {
+	b, _ := marshalJSON(p)
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(b)
+}
+
+func writeProblem(w http.ResponseWriter, status int, code, detail string) {
+	newProblem(status, code, detail).write(w)
+}

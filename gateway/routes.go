@@ -1,0 +1,117 @@
+package gateway
+
+import (
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Retry-After of a 202, in seconds. Why they differ: a running call
+// usually ends within a second or two; a key in doubt waits for its
+// tool's pending_ttl and an investigation.
+const (
+	retryRunning = 1
+	retryInDoubt = 5
+	// retryUnavailable is the Retry-After of a 503.
+	retryUnavailable = 1
+	// maxTraceparentBytes bounds the traceparent passed on (the executor
+	// carries at most this much too).
+	maxTraceparentBytes = 256
+)
+
+// routes is the API. Go's ServeMux picks the method-specific pattern
+// first; the bare patterns answer every other method with a 405 problem.
+func (g *Gateway) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /v1/tools", g.authed("list", g.listTools))
+	mux.Handle("POST /v1/tools/{tool}/calls", g.authed("call", g.postCall))
+	mux.Handle("GET /v1/tools/{tool}/calls/{key}", g.authed("get", g.getCall))
+	mux.Handle("POST /v1/tools/{tool}/calls/{key}/compensate", g.authed("compensate", g.postCompensate))
+	mux.Handle("/v1/tools", methodNotAllowed("GET"))
+	mux.Handle("/v1/tools/{tool}/calls", methodNotAllowed("POST"))
+	mux.Handle("/v1/tools/{tool}/calls/{key}", methodNotAllowed("GET"))
+	mux.Handle("/v1/tools/{tool}/calls/{key}/compensate", methodNotAllowed("POST"))
+	mux.Handle("/mcp", g.mcpHandler())
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, http.StatusNotFound, codeNotFound, "no such path: "+r.URL.Path)
+	}))
+	return mux
+}
+
+func methodNotAllowed(allow string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeProblem(w, http.StatusMethodNotAllowed, codeMethodNotAllowed, r.Method+" is not allowed here; use "+allow)
+	})
+}
+
+type tenantHandler func(w http.ResponseWriter, r *http.Request, tenant string)
+
+// authed authenticates the bearer token, then runs h with the token's
+// tenant, and counts the request by route and status.
+func (g *Gateway) authed(route string, h tenantHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		defer func() { g.m.observe(route, sw.status, time.Since(start)) }()
+		tenant, ok := g.authenticate(r)
+		if !ok {
+			g.m.authFailures.Inc()
+			sw.Header().Set("WWW-Authenticate", `Bearer realm="toolexec"`)
+			writeProblem(sw, http.StatusUnauthorized, codeUnauthorized, "send Authorization: Bearer <token>; the token names the tenant")
+			return
+		}
+		h(sw, r, tenant)
+	})
+}
+
+// authenticate returns the tenant of the request's bearer token.
+func (g *Gateway) authenticate(r *http.Request) (string, bool) {
+	token, ok := bearer(r.Header.Get("Authorization"))
+	if !ok {
+		return "", false
+	}
+	return g.cfg.Tenants.Current().Authenticate(token)
+}
+
+func bearer(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// statusWriter remembers the status written, for the metrics.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// toolView is one entry of GET /v1/tools.
+type toolView struct {
+	Name                   string         `json:"name"`
+	Class                  string         `json:"class"`
+	Description            string         `json:"description"`
+	InputSchema            map[string]any `json:"input_schema"`
+	IdempotencyKeyRequired bool           `json:"idempotency_key_required"`
+}
+
+func (g *Gateway) listTools(w http.ResponseWriter, _ *http.Request, tenant string) {
+	out := struct {
+		Tools []toolView `json:"tools"`
+	}{Tools: []toolView{}}
+	for _, t := range g.visibleTools(tenant) {
+		out.Tools = append(out.Tools, toolView{Name: t.name(), Class: string(t.spec.Class), Description: t.spec.Description,
+			InputSchema: t.schemaJSON, IdempotencyKeyRequired: t.requiresKey()})
+	}
+	writeJSON(w, http.StatusOK, out)
+}

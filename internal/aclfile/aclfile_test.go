@@ -1,0 +1,57 @@
+package aclfile
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The shipped file parses, and its grants are the least-privilege table of
+// docs/SECURITY.md: the agent may write intents and read answers only.
+func TestShippedFileGivesTheAgentIntentsAndAnswersOnly(t *testing.T) {
+	gs, err := Load("../../deploy/kafka/acls", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(Roles(gs), ","); got != "agent,executor,gateway,operator,reconciler" {
+		t.Fatalf("roles %s", got)
+	}
+	var agent []string
+	for _, g := range gs {
+		if g.Role == "agent" {
+			agent = append(agent, g.String())
+		}
+		if g.Role != "executor" && g.Resource == kmsg.ACLResourceTypeCluster {
+			t.Errorf("only the executor may hold a cluster grant: %s", g)
+		}
+	}
+	want := []string{
+		"User:agent WRITE TOPIC:literal:tool.intents", "User:agent DESCRIBE TOPIC:literal:tool.intents",
+		"User:agent READ TOPIC:literal:tool.results", "User:agent DESCRIBE TOPIC:literal:tool.results",
+		"User:agent READ TOPIC:prefixed:tool.reply.", "User:agent DESCRIBE TOPIC:prefixed:tool.reply.",
+	}
+	if strings.Join(agent, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("agent grants:\n%s\nwant:\n%s", strings.Join(agent, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestVariablesAndErrors(t *testing.T) {
+	gs, err := Parse([]byte("executor topic prefixed ${PREFIX} Read\n"), "f", map[string]string{"PREFIX": "prod."})
+	if err != nil || len(gs) != 1 || gs[0].Name != "prod." {
+		t.Fatalf("%v %v", gs, err)
+	}
+	for _, bad := range []string{
+		"agent topic literal x",
+		"agent table literal x Read",
+		"agent topic exact x Read",
+		"agent topic literal ${NOPE} Read",
+		"agent topic literal x Fly",
+		"agent cluster literal c ClusterAction",
+	} {
+		if _, err := Parse([]byte(bad), "f", nil); !errors.Is(err, ErrFile) || !strings.Contains(err.Error(), "f:1:") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}

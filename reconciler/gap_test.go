@@ -1,0 +1,55 @@
+package reconciler
+
+import (
+	"context"
+	"testing"
+
+	"github.com/atmostonce/toolexec/tools"
+)
+
+// A view whose checkpoint lies below the log start (the log's retention
+// took events it needed) is cleared and rebuilt from the log start: the
+// lost events may have settled and expired a key the view still holds in
+// doubt, which would otherwise be retried for ever under a downstream key
+// the tool has forgotten (issue 12, routine operations).
+func TestReconcilerRebuildsAViewTheLogNoLongerCovers(t *testing.T) {
+	r := scanReconciler(t, tools.NewRegistry(), 100)
+	r.nControl = 1
+	putInDoubt(t, r, "acme", "k1", "pay")
+	putInDoubt(t, r, "acme", "k2", "pay")
+	if err := r.remember(Subject{Tenant: "acme", Key: "k1"}, &Investigation{Phase: PhaseCall, CallID: "i-k1", Attempts: 3}); err != nil {
+		t.Fatal(err)
+	}
+	next := r.owned[0].next
+	start := next
+	r.startOffset = func(context.Context, int32) (int64, error) { return start, nil }
+	ctx := context.Background()
+	if got, err := r.bridgeGap(ctx, 0, next); err != nil || got != next {
+		t.Fatalf("no gap: resumes at %d (%v), want the checkpoint %d", got, err, next)
+	}
+	if got, err := r.bridgeGap(ctx, 0, 0); err != nil || got != 0 {
+		t.Fatalf("a view that never folded the partition: %d (%v)", got, err)
+	}
+	start = next + 100
+	got, err := r.bridgeGap(ctx, 0, next)
+	if err != nil || got != start {
+		t.Fatalf("with a gap: resumes at %d (%v), want the log start %d", got, err, start)
+	}
+	for _, k := range []string{"k1", "k2"} {
+		if rec, err := r.store.Get("acme", k); err != nil || rec != nil {
+			t.Errorf("record %s kept: %+v (%v)", k, rec, err)
+		}
+	}
+	if d, _ := r.store.InDoubt(0, 10); len(d) != 0 {
+		t.Errorf("doubt index kept %+v", d)
+	}
+	if b, _ := r.store.Aux(investigationKey("acme", "k1", PhaseCall)); b != nil {
+		t.Error("the investigation of a cleared key was kept")
+	}
+	if c, _ := r.store.Checkpoint("ev", 0); c != start {
+		t.Errorf("checkpoint %d, want %d", c, start)
+	}
+	if v := counterValue(t, r.m.ViewGaps); v != 1 {
+		t.Errorf("view_gaps_total %v, want 1", v)
+	}
+}
