@@ -63,7 +63,7 @@ func (e *Executor) decode(r *kgo.Record) partition.Input {
 		in.Reject, in.Salvage = rej, *rej
 		return in
 	}
-	in.Salvage = *rejectFrom(ti, "", "")
+	in.Salvage = topics.Reject{ID: ti.ID, Tenant: ti.Tenant, Key: ti.Key, Tool: ti.Tool, ReplyTo: ti.ReplyTo, Type: ti.Type}
 	si, rej := e.toInput(ti, r, in.Traceparent)
 	if rej != nil {
 		in.Reject = rej

@@ -37,8 +37,12 @@ func (c *Core) Step(now time.Time, b *Batch) (*Ready, error) {
 	if ps := c.needRestore(b); len(ps) > 0 {
 		return &Ready{Restore: ps}, nil
 	}
+	// Most inputs and completions log one event and owe one answer or
+	// start one call: room for that up front spares the regrowth.
+	n := len(b.Inputs) + len(c.unrecorded)
 	t := &tick{c: c, now: now, nowMs: now.UnixMilli(), batch: b, done: map[string]bool{},
-		rd: &Ready{Overlay: view.New(c.view, view.Strict()), Verdicts: map[string]int{}, at: now}}
+		rd: &Ready{Overlay: view.New(c.view, view.Strict()), Verdicts: map[string]int{},
+			Events: make([]Event, 0, n), Answers: make([]Answer, 0, n), Calls: make([]Call, 0, len(b.Inputs))}}
 	for _, cm := range c.unrecorded {
 		t.origin = CallOrigin(cm.Call.RK, cm.Call.CallID)
 		if err := t.complete(cm); err != nil {

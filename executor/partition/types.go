@@ -1,8 +1,6 @@
 package partition
 
 import (
-	"time"
-
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/topics"
 	"github.com/atmostonce/toolexec/view"
@@ -132,7 +130,6 @@ type Ready struct {
 	Rounds    int            // snapshot rounds this tick ended
 
 	rounded bool // took a step of the snapshot round
-	at      time.Time
 }
 
 // Touched lists the events partitions the Ready writes (the fence needs
