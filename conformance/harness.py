@@ -4,6 +4,7 @@ library are used.
 """
 
 import json
+import urllib.parse
 import os
 import signal
 import socket
@@ -134,6 +135,24 @@ class ToolServer:
     def by_key(self, idem_key):
         with self.lock:
             return [r for r in self.requests if r["idempotency_key"] == idem_key]
+
+    # The path each tool of TOOLS_YAML posts to.
+    PATHS = {"conf.charge": "/charge", "conf.small": "/charge", "conf.book": "/charge",
+             "payments.charge": "/charge", "conf.reject": "/reject", "conf.lookup": "/lookup",
+             "conf.lookup-flaky": "/flaky", "conf.flaky": "/flaky", "conf.unbook": "/unbook",
+             "conf.bigint": "/bigint"}
+
+    def calls(self, tenant, key, tool=None):
+        """The requests made for (tenant, key), of one tool's path when given,
+        whatever their downstream key: each call of a key has its own
+        (saga/downstream.go), so a second effect of a key under another key
+        shows here."""
+        path = self.PATHS[tool] if tool else None
+        with self.lock:
+            return [r for r in self.requests
+                    if r["headers"].get("x-tool-tenant") == tenant
+                    and urllib.parse.unquote_plus(r["headers"].get("x-tool-key", "")) == key
+                    and (path is None or r["path"] == path)]
 
     def all(self):
         with self.lock:

@@ -102,6 +102,18 @@ def downstream_key(tenant: str, tool: str, key: str) -> str:
     return "tk1_" + h.digest()[:20].hex()
 
 
+def call_downstream_key(tenant: str, tool: str, key: str, attempt: int, called_at: int) -> str:
+    """The Idempotency-Key of one call (saga/downstream.go): a new one for
+    every call of a key, from the answer's `attempt` and
+    `original_called_at`."""
+    h = hashlib.sha256()
+    for part in ("toolexec/downstream-key/v2", tenant, tool, key, str(attempt), str(called_at)):
+        b = part.encode()
+        h.update(struct.pack(">Q", len(b)))
+        h.update(b)
+    return "tk2_" + h.digest()[:20].hex()
+
+
 def intent(id, tenant, key, tool, args=None, type="call", **extra):
     """An intent map as docs/wire-format.md describes it."""
     m = {"v": VERSION, "type": type, "id": id, "tenant": tenant, "key": key}

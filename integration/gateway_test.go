@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"github.com/atmostonce/toolexec/tools"
 	"net/http"
 	"strings"
 	"sync"
@@ -84,7 +83,7 @@ func gwTerminalOutcomes(t *testing.T, gw string, l *ledger) {
 	if (l.total() - base) != 1 {
 		t.Fatalf("tool requests %d, want 1", (l.total() - base))
 	}
-	if got := l.header(tools.DownstreamKey("acme", "t.fail", "f-1"), "traceparent"); got != tp {
+	if got := l.headerOf("acme", "f-1", "traceparent"); got != tp {
 		t.Fatalf("traceparent at the tool %q, want %q", got, tp)
 	}
 	refused := post(t, gw, "acme", "t.refused", "r-1", `{}`).want(t, 200, "")

@@ -129,6 +129,19 @@ func (l *ledger) header(key, name string) string {
 	return l.headers[key].Get(name)
 }
 
+// headerOf is header for the last request of (tenant, key), whatever its
+// downstream key: each call of a key has its own.
+func (l *ledger) headerOf(tenant, key, name string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, h := range l.headers {
+		if h.Get("X-Tool-Tenant") == tenant && h.Get("X-Tool-Key") == key {
+			return h.Get(name)
+		}
+	}
+	return ""
+}
+
 // waitArrivals waits until n requests have arrived.
 func (l *ledger) waitArrivals(t *testing.T, n int, within time.Duration) {
 	t.Helper()

@@ -88,7 +88,8 @@ func TestSecureRolesOnASecuredBroker(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		res, err := reconciler.Resolve(ctx, reconciler.ResolveRequest{Brokers: w.seeds, Names: w.e.names, Tenant: tenant, Key: "page-1",
-			Outcome: "succeeded", Result: map[string]any{"paged": true}, By: "operator-test", Reason: "the pager log shows it", ClientOpts: w.opts("operator")})
+			Outcome: "succeeded", Result: map[string]any{"paged": true}, By: "operator-test", Reason: "the pager log shows it", ClientOpts: w.opts("operator"),
+			Force: true}) // within the tool's pending_ttl: the operator forces it
 		if err != nil || res.Status != topics.StatusResolved {
 			t.Fatalf("resolve as the operator: %+v %v", res, err)
 		}
@@ -138,7 +139,7 @@ func TestSecureRolesOnASecuredBroker(t *testing.T) {
 		t.Logf("measured: wrong password: %v", err)
 		start := time.Now()
 		out, err := exec.Command(binary, "--kafka-config", bad, "--data-dir", t.TempDir(), "--tools", writeTools(t, toolsYAML),
-			"--http-addr", freeAddr(t), "--reconciler=false").CombinedOutput()
+			"--http-addr", freeAddr(t), "--reconciler=false", "--gateway=false").CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "kafka: TLS") || time.Since(start) > 2*kafkaconfig.CheckTimeout {
 			t.Errorf("executor with the wrong CA: exit %v after %s:\n%s", err, time.Since(start), out)
 		}
@@ -178,7 +179,7 @@ func (w *secureWorld) startExecutor(name, kafkaConfig, prefix, group, toolsYAML,
 	cmd := exec.Command(binary, "--kafka-config", kafkaConfig, "--data-dir", dataDir, "--tools", writeTools(w.t, toolsYAML),
 		"--http-addr", addr, "--topic-prefix", prefix, "--group", group, "--partitions", strconv.Itoa(securePartitions),
 		"--session-timeout", "3s", "--rebalance-timeout", "12s", "--drain-timeout", "8s", "--transaction-timeout", "10s",
-		"--client-id", name, "--reconciler=false")
+		"--client-id", name, "--reconciler=false", "--gateway=false")
 	cmd.Env = os.Environ()
 	return w.e.launch(name, "executor", cmd, addr)
 }

@@ -117,9 +117,11 @@ func Expire(rec *Record, env Env) Decision {
 }
 
 // notExecutedMarginMs: a not_executed recorded within this long before a
-// call's PendingUntil is treated as recorded after it. Why: the
-// reconciler compares PendingUntil with its own clock, which may run
-// ahead of this executor's; NTP keeps hosts far closer than this.
+// call's PendingUntil (or a quarter of its pending_ttl, when that is
+// shorter) is treated as recorded after it. Why: the reconciler compares
+// PendingUntil with its own clock, which may run ahead of this executor's;
+// NTP keeps hosts far closer than this. The quarter keeps a short
+// pending_ttl (seconds, in tests) from leaving no time at all.
 const notExecutedMarginMs = 5_000
 
 // notExecutedTooLate turns a not_executed completion of a call whose tool
@@ -145,7 +147,7 @@ func notExecutedTooLate(rec *Record, c Completion, env Env) Completion {
 		tool, until = rec.Comp.Tool, compensationPendingUntil(rec.Comp, env)
 	}
 	pol, ok := env.Policy(tool)
-	if !ok || !pol.Resent || env.Now < until-notExecutedMarginMs {
+	if !ok || !pol.Resent || env.Now < until-min(notExecutedMarginMs, pol.PendingTTLMs/4) {
 		return c
 	}
 	c.Status = StatusUnknown

@@ -135,6 +135,15 @@ func (c *child) kill() {
 	}
 }
 
+// killHard is SIGKILL and reap: the crash of the peer comparison. The
+// child must not be stopped afterwards.
+func (c *child) killHard() {
+	c.kill()
+	_ = c.cmd.Wait()
+}
+
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
 // logTail is the end of the child's stderr, for error messages.
 func (c *child) logTail() string {
 	b, err := os.ReadFile(c.logPath)

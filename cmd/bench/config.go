@@ -29,6 +29,7 @@ type config struct {
 	keepTopics   bool          // leave the run's topics on the broker
 	skipRestore  bool          // skip scenarios 4 and 5b (keys in state)
 	skipLoad     bool          // skip scenarios 1, 2, 3, 5a and 6
+	peer         peerConfig    // --peer and its settings; run by hand, never in CI
 }
 
 type defaults struct {
@@ -64,6 +65,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.keepTopics, "keep-topics", false, "do not delete the run's topics at the end")
 	fs.BoolVar(&c.skipRestore, "skip-restore", false, "skip the restore scenario and the memory figure with keys in state")
 	fs.BoolVar(&c.skipLoad, "skip-load", false, "skip the load scenarios (unique, replay, slow tool, group commit)")
+	c.peer.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -73,6 +75,9 @@ func parseFlags(args []string) (config, error) {
 	c.partitions = int32(parts)
 	if brokers != "" {
 		c.brokers = strings.Split(brokers, ",")
+	}
+	if err := c.peer.parse(); err != nil {
+		return c, err
 	}
 	if c.quick {
 		c.applyQuick(setFlags(fs))

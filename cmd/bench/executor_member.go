@@ -19,7 +19,26 @@ import (
 const (
 	toolNoop = "bench.noop" // answers at once
 	toolSlow = "bench.slow" // answers after --slow-latency
+	toolHTTP = "bench.http" // the peer comparison's HTTP tool (peer_tool.go)
 )
+
+// httpToolSpec is bench.http: class irreversible, because the tool does
+// not honour our key (it counts every call as an effect), so the executor
+// must never call it twice for a key; max_in_flight at the executor's own
+// limit so that the crash test's 100 calls are all inside the tool at
+// once. The crash test kills the executor seconds after its calls entered
+// the tool, well within the timeout; the pending_ttl is short so that,
+// within the crash test's retries (crashRetryFor), the keys left started
+// by the killed executor are answered in doubt ("pending") rather than
+// "running".
+func httpToolSpec(url string) tools.Spec {
+	return tools.Spec{Name: toolHTTP, Class: tools.Irreversible, URL: url, MaxInFlight: executorMaxInFlight,
+		Timeout: httpToolTimeout, PendingTTL: httpToolTimeout + 10*time.Second}
+}
+
+// httpToolTimeout bounds one call of bench.http: far above a call's time
+// in the load phases (under a second).
+const httpToolTimeout = 20 * time.Second
 
 // execMember is the executor in a member process, with its collectors on a
 // private registry that counters reads.
@@ -29,7 +48,7 @@ type execMember struct {
 }
 
 func newExecutorMember(ctx context.Context, o memberOpts) (*execMember, error) {
-	reg, err := benchTools(o.slowLatency, o.slowInFlight)
+	reg, err := benchTools(o.slowLatency, o.slowInFlight, o.toolURL)
 	if err != nil {
 		return nil, err
 	}
@@ -46,10 +65,11 @@ func newExecutorMember(ctx context.Context, o memberOpts) (*execMember, error) {
 	return &execMember{ex: ex, reg: pr}, nil
 }
 
-// benchTools registers the no-op and the slow tool. Both take the product
-// defaults except the slow tool's max_in_flight, which the slow-tool
-// scenario's limit is computed from.
-func benchTools(slow time.Duration, slowInFlight int) (*tools.Registry, error) {
+// benchTools registers the no-op and the slow tool, and bench.http when
+// toolURL is set. The first two take the product defaults except the slow
+// tool's max_in_flight, which the slow-tool scenario's limit is computed
+// from.
+func benchTools(slow time.Duration, slowInFlight int, toolURL string) (*tools.Registry, error) {
 	reg := tools.NewRegistry()
 	ok := map[string]any{"ok": true}
 	noop := tools.Func(func(context.Context, tools.Request) tools.Outcome {
@@ -68,7 +88,18 @@ func benchTools(slow time.Duration, slowInFlight int) (*tools.Registry, error) {
 	if err := reg.Register(tools.Spec{Name: toolNoop, Class: tools.NativeKey}, noop); err != nil {
 		return nil, err
 	}
-	return reg, reg.Register(tools.Spec{Name: toolSlow, Class: tools.NativeKey, MaxInFlight: slowInFlight}, sleep)
+	if err := reg.Register(tools.Spec{Name: toolSlow, Class: tools.NativeKey, MaxInFlight: slowInFlight}, sleep); err != nil {
+		return nil, err
+	}
+	if toolURL == "" {
+		return reg, nil
+	}
+	spec := httpToolSpec(toolURL)
+	h, err := tools.OpenHTTP(spec, nil)
+	if err != nil {
+		return nil, err
+	}
+	return reg, reg.Register(spec, h)
 }
 
 func (m *execMember) run(ctx context.Context) error { return m.ex.Run(ctx) }

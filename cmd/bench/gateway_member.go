@@ -27,7 +27,7 @@ type gatewayMember struct {
 }
 
 func newGatewayMember(ctx context.Context, o memberOpts) (*gatewayMember, error) {
-	reg, err := benchTools(o.slowLatency, o.slowInFlight)
+	reg, err := benchTools(o.slowLatency, o.slowInFlight, o.toolURL)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +42,11 @@ func newGatewayMember(ctx context.Context, o memberOpts) (*gatewayMember, error)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := o.httpAddr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		g.Close()
 		return nil, err

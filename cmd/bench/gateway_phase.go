@@ -1,18 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"path/filepath"
-	"strconv"
-	"sync"
-	"time"
-
-	"github.com/atmostonce/toolexec/topics"
 )
 
 // gatewayPhases is scenario 7: the same closed loop of httpClients
@@ -66,29 +58,10 @@ func (b *bench) httpLoad(ctx context.Context, gw *child, base, tag string) (phas
 	}
 	host := selfCPU()
 	ph := newPhase(tag, b.cfg.warm, b.cfg.duration)
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: b.cfg.httpClients}, Timeout: time.Minute}
+	hc := newLoadClient(b.cfg.httpClients)
 	defer hc.CloseIdleConnections()
-	var seqMu sync.Mutex
-	next := 0
-	var wg sync.WaitGroup
-	for range b.cfg.httpClients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Since(ph.base) < ph.total && ctx.Err() == nil {
-				seqMu.Lock()
-				seq := next
-				next++
-				ph.sent(seq, time.Since(ph.base))
-				seqMu.Unlock()
-				if err := httpCall(ctx, hc, base, tag, seq, ph); err != nil {
-					ph.failed(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	sys := &gatewaySystem{base: base, tool: toolNoop, processes: func() []proc { return nil }}
+	httpClosedLoop(ctx, ph, sys, hc, b.cfg.httpClients, uniqueHTTPKeys(tag))
 	c1, err := gw.stats()
 	if err != nil {
 		return phaseResult{}, counters{}, err
@@ -99,30 +72,4 @@ func (b *bench) httpLoad(ctx context.Context, gw *child, base, tag string) (phas
 		return res, counters{}, fmt.Errorf("gateway phase %s: %w", tag, res.Err)
 	}
 	return res, c1.sub(c0), nil
-}
-
-// httpCall POSTs call seq of the no-op tool and records its answer.
-func httpCall(ctx context.Context, hc *http.Client, base, tag string, seq int, ph *phase) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/tools/"+toolNoop+"/calls", bytes.NewReader([]byte(`{"n":`+strconv.Itoa(seq)+`}`)))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+benchToken)
-	req.Header.Set("Idempotency-Key", tag+"-"+strconv.Itoa(seq))
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	now := time.Now()
-	if err != nil {
-		return err
-	}
-	var res topics.Result
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &res) != nil {
-		return fmt.Errorf("gateway answered %d: %.200s", resp.StatusCode, body)
-	}
-	ph.answer(seq, now, &res)
-	return nil
 }

@@ -13,12 +13,16 @@ import (
 // scenario's log, so that its state holds every key, then serves replays
 // of random keys across the whole key space.
 type keysResult struct {
-	keys      int
-	hwmKB     int64         // peak RSS: restore plus the replay load
-	takeover  time.Duration // first answer from every partition: the restores inside the executor
-	restoreS  float64       // restore time the executor reports
-	restoreEv float64
-	replay    phaseResult
+	keys  int
+	hwmKB int64 // peak RSS: restore plus the replay load
+	// takeover is from the executor process's start (empty data
+	// directory) to its answer on the last partition of the set: every
+	// partition restored and deciding. firstDecision is to the first.
+	takeover, firstDecision time.Duration
+	ready                   time.Duration // to the member's ready line: executor.New returned
+	restoreS                float64       // restore time the executor reports
+	restoreEv               float64
+	replay                  phaseResult
 }
 
 func (b *bench) keysScenario(ctx context.Context, e *env) (keysResult, error) {
@@ -27,21 +31,25 @@ func (b *bench) keysScenario(ctx context.Context, e *env) (keysResult, error) {
 		dataDir: filepath.Join(b.dir, "keys"), slowLatency: b.cfg.slowLatency, slowInFlight: b.cfg.slowInFlight}
 	s := &side{name: "executor"}
 	var err error
-	if s.child, err = startChild("executor (keys in state)", o, filepath.Join(b.dir, "keys.log")); err != nil {
+	if s.tgt, err = newTarget(b.br.seeds, e); err != nil {
 		return kr, err
 	}
 	defer s.stop()
-	if s.tgt, err = newTarget(b.br.seeds, e); err != nil {
+	progress("keys in state: an executor with an empty data directory takes over %d keys (restores every partition)", kr.keys)
+	// The take-over is timed from the process's start: the replays are
+	// produced first, so that they wait in the log for the executor.
+	ph, sent := sendTakeOver(ctx, s.tgt, b.cfg.keys)
+	if s.child, err = startChild("executor (keys in state)", o, filepath.Join(b.dir, "keys.log")); err != nil {
+		return kr, err
+	}
+	kr.ready = time.Since(ph.base)
+	if kr.takeover, kr.firstDecision, err = awaitTakeOver(ctx, ph, sent); err != nil {
 		return kr, err
 	}
 	if b.cfg.cpuProfile != "" {
 		if err := s.child.do("cpu "+b.cfg.cpuProfile+".executor-keys.pprof", nil); err != nil {
 			return kr, err
 		}
-	}
-	progress("keys in state: an executor takes over %d keys (restores every partition)", kr.keys)
-	if kr.takeover, err = takeOver(ctx, s.tgt, b.cfg.keys); err != nil {
-		return kr, err
 	}
 	if err := b.replayKeySpace(ctx, s, &kr); err != nil {
 		return kr, err
@@ -58,9 +66,10 @@ func (b *bench) keysScenario(ctx context.Context, e *env) (keysResult, error) {
 	return kr, s.stop()
 }
 
-// takeOver sends a replay of one restored key per partition: the first
-// record of a partition makes the executor restore it.
-func takeOver(ctx context.Context, t *target, keys int) (time.Duration, error) {
+// sendTakeOver produces a replay of one restored key per partition and
+// returns the phase that collects the answers (its base is now): the
+// first record of a partition makes the executor restore it.
+func sendTakeOver(ctx context.Context, t *target, keys int) (*phase, int) {
 	parts := t.env.layout.Partitions
 	var pick []int
 	seen := map[int32]bool{}
@@ -72,19 +81,25 @@ func takeOver(ctx context.Context, t *target, keys int) (time.Duration, error) {
 	}
 	ph := newPhase("k", 0, time.Hour)
 	t.register(ph)
-	start := time.Now()
 	for seq, i := range pick {
 		t.send(ctx, ph, seq, 0, func(int) (string, string, int) { return restoredKey(i), toolNoop, i })
 	}
+	return ph, len(pick)
+}
+
+// awaitTakeOver waits for every partition's answer and returns the time
+// from the phase's base to the last one (every partition restored and
+// deciding) and to the first.
+func awaitTakeOver(ctx context.Context, ph *phase, sent int) (last, first time.Duration, err error) {
 	ph.drain(ctx, 15*time.Minute)
 	r := ph.result()
 	if r.Lost > 0 || r.Err != nil {
-		return 0, fmt.Errorf("take-over: %d of %d partitions unanswered (produce error: %v)", r.Lost, r.Sent, r.Err)
+		return 0, 0, fmt.Errorf("take-over: %d of %d partitions unanswered (produce error: %v)", r.Lost, r.Sent, r.Err)
 	}
-	if r.Statuses["succeeded"] != len(pick) {
-		return 0, errors.New("take-over: restored keys were not replayed as succeeded: " + fmt.Sprint(r.Statuses))
+	if r.Statuses["succeeded"] != sent {
+		return 0, 0, errors.New("take-over: restored keys were not replayed as succeeded: " + fmt.Sprint(r.Statuses))
 	}
-	return time.Since(start), nil
+	return r.Max, r.Min, nil
 }
 
 // replayKeySpace is a closed loop of replays of uniformly random keys.

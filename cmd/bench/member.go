@@ -39,13 +39,15 @@ type memberOpts struct {
 	slowLatency  time.Duration
 	slowInFlight int
 	kafkaConfig  string // --kafka-config of the parent
+	toolURL      string // the peer comparison's HTTP tool (bench.http); empty: not registered
+	httpAddr     string // the gateway's listen address; empty: a free port
 }
 
 func (o memberOpts) args() []string {
 	return []string{memberCommand, "--role", o.role, "--brokers", strings.Join(o.brokers, ","), "--prefix", o.prefix,
 		"--group", o.group, "--partitions", fmt.Sprint(o.partitions), "--data-dir", o.dataDir,
 		"--slow-latency", o.slowLatency.String(), "--slow-max-in-flight", fmt.Sprint(o.slowInFlight),
-		"--kafka-config", kafkaConfigFile}
+		"--kafka-config", kafkaConfigFile, "--tool-url", o.toolURL, "--http-addr", o.httpAddr}
 }
 
 func parseMemberFlags(args []string) (memberOpts, error) {
@@ -61,6 +63,8 @@ func parseMemberFlags(args []string) (memberOpts, error) {
 	fs.DurationVar(&o.slowLatency, "slow-latency", 50*time.Millisecond, "")
 	fs.IntVar(&o.slowInFlight, "slow-max-in-flight", 64, "")
 	fs.StringVar(&o.kafkaConfig, "kafka-config", "", "")
+	fs.StringVar(&o.toolURL, "tool-url", "", "")
+	fs.StringVar(&o.httpAddr, "http-addr", "", "")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

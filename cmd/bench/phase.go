@@ -133,7 +133,7 @@ type phaseResult struct {
 	Rate       float64 // terminal answers per second in the window
 	ReplayRate float64 // of which replays
 	P50, P99   time.Duration
-	Max        time.Duration
+	Min, Max   time.Duration
 	Sent       int
 	Answers    int
 	Lost       int // intents without a terminal answer after the drain
@@ -161,7 +161,7 @@ func (ph *phase) result() phaseResult {
 	slices.Sort(lat)
 	r.P50, r.P99 = quantile(lat, 0.50), quantile(lat, 0.99)
 	if len(lat) > 0 {
-		r.Max = lat[len(lat)-1]
+		r.Min, r.Max = lat[0], lat[len(lat)-1]
 	}
 	return r
 }

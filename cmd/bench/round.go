@@ -26,6 +26,8 @@ type round struct {
 
 	execSatC, baseSatC, execHalfC counters // deltas over the phase
 	replayC, slowC                counters
+	baseReplay                    phaseResult // the baseline on scenario 2's stream, for its CPU per intent
+	baseReplayC                   counters
 	execHWMKB, baseHWMKB          int64 // peak RSS after the unique phases
 
 	kafkaPath, httpPath phaseResult // scenario 7, httpClients outstanding each
@@ -62,7 +64,10 @@ func (b *bench) loadRound(ctx context.Context, r int) (*round, error) {
 	if err := b.uniquePhases(ctx, r, rd, ex, bl); err != nil {
 		return nil, err
 	}
-	if err := b.replayPhase(ctx, r, rd, ex); err != nil {
+	if rd.replay, rd.replayC, err = b.replayPhase(ctx, r, ex); err != nil {
+		return nil, err
+	}
+	if rd.baseReplay, rd.baseReplayC, err = b.replayPhase(ctx, r, bl); err != nil {
 		return nil, err
 	}
 	if err := b.slowPhase(ctx, r, rd, ex); err != nil {
@@ -82,12 +87,28 @@ func (b *bench) loadRound(ctx context.Context, r int) (*round, error) {
 // startSide creates the member's topics, starts its process and its
 // agent, and warms it up: every partition answered once.
 func (b *bench) startSide(ctx context.Context, role, name string) (*side, error) {
+	s, _, err := b.startSideWith(ctx, role, name, "")
+	return s, err
+}
+
+// startSideWith is startSide for a member that also has the HTTP tool at
+// toolURL (when set); it returns the member's options, to start it again.
+func (b *bench) startSideWith(ctx context.Context, role, name, toolURL string) (*side, memberOpts, error) {
 	e, err := b.br.newEnv(ctx, name, b.cfg.partitions)
 	if err != nil {
-		return nil, err
+		return nil, memberOpts{}, err
 	}
 	o := memberOpts{role: role, brokers: b.br.seeds, prefix: e.prefix, group: e.group, partitions: int(b.cfg.partitions),
-		dataDir: filepath.Join(b.dir, name), slowLatency: b.cfg.slowLatency, slowInFlight: b.cfg.slowInFlight}
+		dataDir: filepath.Join(b.dir, name), slowLatency: b.cfg.slowLatency, slowInFlight: b.cfg.slowInFlight, toolURL: toolURL}
+	s, err := b.launchSide(ctx, o, e, name)
+	return s, o, err
+}
+
+// launchSide starts a member of env e with options o, its agent, and
+// warms it up.
+func (b *bench) launchSide(ctx context.Context, o memberOpts, e *env, name string) (*side, error) {
+	role := o.role
+	var err error
 	s := &side{name: role}
 	if s.child, err = startChild(role+" "+name, o, filepath.Join(b.dir, name+".log")); err != nil {
 		return nil, err
@@ -290,14 +311,18 @@ func uniqueKeys(tag, tool string) intentFn {
 }
 
 // replayPhase is scenario 2: a closed loop in which dupFraction of the
-// intents repeat a key the executor completed in scenario 1 (same
-// arguments: a replay), the rest are new keys.
-func (b *bench) replayPhase(ctx context.Context, r int, rd *round, ex *side) error {
-	done := ex.completedKeys()
+// intents repeat a key the member completed in scenario 1 (same
+// arguments: a replay for the executor), the rest are new keys. The
+// baseline runs it too, for its CPU per intent on the same stream.
+func (b *bench) replayPhase(ctx context.Context, r int, s *side) (phaseResult, counters, error) {
+	done := s.completedKeys()
 	if len(done) == 0 {
-		return errors.New("replay: no completed keys to repeat")
+		return phaseResult{}, counters{}, errors.New("replay: no completed keys to repeat")
 	}
 	tag := fmt.Sprintf("d%d", r)
+	if s.name != "executor" {
+		tag = fmt.Sprintf("e%d", r)
+	}
 	rng := rand.New(rand.NewPCG(uint64(r), 42))
 	frac := b.cfg.dupFraction
 	next := func(seq int) (string, string, int) {
@@ -307,18 +332,16 @@ func (b *bench) replayPhase(ctx context.Context, r int, rd *round, ex *side) err
 		}
 		return tag + "-" + strconv.Itoa(seq), toolNoop, seq
 	}
-	progress("  executor: replay, %.0f%% repeats of %d completed keys", frac*100, len(done))
-	if r == 0 && b.cfg.cpuProfile != "" {
-		if err := ex.child.do("cpu "+b.cfg.cpuProfile+".executor-replay.pprof", nil); err != nil {
-			return err
+	progress("  %s: replay, %.0f%% repeats of %d completed keys", s.name, frac*100, len(done))
+	if r == 0 && b.cfg.cpuProfile != "" && s.name == "executor" {
+		if err := s.child.do("cpu "+b.cfg.cpuProfile+".executor-replay.pprof", nil); err != nil {
+			return phaseResult{}, counters{}, err
 		}
-		defer func() { _ = ex.child.do("cpustop", nil) }()
+		defer func() { _ = s.child.do("cpustop", nil) }()
 	}
-	var err error
-	rd.replay, rd.replayC, err = b.measure(ctx, ex, tag, func(ph *phase) error {
-		return ex.tgt.closedLoop(ctx, ph, b.cfg.window, next)
+	return b.measure(ctx, s, tag, func(ph *phase) error {
+		return s.tgt.closedLoop(ctx, ph, b.cfg.window, next)
 	})
-	return err
 }
 
 // slowPhase is scenario 3: unique keys on a tool that takes slowLatency,

@@ -54,9 +54,24 @@ func (b *bench) scenarios(ctx context.Context) error {
 			b.rep.rounds = append(b.rep.rounds, rd)
 		}
 	}
-	if b.cfg.skipRestore {
+	if !b.cfg.skipRestore {
+		if err := b.restoreScenarios(ctx); err != nil {
+			return err
+		}
+	}
+	if !b.cfg.peer.enabled() {
 		return nil
 	}
+	pr, err := b.peerComparison(ctx)
+	if err != nil {
+		return fmt.Errorf("peers: %w", err)
+	}
+	b.rep.peers = pr
+	return nil
+}
+
+// restoreScenarios are scenarios 4 and 5b.
+func (b *bench) restoreScenarios(ctx context.Context) error {
 	e, rr, err := b.restoreScenario(ctx)
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
