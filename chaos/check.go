@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -289,6 +290,7 @@ func checkInDoubt(in checkInput, r *Report, rk string, h *keyHistory) {
 	final := h.LastStatus
 	settled := final.Settled() || final == saga.StatusNotExecuted
 	class := classOf[h.Tool]
+	label := string(class)
 	switch {
 	case !settled && in.escalated[rk]:
 		return // counted as escalated
@@ -298,25 +300,43 @@ func checkInDoubt(in checkInput, r *Report, rk string, h *keyHistory) {
 	}
 	r.Settled++
 	path := "other"
+	investigation := class.Investigation()
 	switch {
 	case h.CompInDoubt > 0:
 		path = "compensate"
 	case h.Unknown == 0 && h.ResolvedComp > 0 && h.ResolvedComp == len(h.ResolvedSt):
 		path = "compensation_resolve"
-		class = "compensation" // the doubt was the compensation's: its tool's path
-	case resolvedByRec > 0 && class == "native_key":
+		label = "compensation" // the doubt was the compensation's: its tool's path
+	case resolvedByRec > 0 && investigation == tools.InvestigateRetry:
 		path = "retry"
-	case resolvedByRec > 0 && class == "probe":
+	case resolvedByRec > 0 && investigation == tools.InvestigateProbe:
 		path = "probe"
 	case resolvedByRec > 0:
 		path = "resolve"
 	}
-	r.SettledBy[class+":"+path]++
-	want := map[string]string{"native_key": "retry", "probe": "probe", "compensatable": "compensate", "compensation": "compensation_resolve"}[class]
-	if want != "" && path != want {
-		r.violate("wrong_path: %s (%s) was in doubt and settled by %s (final %s), its class settles by %s", rk, class, path, final, want)
+	r.SettledBy[label+":"+path]++
+	if want := wantPath(label, investigation); want != "" && path != want {
+		r.violate("wrong_path: %s (%s) was in doubt and settled by %s (final %s), its class settles by %s", rk, label, path, final, want)
 	}
-	if class == "irreversible" {
+	if label != "compensation" && investigation == tools.InvestigateEscalate {
 		r.violate("irreversible_settled: %s was in doubt and settled %s by %v, not by an operator", rk, final, h.ResolvedBy)
 	}
+}
+
+// wantPath is the path by which a key in doubt must be settled: its
+// class's investigation, or for a compensation in doubt the resolve the
+// reconciler sends after retrying or probing the compensating tool.
+func wantPath(label string, inv tools.Investigation) string {
+	if label == "compensation" {
+		return "compensation_resolve"
+	}
+	switch inv {
+	case tools.InvestigateRetry:
+		return "retry"
+	case tools.InvestigateProbe:
+		return "probe"
+	case tools.InvestigateCompensate:
+		return "compensate"
+	}
+	return ""
 }

@@ -3,6 +3,8 @@ package chaos
 import (
 	"fmt"
 	"time"
+
+	"github.com/atmostonce/toolexec/tools"
 )
 
 // The tools of the run, one per class, all served by the Ledger.
@@ -16,8 +18,8 @@ const (
 )
 
 // classOf is the class of each tool, as in toolsYAML.
-var classOf = map[string]string{ToolNative: "native_key", ToolProbe: "probe", ToolComp: "compensatable",
-	ToolUndo: "native_key", ToolIrrev: "irreversible", ToolRead: "read_only"}
+var classOf = map[string]tools.Class{ToolNative: tools.NativeKey, ToolProbe: tools.Probe, ToolComp: tools.Compensatable,
+	ToolUndo: tools.NativeKey, ToolIrrev: tools.Irreversible, ToolRead: tools.ReadOnly}
 
 // pathOf is the ledger path of each tool.
 var pathOf = map[string]string{ToolNative: "/native", ToolProbe: "/probe", ToolComp: "/comp", ToolUndo: "/undo",

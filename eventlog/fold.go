@@ -11,6 +11,7 @@ import (
 
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
+	"github.com/atmostonce/toolexec/view"
 )
 
 // RestoreStats describes one restore.
@@ -24,27 +25,38 @@ type RestoreStats struct {
 type RestoreOptions struct {
 	Seeds      []string
 	Topic      string        // the events topic
-	SettleWait time.Duration // how long open transactions may take to settle; default 60s
-	FlushEvery int           // events per intermediate batch; default 20000
+	SettleWait time.Duration // how long open transactions may take to settle; default DefaultSettleWait
+	FlushEvery int           // events per intermediate batch; default DefaultFlushEvery
 	ClientOpts []kgo.Opt
 	// PartitionOf names a key's partition; needed to clear a partition's
 	// stale view after a gap (gap.go).
 	PartitionOf func(tenant, key string) int32
 }
 
+const (
+	// DefaultSettleWait bounds the wait for the transactions open on the
+	// partition when the restore began: well past any transaction timeout.
+	DefaultSettleWait = 60 * time.Second
+	// DefaultFlushEvery bounds the records a restore holds in memory
+	// before an intermediate (unsynced) batch: about 20 MB of overlay for
+	// records of a kilobyte.
+	DefaultFlushEvery = 20000
+)
+
 // RestoreInto brings the store's view of one events partition up to date:
 // from its checkpoint to the target of Target, folding every committed
-// event with saga.Apply. When the log no longer starts at or below the
-// checkpoint it begins at a complete snapshot round instead, or refuses
-// with a *GapError (gap.go). Intermediate batches are not synced; the last one
-// is, with the final checkpoint, so a crash mid-restore only repeats work.
+// event with saga.Apply through a view.Overlay. When the log no longer
+// starts at or below the checkpoint it begins at a complete snapshot round
+// instead, or refuses with a *GapError (gap.go). Intermediate batches are
+// not synced; the last one is, with the final checkpoint, so a crash
+// mid-restore only repeats work.
 func RestoreInto(ctx context.Context, st *state.Store, adm *kadm.Client, partition int32, o RestoreOptions) (RestoreStats, error) {
 	start := time.Now()
 	if o.SettleWait <= 0 {
-		o.SettleWait = 60 * time.Second
+		o.SettleWait = DefaultSettleWait
 	}
 	if o.FlushEvery <= 0 {
-		o.FlushEvery = 20000
+		o.FlushEvery = DefaultFlushEvery
 	}
 	from, err := st.Checkpoint(o.Topic, partition)
 	if err != nil {
@@ -58,16 +70,7 @@ func RestoreInto(ctx context.Context, st *state.Store, adm *kadm.Client, partiti
 	if from, err = bridgeGap(ctx, st, adm, partition, from, to, o); err != nil {
 		return RestoreStats{}, err
 	}
-	f := newFolder(st, o.Topic, partition, o.FlushEvery)
-	if viewed == 0 || from != viewed {
-		// A partition with no checkpoint has no record in the view: every
-		// record is written in one batch with its partition's checkpoint,
-		// and a key belongs to one partition. So the only keys of this
-		// partition that can be in the store are those this restore has
-		// flushed; any other key needs no lookup (which, in a tree the
-		// restore keeps growing, was half of its CPU).
-		f.flushed = map[uint64]struct{}{}
-	}
+	f := newFolder(st, o.Topic, partition, o.FlushEvery, viewed == 0 || from != viewed)
 	next, err := Read(ctx, o.Seeds, o.Topic, partition, from, to, f.apply, o.ClientOpts...)
 	if err != nil {
 		return RestoreStats{}, fmt.Errorf("eventlog: restore %s/%d: %w", o.Topic, partition, err)
@@ -78,26 +81,34 @@ func RestoreInto(ctx context.Context, st *state.Store, adm *kadm.Client, partiti
 	return RestoreStats{From: from, To: next, Events: f.events, Duration: time.Since(start)}, nil
 }
 
-// folder applies events to a bounded overlay of touched records and writes
-// them to the store in batches.
+// folder folds a partition of the log through an overlay and writes it
+// to the store in batches, each with the checkpoint it reached.
 type folder struct {
 	st         *state.Store
 	topic      string
 	partition  int32
 	flushEvery int
-	flushed    map[uint64]struct{} // restore from 0: hashes of the keys flushed so far; nil: look every key up
-	seed       maphash.Seed
+	ov         *view.Overlay
+	base       *flushedBase
 	events     int
 	pending    int
 	next       int64
-	prev       map[string]*saga.Record // as stored before this batch
-	cur        map[string]*saga.Record
-	reads      map[string]*saga.Event // pending reads by aux key; nil: answered
 }
 
-func newFolder(st *state.Store, topic string, p int32, every int) *folder {
-	return &folder{st: st, topic: topic, partition: p, flushEvery: every, seed: maphash.MakeSeed(),
-		prev: map[string]*saga.Record{}, cur: map[string]*saga.Record{}, reads: map[string]*saga.Event{}}
+// newFolder folds into st. fresh says the partition has no record in the
+// view yet (a restore from offset 0, or after a gap cleared it).
+func newFolder(st *state.Store, topic string, p int32, every int, fresh bool) *folder {
+	base := &flushedBase{st: st}
+	if fresh {
+		// A partition with no checkpoint has no record in the view: every
+		// record is written in one batch with its partition's checkpoint,
+		// and a key belongs to one partition. So the only keys of this
+		// partition that can be in the store are those this restore has
+		// flushed; any other key needs no lookup (which, in a tree the
+		// restore keeps growing, was half of its CPU).
+		base.flushed, base.seed = map[uint64]struct{}{}, maphash.MakeSeed()
+	}
+	return &folder{st: st, topic: topic, partition: p, flushEvery: every, ov: view.New(base), base: base}
 }
 
 func (f *folder) apply(offset int64, r *kgo.Record) error {
@@ -107,9 +118,7 @@ func (f *folder) apply(offset int64, r *kgo.Record) error {
 		// started fence, so the restore stops and says where.
 		return fmt.Errorf("offset %d: %w", offset, err)
 	}
-	if ev.Kind.IsRead() {
-		f.foldRead(ev)
-	} else if err := f.foldRecord(ev); err != nil {
+	if err := f.ov.Fold(f.partition, ev); err != nil {
 		return err
 	}
 	f.events++
@@ -121,64 +130,52 @@ func (f *folder) apply(offset int64, r *kgo.Record) error {
 	return nil
 }
 
-func (f *folder) foldRecord(ev *saga.Event) error {
-	rk := ev.Tenant + "\x00" + ev.Key
-	rec, err := f.load(rk, ev.Tenant, ev.Key)
-	if err != nil {
-		return err
-	}
-	f.cur[rk] = saga.Apply(rec, *ev)
-	return nil
-}
-
-func (f *folder) foldRead(ev *saga.Event) {
-	k := string(ReadKeyOf(f.partition, ev))
-	if ev.Kind == saga.EvReadStarted {
-		f.reads[k] = ev
-	} else {
-		f.reads[k] = nil
-	}
-}
-
-func (f *folder) load(rk, tenant, key string) (*saga.Record, error) {
-	if rec, ok := f.cur[rk]; ok {
-		return rec, nil
-	}
-	if f.flushed != nil {
-		if _, maybe := f.flushed[maphash.String(f.seed, rk)]; !maybe {
-			f.prev[rk] = nil // never flushed, and the view had nothing older
-			return nil, nil
-		}
-	}
-	rec, err := f.st.Get(tenant, key)
-	if err != nil {
-		return nil, err
-	}
-	f.prev[rk] = rec
-	return rec.Clone(), nil
-}
-
 func (f *folder) flush(next int64, d state.Durability) error {
 	b := f.st.NewBatch()
-	for rk, rec := range f.cur {
-		if err := b.Put(f.partition, f.prev[rk], rec); err != nil {
-			b.Discard()
-			return err
-		}
-		if f.flushed != nil && rec != nil {
-			// Only stored keys are added, and none is ever removed: a
-			// hash shared with a stored key must keep its lookup.
-			f.flushed[maphash.String(f.seed, rk)] = struct{}{}
-		}
-	}
-	if err := PutReads(b, f.reads); err != nil {
+	err := f.ov.Write(Writer{b}, f.topic, map[int32]int64{f.partition: next}, func(en *view.Entry) error {
+		f.base.stored(en.Cur)
+		return nil
+	})
+	if err != nil {
 		b.Discard()
 		return err
 	}
-	if err := b.SetCheckpoint(f.topic, f.partition, next); err != nil {
-		b.Discard()
-		return err
-	}
-	f.prev, f.cur, f.reads, f.pending = map[string]*saga.Record{}, map[string]*saga.Record{}, map[string]*saga.Event{}, 0
+	f.ov.Reset()
+	f.pending = 0
 	return b.Commit(d)
+}
+
+// flushedBase reads the store, except, in a fresh restore, for keys no
+// batch of this restore has stored: those cannot be there.
+type flushedBase struct {
+	st      *state.Store
+	flushed map[uint64]struct{} // fresh restore: hashes of the keys flushed so far; nil: look every key up
+	seed    maphash.Seed
+}
+
+func (b *flushedBase) Get(tenant, key string) (*saga.Record, error) {
+	if b.flushed != nil {
+		if _, maybe := b.flushed[b.hash(tenant, key)]; !maybe {
+			return nil, nil // never flushed, and the view had nothing older
+		}
+	}
+	return b.st.Get(tenant, key)
+}
+
+// stored notes a record a batch of this restore writes. Only stored keys
+// are added, and none is ever removed: a hash shared with a stored key
+// must keep its lookup.
+func (b *flushedBase) stored(rec *saga.Record) {
+	if b.flushed != nil && rec != nil {
+		b.flushed[b.hash(rec.Tenant, rec.Key)] = struct{}{}
+	}
+}
+
+func (b *flushedBase) hash(tenant, key string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(b.seed)
+	h.WriteString(tenant)
+	h.WriteByte(0)
+	h.WriteString(key)
+	return h.Sum64()
 }

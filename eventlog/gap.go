@@ -23,7 +23,7 @@ import (
 // the tool again: for an irreversible tool, a second effect. So a restore
 // that finds a gap refuses to guess, unless the log itself proves that
 // what is left is complete: a snapshot round (EvRound, written by the
-// executor, executor/snapshot.go) that began at or after the log start
+// executor, executor/partition/snapshot.go) that began at or after the log start
 // restated every record the partition held, and a fold from the round's
 // start is then the whole view.
 

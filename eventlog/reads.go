@@ -7,6 +7,7 @@ import (
 
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
+	"github.com/atmostonce/toolexec/view"
 )
 
 // Pending reads (saga/read.go) live in the store's auxiliary space, next to
@@ -72,24 +73,30 @@ func MigrateReadKeys(st *state.Store) (int, error) {
 	return len(moves), b.Commit(state.Sync)
 }
 
-// PutReads writes pending reads into b: an event stores it, nil deletes it.
-func PutReads(b *state.Batch, reads map[string]*saga.Event) error {
-	for k, ev := range reads {
-		if ev == nil {
-			if err := b.DeleteAux([]byte(k)); err != nil {
-				return err
-			}
-			continue
-		}
-		v, err := Encode(ev)
-		if err != nil {
-			return err
-		}
-		if err := b.PutAux([]byte(k), v); err != nil {
-			return err
-		}
+// Writer is the view.Writer of a store batch: records and checkpoints go
+// to the store, pending reads to their aux keys (ReadKey), encoded like
+// events.
+type Writer struct{ *state.Batch }
+
+// PutRead stores a pending read.
+func (w Writer) PutRead(id view.ReadID, ev *saga.Event) error {
+	v, err := Encode(ev)
+	if err != nil {
+		return err
 	}
-	return nil
+	return w.PutAux(ReadKey(id.P, id.Tenant, id.Key, id.IntentID), v)
+}
+
+// DeleteRead removes an answered read.
+func (w Writer) DeleteRead(id view.ReadID) error {
+	return w.DeleteAux(ReadKey(id.P, id.Tenant, id.Key, id.IntentID))
+}
+
+// ReadPending reports whether the view holds the read id as taken on and
+// not answered.
+func ReadPending(st *state.Store, id view.ReadID) (bool, error) {
+	v, err := st.Aux(ReadKey(id.P, id.Tenant, id.Key, id.IntentID))
+	return v != nil, err
 }
 
 // PendingReads lists up to limit pending reads of partition p.

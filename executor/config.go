@@ -13,6 +13,7 @@ import (
 
 	"github.com/atmostonce/toolexec/internal/defaults"
 	"github.com/atmostonce/toolexec/tools"
+	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -51,7 +52,7 @@ type Config struct {
 	// the process gives up with ErrFatal; default 2m.
 	BrokerOutage time.Duration
 
-	Settings topics.Settings // topic creation; MinEventRetention defaults from the tools
+	Settings topicadmin.Settings // topic creation; MinEventRetention defaults from the tools
 
 	Logger        *slog.Logger          // default slog.Default()
 	KafkaLogLevel kgo.LogLevel          // franz-go's own log level; default warn

@@ -10,17 +10,13 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/executor/partition"
 	"github.com/atmostonce/toolexec/tools"
 )
 
-// job is a call whose started event (if it has one) is committed.
-type job struct {
-	call      saga.Call
-	partition int32
-	rk        string
-	epoch     uint64 // the ownership epoch of partition at dispatch
-}
+// job is a call whose started event (if it has one) is committed, with
+// the partition and ownership epoch it was started under.
+type job = partition.Call
 
 // completion is a finished call, handed from its goroutine to the loop.
 type completion struct {
@@ -82,7 +78,7 @@ func (d *dispatcher) submit(jobs ...job) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, j := range jobs {
-		q := d.toolLocked(j.call.Tool)
+		q := d.toolLocked(j.Tool)
 		if len(q.jobs) == 0 {
 			d.mu.waiting = append(d.mu.waiting, q)
 		}
@@ -152,9 +148,9 @@ func (d *dispatcher) toolLocked(tool string) *toolQueue {
 func (d *dispatcher) run(q *toolQueue, j job) {
 	defer d.wg.Done()
 	start := time.Now()
-	d.hooks.at(PointDuringCall, j.rk)
+	d.hooks.at(PointDuringCall, j.RK)
 	out := d.invoke(j)
-	d.hooks.at(PointAfterCall, j.rk)
+	d.hooks.at(PointAfterCall, j.RK)
 	d.out <- completion{job: j, outcome: out, dur: time.Since(start)}
 	d.wake()
 	d.mu.Lock()
@@ -165,21 +161,21 @@ func (d *dispatcher) run(q *toolQueue, j job) {
 }
 
 func (d *dispatcher) invoke(j job) tools.Outcome {
-	_, tool, ok := d.reg.Lookup(j.call.Tool)
+	_, tool, ok := d.reg.Lookup(j.Tool)
 	if !ok {
 		// Unreachable unless the registry lost a tool: nothing was sent.
-		return tools.Outcome{Status: tools.NotExecuted, Code: "unknown_tool", Message: "tool " + j.call.Tool + " is not registered"}
+		return tools.Outcome{Status: tools.NotExecuted, Code: "unknown_tool", Message: "tool " + j.Tool + " is not registered"}
 	}
-	args, err := decodeArgs(j.call.Args)
+	args, err := decodeArgs(j.Args)
 	if err != nil {
 		return tools.Outcome{Status: tools.NotExecuted, Code: "bad_args", Message: err.Error()}
 	}
 	req := tools.Request{
-		Tenant: j.call.Tenant, Key: j.call.Key, Tool: j.call.Tool, Args: args, Traceparent: j.call.Traceparent,
-		DownstreamKey: tools.CallDownstreamKey(j.call.DownstreamKey, j.call.Tenant, j.call.Tool, j.call.Key),
+		Tenant: j.Tenant, Key: j.Key, Tool: j.Tool, Args: args, Traceparent: j.Traceparent,
+		DownstreamKey: tools.CallDownstreamKey(j.DownstreamKey, j.Tenant, j.Tool, j.Key),
 	}
-	if j.call.DecidedAt > 0 {
-		req.Decided = time.UnixMilli(j.call.DecidedAt)
+	if j.DecidedAt > 0 {
+		req.Decided = time.UnixMilli(j.DecidedAt)
 	}
 	return tool.Invoke(d.ctx, req)
 }

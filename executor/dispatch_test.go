@@ -52,13 +52,13 @@ func TestDispatcherBounds(t *testing.T) {
 		if i%3 == 0 {
 			tool = "b"
 		}
-		d.submit(job{call: saga.Call{Kind: saga.CallOriginal, Tenant: "t", Key: string(rune('A' + i)), Tool: tool, CallID: "c"}, rk: string(rune('A' + i))})
+		d.submit(job{Call: saga.Call{Kind: saga.CallOriginal, Tenant: "t", Key: string(rune('A' + i)), Tool: tool, CallID: "c"}, RK: string(rune('A' + i))})
 	}
 	for i := 0; i < jobs; i++ {
 		select {
 		case c := <-d.out:
 			if c.outcome.Status != tools.Succeeded {
-				t.Fatalf("job %s: %+v", c.job.rk, c.outcome)
+				t.Fatalf("job %s: %+v", c.job.RK, c.outcome)
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("only %d of %d jobs completed", i, jobs)
@@ -95,7 +95,7 @@ func TestDispatcherCancelQueued(t *testing.T) {
 	}
 	d := newDispatcher(context.Background(), reg, 8, Hooks{}, func() {})
 	for i := 0; i < 3; i++ {
-		d.submit(job{call: saga.Call{Tool: "a", Key: string(rune('A' + i))}, rk: string(rune('A' + i))})
+		d.submit(job{Call: saga.Call{Tool: "a", Key: string(rune('A' + i))}, RK: string(rune('A' + i))})
 	}
 	if got := len(d.cancelQueued()); got != 2 {
 		t.Fatalf("cancelled %d queued jobs, want 2 (one runs)", got)
@@ -142,7 +142,7 @@ func TestDispatcherPerToolQueues(t *testing.T) {
 	submit := func(keys ...string) {
 		var jobs []job
 		for _, k := range keys {
-			jobs = append(jobs, job{call: saga.Call{Kind: saga.CallOriginal, Tenant: "t", Key: k, Tool: k[:1], CallID: k}, rk: k})
+			jobs = append(jobs, job{Call: saga.Call{Kind: saga.CallOriginal, Tenant: "t", Key: k, Tool: k[:1], CallID: k}, RK: k})
 		}
 		d.submit(jobs...)
 	}
@@ -168,8 +168,8 @@ func TestDispatcherPerToolQueues(t *testing.T) {
 		close(gate(key))
 		select {
 		case c := <-d.out:
-			if c.job.rk != key {
-				t.Fatalf("completion of %s, want %s", c.job.rk, key)
+			if c.job.RK != key {
+				t.Fatalf("completion of %s, want %s", c.job.RK, key)
 			}
 		case <-time.After(5 * time.Second):
 			t.Fatalf("%s did not complete", key)
@@ -211,7 +211,7 @@ func TestDispatcherPerToolQueues(t *testing.T) {
 	expect("second submit", "a4", "b3", "c3")
 	var ids []string
 	for _, j := range d.cancelQueued() {
-		ids = append(ids, j.rk)
+		ids = append(ids, j.RK)
 	}
 	if want := []string{"a5", "a6", "b4", "c4", "b5"}; !reflect.DeepEqual(ids, want) {
 		t.Fatalf("cancelled %v, want %v", ids, want)

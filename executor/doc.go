@@ -8,7 +8,7 @@
 //
 //  1. Build a tools.Registry (HTTP tools from a file, in-process Go tools,
 //     or both) and a Config; Config.Validate names any bad field.
-//  2. Ensure the topics exist (topics.Ensure; New does it for you).
+//  2. Ensure the topics exist (topicadmin.Ensure; New does it for you).
 //  3. Call New, then Run in one goroutine. Run blocks until its context is
 //     cancelled, then drains the calls in flight (bounded by
 //     Config.DrainTimeout), records their outcomes and leaves the group.

@@ -13,9 +13,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atmostonce/toolexec/eventlog"
+	"github.com/atmostonce/toolexec/executor/partition"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
 	"github.com/atmostonce/toolexec/tools"
+	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -27,36 +29,25 @@ type Executor struct {
 	sess    *kgo.GroupTransactSession
 	adm     *kadm.Client
 	store   *state.Store
-	layout  topics.Layout
+	layout  topicadmin.Layout
 	disp    *dispatcher
 	replies *replyTopics
 
 	callCtx    context.Context // parent of calls: outlives Run's ctx for the drain
 	cancelCall context.CancelFunc
 
-	// Loop-owned state: touched only by the loop goroutine, or by group
-	// callbacks, which BlockRebalanceOnPoll serialises with the loop.
-	owned      map[int32]*ownership
-	inflight   map[string]inflightCall // routing key -> call started and not yet recorded
-	reads      map[string]inflightCall // intent id -> read-only call started and not yet recorded
-	unsettled  map[int32]int           // partition -> keys started, unknown or compensating in the view
-	unrecorded []completion            // finished calls whose outcome is not committed yet
-	lastSweep  time.Time
-	epochSeq   uint64 // last ownership epoch handed out
+	// Loop-owned: touched only by the loop goroutine.
+	core *partition.Core // every per-partition rule and what it remembers
 	// offsetsUnsure: a transaction end failed, so it may have committed
-	// although the session rewound to the offsets before it (outage.go).
+	// although the session rewound to the offsets before it (txn.go).
 	offsetsUnsure  bool
 	lastStallCheck time.Time    // hanging.go
 	aborted        *abortedTxns // transactions this member treated as aborted (owntxns.go)
-	poison         *poisoned    // origins of records that could not be produced (poison.go)
 
 	layoutRefused    atomic.Bool  // the topics' partitions or the assignment do not match the routing (layout.go)
 	layoutAtStart    string       // why the topics found at start were refused; "" when they were not
 	pauser           fetchPauser  // the session's client (layout.go)
-	gapCount         atomic.Int32 // len(gaps), for Ready
-	gaps             map[int32]*gap
-	round            *round    // the snapshot round under way (snapshot.go)
-	lastRound        time.Time // when the last round ended (or the member started)
+	gapCount         atomic.Int32 // partitions with a gap in their log, for Ready (restore.go)
 	rebalancePending atomic.Bool
 	dirty            atomic.Bool // a group callback ran: reset the session before the next transaction
 	changes          ownershipChanges
@@ -69,22 +60,6 @@ type Executor struct {
 	endCancel        context.CancelFunc // cancels a transaction end that waits on a blocked group callback
 }
 
-// ownership is this member's hold on one partition.
-type ownership struct {
-	epoch    uint64 // bumped at every assignment; completions of older epochs are stale
-	restored bool   // the view is caught up with the log for this assignment
-	since    time.Time
-	// readsResumed: the reads a previous owner left were taken on
-	// (reads.go); lastTry: the last idle restore attempt.
-	readsResumed bool
-	lastTry      time.Time
-}
-
-type inflightCall struct {
-	partition int32
-	epoch     uint64
-}
-
 // ErrFatal wraps errors after which the executor must stop.
 var ErrFatal = errors.New("executor: fatal")
 
@@ -94,7 +69,7 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Executor{cfg: cfg, m: newMetrics(cfg.Registerer), owned: map[int32]*ownership{}, inflight: map[string]inflightCall{}, reads: map[string]inflightCall{}, unsettled: map[int32]int{}, runDone: make(chan struct{}), poison: newPoisoned(), gaps: map[int32]*gap{}, lastRound: time.Now()}
+	e := &Executor{cfg: cfg, m: newMetrics(cfg.Registerer), runDone: make(chan struct{})}
 	if err := e.open(ctx); err != nil {
 		e.Close()
 		return nil, err
@@ -130,9 +105,18 @@ func (e *Executor) open(ctx context.Context) error {
 		return err
 	}
 	e.replies = newReplyTopics(e.adm, e.cfg.Names, e.layout)
+	e.core = partition.New(e.coreConfig(), storeView{st: st, events: e.cfg.Names.Events}, time.Now())
 	e.callCtx, e.cancelCall = context.WithCancel(context.Background())
 	e.disp = newDispatcher(e.callCtx, e.cfg.Tools, e.cfg.MaxInFlight, e.cfg.Hooks, e.wake)
 	return nil
+}
+
+func (e *Executor) coreConfig() partition.Config {
+	return partition.Config{
+		Partitions: e.layout.Partitions, MaxWaiters: e.cfg.MaxWaiters, Policy: e.policy,
+		SweepInterval: e.cfg.SweepInterval, SnapshotInterval: e.snapshotInterval(),
+		CheckSnapshot: e.checkSnapshot, Logger: e.cfg.Logger,
+	}
 }
 
 func (e *Executor) clientOpts() []kgo.Opt {
@@ -157,23 +141,35 @@ func (e *Executor) clientOpts() []kgo.Opt {
 		kgo.SessionTimeout(e.cfg.SessionTimeout),
 		// A third of the session timeout at most, as Kafka advises; kgo's
 		// default of 3 s would expire a short session between beats.
-		kgo.HeartbeatInterval(min(3*time.Second, e.cfg.SessionTimeout/4)),
+		kgo.HeartbeatInterval(min(maxHeartbeatInterval, e.cfg.SessionTimeout/4)),
 		kgo.RebalanceTimeout(e.cfg.RebalanceTimeout),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		// Every record names its partition: routing is ours, not the
 		// client's, so that it cannot drift from topics.Partition.
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchMaxBytes(topics.MaxMessageBytes + 64<<10),
+		kgo.ProducerBatchMaxBytes(topics.MaxMessageBytes + producerBatchOverhead),
 		kgo.WithLogger(kgoLogger{l: e.cfg.Logger, level: e.cfg.KafkaLogLevel}),
 	}
 	opts = append(opts, e.cfg.Connect...)
 	return append(opts, e.cfg.ClientOpts...)
 }
 
+// ensureTopics creates or checks the topics, waiting out a broker that
+// cannot be reached yet (up to BrokerOutage or ctx): an executor started
+// while its broker restarts should come up with it, not crash-loop.
+func (e *Executor) ensureTopics(ctx context.Context) (topicadmin.Layout, error) {
+	var layout topicadmin.Layout
+	err := e.throughOutage(ctx, "topic check at start", func() (err error) {
+		layout, err = topicadmin.Ensure(ctx, e.adm, e.cfg.Names, e.cfg.Settings)
+		return err
+	})
+	return layout, err
+}
+
 // Ready reports whether the loop runs and decides: false before Run,
 // after it, and while the member refuses to decide because the topics'
 // partitions changed (layout.go) or a partition's log has a gap
-// (gaps.go).
+// (restore.go).
 func (e *Executor) Ready() bool {
 	return e.ready.Load() && !e.layoutRefused.Load() && e.gapCount.Load() == 0
 }
@@ -182,7 +178,7 @@ func (e *Executor) Ready() bool {
 func (e *Executor) Store() *state.Store { return e.store }
 
 // Layout is the topic layout found at start.
-func (e *Executor) Layout() topics.Layout { return e.layout }
+func (e *Executor) Layout() topicadmin.Layout { return e.layout }
 
 // Metrics returns the executor's collectors.
 func (e *Executor) Metrics() *Metrics { return e.m }
@@ -210,16 +206,32 @@ func (e *Executor) Crash() {
 	<-e.runDone
 }
 
+// policy is the saga's view of a tool: its class's behaviour and its
+// configured bounds.
 func (e *Executor) policy(tool string) (saga.Policy, bool) {
 	spec, _, ok := e.cfg.Tools.Lookup(tool)
 	if !ok {
 		return saga.Policy{}, false
 	}
 	return saga.Policy{
-		ReadOnly: spec.Class == "read_only", PendingTTLMs: spec.PendingTTL.Milliseconds(),
+		ReadOnly: spec.Class.ReadOnly(), PendingTTLMs: spec.PendingTTL.Milliseconds(),
 		RetentionMs: spec.Retention.Milliseconds(), CompensateWith: spec.CompensateWith, MaxArgsBytes: spec.MaxArgsBytes,
-		Resent: spec.Class == tools.NativeKey,
+		Resent: spec.Class.Investigation() == tools.InvestigateRetry,
 	}, true
 }
 
-func (e *Executor) now() int64 { return e.cfg.Now().UnixMilli() }
+// snapshotInterval is how often snapshot rounds start (partition/snapshot.go).
+func (e *Executor) snapshotInterval() time.Duration {
+	if e.cfg.SnapshotInterval > 0 {
+		return e.cfg.SnapshotInterval
+	}
+	if r := e.layout.EventRetention; r > 0 {
+		return min(maxSnapshotInterval, r/snapshotRetentionShare)
+	}
+	return maxSnapshotInterval
+}
+
+// partitionOf is the owner partition of (tenant, key).
+func (e *Executor) partitionOf(tenant, key string) int32 {
+	return topics.Partition(topics.RoutingKey(tenant, key), e.layout.Partitions)
+}

@@ -58,10 +58,6 @@ import (
 // forgotten qualifies.
 func (e *Executor) hangingAge() time.Duration { return 3 * e.cfg.TransactionTimeout }
 
-// unknownHangingAge multiplies hangingAge for a transaction this member
-// did not record as aborted.
-const unknownHangingAge = 2
-
 // stalledAfter is the interval between two looks for hanging
 // transactions: two read-only admin requests (metadata, producers).
 func (e *Executor) stalledAfter() time.Duration { return 2 * e.cfg.TransactionTimeout }
@@ -221,7 +217,7 @@ func (e *Executor) checkHanging(ctx context.Context) {
 		return
 	}
 	e.lastStallCheck = now
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, stallCheckTimeout)
 	defer cancel()
 	set, unlisted, err := e.partitionsOf(cctx, e.cfg.Names.Intents, e.cfg.Names.Control, e.cfg.Names.Events,
 		e.cfg.Names.Results, e.cfg.Names.DeadLetter, offsetsTopic)

@@ -7,10 +7,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/topicadmin"
 )
 
-// The partition-count guard (issue 12; topics/layout.go has the why).
+// The partition-count guard (issue 12; topicadmin/layout.go has the why).
 //
 // A member decides only while the topics have the partition count keys
 // are routed by, recorded in the meta topic when they were first seen,
@@ -35,7 +35,7 @@ import (
 // routing count.
 func (e *Executor) checkRouting(ctx context.Context) error {
 	opts := append(append([]kgo.Opt{kgo.SeedBrokers(e.cfg.Brokers...)}, e.cfg.Connect...), e.cfg.ClientOpts...)
-	routing, err := topics.RoutingPartitions(ctx, opts, e.cfg.Names, e.layout.Partitions)
+	routing, err := topicadmin.RoutingPartitions(ctx, opts, e.cfg.Names, e.layout.Partitions)
 	if err != nil {
 		return err
 	}

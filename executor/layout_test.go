@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -18,7 +19,7 @@ func layoutMember(t *testing.T, partitions int32) *Executor {
 	}
 	t.Cleanup(cl.Close)
 	e := &Executor{cfg: Config{Names: topics.NamesWithPrefix("tool."), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
-		m: newMetrics(nil), layout: topics.Layout{Partitions: partitions}}
+		m: newMetrics(nil), layout: topicadmin.Layout{Partitions: partitions}}
 	e.pauser = cl
 	return e
 }

@@ -9,10 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// pollWait bounds how long one poll waits for records; a finished call
-// wakes the poll earlier, so outcomes are not held back by idle input.
-const pollWait = 200 * time.Millisecond
-
 // Run is the loop: poll, decide, commit, materialise, dispatch, until ctx
 // is cancelled. Then it drains the calls in flight (bounded by
 // DrainTimeout), records their outcomes, and leaves the group. It returns
@@ -73,9 +69,9 @@ func (e *Executor) poll(ctx context.Context) kgo.Fetches {
 	return e.sess.PollRecords(pctx, e.cfg.MaxPollRecords)
 }
 
-// errRetryTick marks a tick that could not be built for a passing reason
-// (a restore that timed out, a broker hiccup): nothing was produced, so
-// the polled records are rewound and decided again later.
+// errRetryTick marks a tick that could not be decided for a passing
+// reason (a restore that timed out, a partition with a gap): nothing was
+// produced, so the polled records are rewound and decided again later.
 var errRetryTick = errors.New("executor: retry tick")
 
 func (e *Executor) retryLater(ctx context.Context, err error) error {
@@ -96,7 +92,7 @@ func (e *Executor) retryLater(ctx context.Context, err error) error {
 	}
 	select {
 	case <-ctx.Done():
-	case <-time.After(time.Second):
+	case <-time.After(retryTickPause):
 	}
 	return nil
 }

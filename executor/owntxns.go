@@ -33,8 +33,6 @@ type abortedTxns struct {
 	at    map[txnKey]time.Time
 }
 
-const abortedTxnsTTL = 24 * time.Hour
-
 var abortedTxnPrefix = []byte("txn/")
 
 func abortedTxnKey(k txnKey) []byte {

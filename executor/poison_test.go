@@ -43,18 +43,3 @@ func TestRecordAtFault(t *testing.T) {
 		}
 	}
 }
-
-// TestPoisonedIsBounded: the origins remembered are bounded, the oldest
-// forgotten first.
-func TestPoisonedIsBounded(t *testing.T) {
-	p := newPoisoned()
-	for i := 0; i < maxPoisoned+10; i++ {
-		p.mark(callOrigin(fmt.Sprint(i))).isolate++
-	}
-	if len(p.m) != maxPoisoned || len(p.order) != maxPoisoned {
-		t.Fatalf("remembered %d (%d in order), want %d", len(p.m), len(p.order), maxPoisoned)
-	}
-	if p.isolated(callOrigin("0")) != 0 || p.isolated(callOrigin(fmt.Sprint(maxPoisoned+9))) != 1 {
-		t.Fatal("not the oldest forgotten first")
-	}
-}

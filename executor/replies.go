@@ -7,14 +7,19 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
 )
 
 // replyTopics knows which topics may receive answers and their partition
 // counts. A reply_to naming a topic that does not exist would make the
-// whole transaction fail on every retry and wedge the partition, so it is
-// checked before the intent is decided. Bounded: at most maxReplyTopics
-// names are remembered.
+// whole transaction fail on every retry and wedge the partition, so its
+// answers go to the results topic instead (with the reason). The names a
+// tick's intents give are looked up before the tick decides, in one
+// bounded request (resolve), so that no lookup waits in the middle of
+// encoding; a name only a stored waiter gives is looked up when its
+// answer is encoded. Bounded: at most maxReplyTopics names are
+// remembered.
 type replyTopics struct {
 	adm   *kadm.Client
 	names topics.Names
@@ -26,12 +31,7 @@ type replyTopics struct {
 	}
 }
 
-const (
-	maxReplyTopics = 1024
-	missingTTL     = 10 * time.Second
-)
-
-func newReplyTopics(adm *kadm.Client, n topics.Names, l topics.Layout) *replyTopics {
+func newReplyTopics(adm *kadm.Client, n topics.Names, l topicadmin.Layout) *replyTopics {
 	r := &replyTopics{adm: adm, names: n}
 	r.mu.known = map[string]int32{n.Results: l.ResultPartitions, n.DeadLetter: l.DeadLetterPartitions}
 	r.mu.missing = map[string]time.Time{}
@@ -65,28 +65,57 @@ func (r *replyTopics) forget(topic string) {
 
 // partitions returns topic's partition count, 0 if it does not exist.
 func (r *replyTopics) partitions(topic string) int32 {
-	r.mu.Lock()
-	n, ok := r.mu.known[topic]
-	at, miss := r.mu.missing[topic]
-	r.mu.Unlock()
-	if ok {
+	if n, known := r.cached(topic); known {
 		return n
 	}
-	if miss && time.Since(at) < missingTTL {
-		return 0
-	}
-	return r.lookup(topic)
+	r.lookup(topic)
+	n, _ := r.cached(topic)
+	return n
 }
 
-func (r *replyTopics) lookup(topic string) int32 {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	td, err := r.adm.ListTopics(ctx, topic)
+// cached returns what is known of topic: its partitions (0: missing) and
+// whether anything is known.
+func (r *replyTopics) cached(topic string) (int32, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if n, ok := r.mu.known[topic]; ok {
+		return n, true
+	}
+	if at, miss := r.mu.missing[topic]; miss && time.Since(at) < replyMissingTTL {
+		return 0, true
+	}
+	return 0, false
+}
+
+// resolve looks up, in one request, every name of topics not known yet
+// (and not internal): the reply_to topics of a tick's intents.
+func (r *replyTopics) resolve(names map[string]bool) {
+	var unknown []string
+	for t := range names {
+		if _, known := r.cached(t); !known && !r.names.Internal(t) {
+			unknown = append(unknown, t)
+		}
+	}
+	if len(unknown) > 0 {
+		r.lookup(unknown...)
+	}
+}
+
+func (r *replyTopics) lookup(names ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), replyLookupTimeout)
+	defer cancel()
+	td, err := r.adm.ListTopics(ctx, names...)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, topic := range names {
+		r.noteLocked(topic, td, err)
+	}
+}
+
+func (r *replyTopics) noteLocked(topic string, td kadm.TopicDetails, err error) {
 	if len(r.mu.known) >= maxReplyTopics {
 		clear(r.mu.missing)
-		return 0
+		return
 	}
 	d, ok := td[topic]
 	if err != nil || !ok || d.Err != nil || len(d.Partitions) == 0 {
@@ -94,9 +123,7 @@ func (r *replyTopics) lookup(topic string) int32 {
 			clear(r.mu.missing)
 		}
 		r.mu.missing[topic] = time.Now()
-		return 0
+		return
 	}
-	n := int32(len(d.Partitions))
-	r.mu.known[topic] = n
-	return n
+	r.mu.known[topic] = int32(len(d.Partitions))
 }

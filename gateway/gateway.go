@@ -168,6 +168,6 @@ func (g *Gateway) Close() {
 
 // requiresKey reports whether calls of t need an Idempotency-Key: every
 // class but read_only keeps a record per key.
-func (t *tool) requiresKey() bool { return t.spec.Class != tools.ReadOnly }
+func (t *tool) requiresKey() bool { return !t.spec.Class.ReadOnly() }
 
 func (t *tool) name() string { return t.spec.Name }

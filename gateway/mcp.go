@@ -113,8 +113,8 @@ func (g *Gateway) newMCPServer(tenant string) *mcp.Server {
 // guarantees), and a read-only call has none at all. Hosts must not take
 // idempotentHint as license to retry with a new key.
 func mcpTool(t *tool) *mcp.Tool {
-	ro := t.spec.Class == tools.ReadOnly
-	destructive, openWorld := t.spec.Class == tools.Irreversible, true
+	ro := t.spec.Class.ReadOnly()
+	destructive, openWorld := t.spec.Class.Destructive(), true
 	return &mcp.Tool{
 		Name:        t.name(),
 		Description: mcpDescription(t),

@@ -25,6 +25,7 @@ import (
 	"github.com/atmostonce/toolexec/client"
 	"github.com/atmostonce/toolexec/executor"
 	"github.com/atmostonce/toolexec/tools"
+	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -54,7 +55,7 @@ func newEnv(t *testing.T, partitions int32) *env {
 	t.Cleanup(raw.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := topics.Ensure(ctx, e.adm, e.names, topics.Settings{Partitions: partitions, MinEventRetention: 48 * time.Hour}); err != nil {
+	if _, err := topicadmin.Ensure(ctx, e.adm, e.names, topicadmin.Settings{Partitions: partitions, MinEventRetention: 48 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -95,7 +96,7 @@ func (e *env) startInproc(reg *tools.Registry, mod func(*executor.Config)) *inpr
 		SessionTimeout: 3 * time.Second, RebalanceTimeout: 10 * time.Second, DrainTimeout: 5 * time.Second,
 		TransactionTimeout: 10 * time.Second,
 		Logger:             testLogger(e.t),
-		Settings:           topics.Settings{Partitions: e.partitions},
+		Settings:           topicadmin.Settings{Partitions: e.partitions},
 	}
 	if mod != nil {
 		mod(&cfg)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/atmostonce/toolexec/internal/testpki"
 	"github.com/atmostonce/toolexec/kafkaconfig"
+	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -58,7 +59,7 @@ func newSecureWorld(t *testing.T) *secureWorld {
 		partitions: securePartitions, raw: admin, adm: kadm.NewClient(admin)}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := topics.Ensure(ctx, w.e.adm, w.e.names, topics.Settings{Partitions: securePartitions, MinEventRetention: 48 * time.Hour}); err != nil {
+	if _, err := topicadmin.Ensure(ctx, w.e.adm, w.e.names, topicadmin.Settings{Partitions: securePartitions, MinEventRetention: 48 * time.Hour}); err != nil {
 		t.Fatalf("admin creates the topics: %v", err)
 	}
 	return w

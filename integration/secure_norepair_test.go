@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/atmostonce/toolexec/internal/aclfile"
+	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -44,7 +45,7 @@ func TestSecureExecutorWithoutClusterActionSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	createGrants(t, w, grants)
-	if _, err := topics.Ensure(ctx, w.e.adm, topics.NamesWithPrefix(prefix), topics.Settings{Partitions: 1, MinEventRetention: 48 * time.Hour}); err != nil {
+	if _, err := topicadmin.Ensure(ctx, w.e.adm, topics.NamesWithPrefix(prefix), topicadmin.Settings{Partitions: 1, MinEventRetention: 48 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	file := w.variant("executor", "sasl.username", user)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/atmostonce/toolexec/client"
 	"github.com/atmostonce/toolexec/executor"
+	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -152,7 +153,7 @@ func newUnconfirmed(t *testing.T, prefix, extra string) *unconfirmed {
 		t.Fatal(err)
 	}
 	t.Cleanup(raw.Close)
-	if _, err := topics.Ensure(ctx, kadm.NewClient(raw), u.names, topics.Settings{Partitions: 1, MinEventRetention: 48 * time.Hour}); err != nil {
+	if _, err := topicadmin.Ensure(ctx, kadm.NewClient(raw), u.names, topicadmin.Settings{Partitions: 1, MinEventRetention: 48 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	u.ledger = newLedger(t)
@@ -165,7 +166,7 @@ func newUnconfirmed(t *testing.T, prefix, extra string) *unconfirmed {
 		SessionTimeout: 3 * time.Second, RebalanceTimeout: 10 * time.Second, DrainTimeout: 5 * time.Second,
 		TransactionTimeout: 6 * time.Second,
 		Logger:             slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: logLevel()})),
-		Settings:           topics.Settings{Partitions: 1},
+		Settings:           topicadmin.Settings{Partitions: 1},
 	})
 	if err != nil {
 		t.Fatal(err)

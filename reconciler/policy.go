@@ -6,6 +6,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"
 )
@@ -116,13 +117,15 @@ func current(now int64, s Subject, inv *Investigation) (Investigation, bool) {
 // byClass starts a round by the class of the tool whose effect is in
 // doubt.
 func byClass(now int64, s Subject, inv Investigation, p Policy) Step {
-	switch {
-	case s.Class == tools.NativeKey:
+	switch s.Class.Investigation() {
+	case tools.InvestigateRetry:
 		return Step{Kind: StepRetry, Inv: inv, Changed: true}
-	case s.Class == tools.Probe:
+	case tools.InvestigateProbe:
 		return Step{Kind: StepProbe, Inv: inv, Changed: true}
-	case s.Class == tools.Compensatable && s.Phase == PhaseCall && s.CompensateWith != "":
-		return compensate(now, s, inv)
+	case tools.InvestigateCompensate:
+		if s.Phase == PhaseCall && s.CompensateWith != "" {
+			return compensate(now, s, inv)
+		}
 	}
 	return escalate(now, inv, undecidable(s))
 }
@@ -130,10 +133,10 @@ func byClass(now int64, s Subject, inv Investigation, p Policy) Step {
 // undecidable says why no investigation can settle s.
 func undecidable(s Subject) string {
 	switch {
-	case s.Class == "":
+	case !s.Class.Valid():
 		return fmt.Sprintf("tool %q is not in the reconciler's tool configuration", s.Tool)
-	case s.Class == tools.Irreversible && s.Phase == PhaseCall:
-		return fmt.Sprintf("tool %q is irreversible and cannot be asked: an operator must find out whether it acted", s.Tool)
+	case s.Class.Investigation() == tools.InvestigateEscalate && s.Phase == PhaseCall:
+		return fmt.Sprintf("tool %q is %s and cannot be asked: an operator must find out whether it acted", s.Tool, s.Class)
 	case s.Phase == PhaseCompensation:
 		return fmt.Sprintf("the compensation by %q (class %s) is in doubt and its tool can neither be asked nor retried", s.Tool, s.Class)
 	}
@@ -240,9 +243,9 @@ func resolve(now int64, s Subject, inv Investigation, kind StepKind, outcome str
 }
 
 // codeResultNotStored is the executor's error code for a success whose
-// result it does not keep (executor/answers.go): the call succeeded, its
-// result is not replayed.
-const codeResultNotStored = "result_not_stored"
+// result it does not keep (codes.ErrResultNotStored): the call succeeded,
+// its result is not replayed.
+const codeResultNotStored = codes.ErrResultNotStored
 
 // storableResult is what a resolve can carry of a tool's result: the
 // result itself when its msgpack encoding fits the executor's bound on a

@@ -254,3 +254,14 @@ func TestReconcilerRetriesOnlyOnAViewFreshSinceTheDeadline(t *testing.T) {
 		t.Fatal("the retry never reached the tool")
 	}
 }
+
+// splitRK splits "<tenant> 0x00 <key>" (the tail of an investigation
+// key); tenants never hold 0x00 (topics.ValidTenant).
+func splitRK(rk string) (string, string) {
+	for i := 0; i < len(rk); i++ {
+		if rk[i] == 0 {
+			return rk[:i], rk[i+1:]
+		}
+	}
+	return rk, ""
+}

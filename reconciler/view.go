@@ -9,6 +9,7 @@ import (
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
 	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/view"
 )
 
 // fold folds every polled event of an owned partition into the view: one
@@ -29,8 +30,7 @@ func (r *Reconciler) fold(fs kgo.Fetches) error {
 }
 
 func (r *Reconciler) foldPartition(p int32, o *partition, recs []*kgo.Record) error {
-	f := &folder{st: r.store, prev: map[string]*saga.Record{}, cur: map[string]*saga.Record{}, returned: map[string][]string{},
-		now: r.now(), policy: r.cfg.Policy}
+	f := &folder{st: r.store, ov: view.New(r.store), returned: map[view.Key][]string{}, now: r.now(), policy: r.cfg.Policy}
 	next := o.next
 	for _, rec := range recs {
 		if rec.Offset < o.next {
@@ -40,7 +40,7 @@ func (r *Reconciler) foldPartition(p int32, o *partition, recs []*kgo.Record) er
 		if rec.Attrs.IsControl() {
 			continue
 		}
-		if err := f.apply(rec); err != nil {
+		if err := f.apply(p, rec); err != nil {
 			// Skipping a bad event could hide a key in doubt; the executor's
 			// restore stops on it too.
 			return fmt.Errorf("%w: %s/%d offset %d: %w", ErrFatal, rec.Topic, p, rec.Offset, err)
@@ -59,39 +59,37 @@ func (r *Reconciler) foldPartition(p int32, o *partition, recs []*kgo.Record) er
 
 // folder is one partition's overlay of the records a poll touched.
 type folder struct {
-	st   *state.Store
-	prev map[string]*saga.Record // as stored before this poll
-	cur  map[string]*saga.Record
+	st *state.Store
+	ov *view.Overlay
 	// returned lists, per key, the compensations of its call in doubt that
 	// came back without reaching their tool in this poll (compround.go).
-	returned map[string][]string
+	returned map[view.Key][]string
 	now      int64
 	policy   Policy
 }
 
-func (f *folder) apply(rec *kgo.Record) error {
+// apply folds one event. Round and read events are about the partition
+// or one read-only call, never a key's record: the reconciler keeps no
+// pending reads.
+func (f *folder) apply(p int32, rec *kgo.Record) error {
 	ev, err := eventlog.Decode(rec.Value)
 	if err != nil {
 		return err
 	}
-	if ev.Kind == saga.EvRound {
-		return nil // about the partition, not a key
+	if ev.Kind == saga.EvRound || ev.Kind.IsRead() {
+		return nil
 	}
-	rk := ev.Tenant + "\x00" + ev.Key
-	cur, ok := f.cur[rk]
-	if !ok {
-		stored, err := f.st.Get(ev.Tenant, ev.Key)
-		if err != nil {
-			return err
-		}
-		f.prev[rk], cur = stored, stored.Clone()
+	en, err := f.ov.Load(p, ev.Tenant, ev.Key)
+	if err != nil {
+		return err
 	}
-	round, compensating := compensationOf(cur)
-	next := slimSettled(saga.Apply(cur, *ev))
-	if compensating && round.returnedFrom(next) {
-		f.returned[rk] = append(f.returned[rk], round.String())
+	round, compensating := compensationOf(en.Cur)
+	f.ov.Apply(en, *ev)
+	f.ov.Trim(en, slimSettled)
+	if compensating && round.returnedFrom(en.Cur) {
+		k := view.Key{Tenant: ev.Tenant, Key: ev.Key}
+		f.returned[k] = append(f.returned[k], round.String())
 	}
-	f.cur[rk] = next
 	return nil
 }
 
@@ -114,25 +112,19 @@ func slimSettled(rec *saga.Record) *saga.Record {
 // investigation, counted in the same batch.
 func (f *folder) commit(topic string, p int32, next int64) error {
 	b := f.st.NewBatch()
-	for rk, cur := range f.cur {
-		if err := f.commitKey(b, p, rk, cur); err != nil {
-			b.Discard()
-			return err
-		}
-	}
-	if err := b.SetCheckpoint(topic, p, next); err != nil {
+	err := f.ov.Write(eventlog.Writer{Batch: b}, topic, map[int32]int64{p: next}, func(en *view.Entry) error {
+		return f.commitKey(b, en)
+	})
+	if err != nil {
 		b.Discard()
 		return err
 	}
 	return b.Commit(state.Sync)
 }
 
-func (f *folder) commitKey(b *state.Batch, p int32, rk string, cur *saga.Record) error {
-	prev := f.prev[rk]
-	if err := b.Put(p, prev, cur); err != nil {
-		return err
-	}
-	tenant, key := splitRK(rk)
+func (f *folder) commitKey(b *state.Batch, en *view.Entry) error {
+	prev, cur := en.Prev, en.Cur
+	tenant, key := en.K.Tenant, en.K.Key
 	if id := compensationIdentity(prev); id != "" && id != compensationIdentity(cur) {
 		if err := b.DeleteAux(investigationKey(tenant, key, PhaseCompensation)); err != nil {
 			return err
@@ -141,29 +133,18 @@ func (f *folder) commitKey(b *state.Batch, p int32, rk string, cur *saga.Record)
 	switch id := callIdentity(prev); {
 	case id != "" && id != callIdentity(cur):
 		return b.DeleteAux(investigationKey(tenant, key, PhaseCall))
-	case len(f.returned[rk]) > 0 && callIdentity(cur) != "":
-		return f.countReturned(b, tenant, key, cur, f.returned[rk])
+	case len(f.returned[en.K]) > 0 && callIdentity(cur) != "":
+		return f.countReturned(b, tenant, key, cur, f.returned[en.K])
 	}
 	return nil
 }
 
 // touched lists the routing keys of the records this poll changed.
 func (f *folder) touched() []string {
-	out := make([]string, 0, len(f.cur))
-	for rk := range f.cur {
-		tenant, key := splitRK(rk)
+	out := make([]string, 0, f.ov.Len())
+	f.ov.Entries(func(en *view.Entry) {
+		tenant, key := en.K.Tenant, en.K.Key
 		out = append(out, topics.RoutingKey(tenant, key))
-	}
+	})
 	return out
-}
-
-// splitRK splits the overlay key "<tenant> 0x00 <key>"; tenants never hold
-// 0x00 (topics.ValidTenant).
-func splitRK(rk string) (string, string) {
-	for i := 0; i < len(rk); i++ {
-		if rk[i] == 0 {
-			return rk[:i], rk[i+1:]
-		}
-	}
-	return rk, ""
 }

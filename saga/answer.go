@@ -1,6 +1,6 @@
 package saga
 
-import "github.com/atmostonce/toolexec/topics"
+import "github.com/atmostonce/toolexec/codes"
 
 // answerFor fills the fields every answer about rec carries.
 func answerFor(rec *Record, to Waiter, status string) Answer {
@@ -11,7 +11,7 @@ func answerFor(rec *Record, to Waiter, status string) Answer {
 	// other intent gets someone else's outcome.
 	a.WasReplay = to.IntentID != rec.Origin.IntentID && (rec.Comp == nil || to.IntentID != rec.Comp.Origin.IntentID)
 	if rec.PrevStatus == StatusNotExecuted {
-		a.PreviousStatus = topics.StatusNotExecuted
+		a.PreviousStatus = codes.StatusNotExecuted
 	}
 	return a
 }
@@ -30,42 +30,29 @@ func settledAnswer(rec *Record, to Waiter) Answer {
 }
 
 func pendingAnswer(rec *Record, to Waiter) Answer {
-	status := topics.StatusPending
+	status := codes.StatusPending
 	if rec.Status == StatusCompensating || rec.Status == StatusCompensationUnknown {
-		status = topics.StatusCompensationPending
+		status = codes.StatusCompensationPending
 	}
 	a := answerFor(rec, to, status)
 	a.Err = &Error{Code: "in_doubt", Message: "the first call may have reached the tool; the key is parked until it is settled, then every waiting intent gets the final answer"}
 	return a
 }
 
-// finalAnswers answers everyone waiting on rec once it settled: the origin
-// (if it has not had a terminal answer) and every waiter.
-func finalAnswers(rec *Record, origin bool) []Answer {
-	var out []Answer
-	if origin {
-		out = append(out, settledAnswer(rec, rec.Origin))
-	}
-	for _, w := range rec.Waiters {
-		out = append(out, settledAnswer(rec, w))
-	}
-	return out
-}
-
 func wireStatus(s Status) string {
 	switch s {
 	case StatusSucceeded:
-		return topics.StatusSucceeded
+		return codes.StatusSucceeded
 	case StatusFailed:
-		return topics.StatusFailed
+		return codes.StatusFailed
 	case StatusNotExecuted:
-		return topics.StatusNotExecuted
+		return codes.StatusNotExecuted
 	case StatusCompensated:
-		return topics.StatusCompensated
+		return codes.StatusCompensated
 	case StatusCompensationFailed:
-		return topics.StatusCompensationFailed
+		return codes.StatusCompensationFailed
 	case StatusCompensating, StatusCompensationUnknown:
-		return topics.StatusCompensationPending
+		return codes.StatusCompensationPending
 	}
-	return topics.StatusPending
+	return codes.StatusPending
 }

@@ -3,7 +3,7 @@ package saga
 import (
 	"fmt"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/codes"
 )
 
 // decideCompensate handles a compensate intent or command: undo the key's
@@ -11,7 +11,7 @@ import (
 // its own. Allowed when the effect happened or may have happened.
 func decideCompensate(rec *Record, in Input, env Env) Decision {
 	if rec == nil || rec.expired(env.Now) {
-		return rejectInput(in, topics.ReasonInvalidCommand, "nothing to compensate: the key has no record")
+		return rejectInput(in, codes.ReasonInvalidCommand, "nothing to compensate: the key has no record")
 	}
 	switch {
 	case rec.Status == StatusCompensated || rec.Status == StatusCompensationFailed:
@@ -21,21 +21,21 @@ func decideCompensate(rec *Record, in Input, env Env) Decision {
 	case rec.Status == StatusCompensating || rec.Status == StatusCompensationUnknown:
 		return wait(rec, in, env, VerdictPending, EvWaiting)
 	case !callInDoubt(rec, in):
-		return rejectInput(in, topics.ReasonInvalidCommand, movedOn(rec, in))
+		return rejectInput(in, codes.ReasonInvalidCommand, movedOn(rec, in))
 	case rec.Status == StatusStarted && env.InFlight:
-		return rejectInput(in, topics.ReasonInvalidCommand, "the call is in flight; compensate after it settles")
+		return rejectInput(in, codes.ReasonInvalidCommand, "the call is in flight; compensate after it settles")
 	case mayStillLand(rec, env) && !in.Force:
-		return rejectInput(in, topics.ReasonInvalidCommand, stillLanding(rec, env, "compensate"))
+		return rejectInput(in, codes.ReasonInvalidCommand, stillLanding(rec, env, "compensate"))
 	case rec.Status == StatusSucceeded, rec.Status == StatusUnknown, rec.Status == StatusStarted:
 		return startCompensation(rec, in, env)
 	}
-	return rejectInput(in, topics.ReasonInvalidCommand, fmt.Sprintf("nothing to compensate: the key is %s", rec.Status))
+	return rejectInput(in, codes.ReasonInvalidCommand, fmt.Sprintf("nothing to compensate: the key is %s", rec.Status))
 }
 
 func startCompensation(rec *Record, in Input, env Env) Decision {
 	pol, ok := env.Policy(rec.Tool)
 	if !ok || pol.CompensateWith == "" {
-		return rejectInput(in, topics.ReasonInvalidCommand, fmt.Sprintf("tool %q has no compensate_with", rec.Tool))
+		return rejectInput(in, codes.ReasonInvalidCommand, fmt.Sprintf("tool %q has no compensate_with", rec.Tool))
 	}
 	w := in.waiter(env.Now)
 	dk := callKey(rec.Tenant, pol.CompensateWith, rec.Key, rec.Attempt, env.Now)
@@ -52,39 +52,39 @@ func startCompensation(rec *Record, in Input, env Env) Decision {
 // reconciler's word. It arrives only on the control topic.
 func decideResolve(rec *Record, in Input, env Env) Decision {
 	if rec == nil {
-		return rejectInput(in, topics.ReasonInvalidCommand, "no such key")
+		return rejectInput(in, codes.ReasonInvalidCommand, "no such key")
 	}
 	if env.InFlight {
-		return rejectInput(in, topics.ReasonInvalidCommand, "a call for this key is in flight in the executor; it settles by itself")
+		return rejectInput(in, codes.ReasonInvalidCommand, "a call for this key is in flight in the executor; it settles by itself")
 	}
 	if mayStillLand(rec, env) && !in.Force {
-		return rejectInput(in, topics.ReasonInvalidCommand, stillLanding(rec, env, "resolve"))
+		return rejectInput(in, codes.ReasonInvalidCommand, stillLanding(rec, env, "resolve"))
 	}
 	switch rec.Status {
 	case StatusStarted, StatusUnknown:
 		if !callInDoubt(rec, in) {
-			return rejectInput(in, topics.ReasonInvalidCommand, movedOn(rec, in))
+			return rejectInput(in, codes.ReasonInvalidCommand, movedOn(rec, in))
 		}
 		return resolveCall(rec, in, env)
 	case StatusCompensating, StatusCompensationUnknown:
 		if in.CallID != "" && in.CallID != rec.Comp.Origin.IntentID {
-			return rejectInput(in, topics.ReasonInvalidCommand, movedOn(rec, in))
+			return rejectInput(in, codes.ReasonInvalidCommand, movedOn(rec, in))
 		}
 		return resolveCompensation(rec, in, env)
 	}
 	if rec.Status == in.Outcome {
 		a := settledAnswer(rec, in.waiter(env.Now))
-		a.Status, a.WasReplay = topics.StatusResolved, true
+		a.Status, a.WasReplay = codes.StatusResolved, true
 		return Decision{Verdict: VerdictReplay, Answers: []Answer{a}}
 	}
-	return rejectInput(in, topics.ReasonInvalidCommand, fmt.Sprintf("the key is already settled as %s", rec.Status))
+	return rejectInput(in, codes.ReasonInvalidCommand, fmt.Sprintf("the key is already settled as %s", rec.Status))
 }
 
 func resolveCall(rec *Record, in Input, env Env) Decision {
 	switch in.Outcome {
 	case StatusSucceeded, StatusFailed, StatusNotExecuted:
 	default:
-		return rejectInput(in, topics.ReasonInvalidCommand, fmt.Sprintf("a call in doubt resolves to succeeded, failed or not_executed, not %s", in.Outcome))
+		return rejectInput(in, codes.ReasonInvalidCommand, fmt.Sprintf("a call in doubt resolves to succeeded, failed or not_executed, not %s", in.Outcome))
 	}
 	ev := Event{Kind: EvResolved, Tenant: rec.Tenant, Key: rec.Key, At: env.Now, IntentID: in.IntentID,
 		CallID: rec.Origin.IntentID, Status: in.Outcome, Result: in.Result, Err: in.Err, By: in.By, Reason: in.Reason,
@@ -102,7 +102,7 @@ func resolveCompensation(rec *Record, in Input, env Env) Decision {
 	case StatusNotExecuted:
 		st = StatusNotExecuted
 	default:
-		return rejectInput(in, topics.ReasonInvalidCommand, fmt.Sprintf("a compensation in doubt resolves to compensated, compensation_failed or not_executed, not %s", in.Outcome))
+		return rejectInput(in, codes.ReasonInvalidCommand, fmt.Sprintf("a compensation in doubt resolves to compensated, compensation_failed or not_executed, not %s", in.Outcome))
 	}
 	ev := Event{Kind: EvCompensationOutcome, Tenant: rec.Tenant, Key: rec.Key, At: env.Now, IntentID: in.IntentID,
 		CallID: rec.Comp.Origin.IntentID, Status: st, Result: in.Result, Err: in.Err, By: in.By, Reason: in.Reason,
@@ -114,7 +114,7 @@ func resolveCompensation(rec *Record, in Input, env Env) Decision {
 // everyone who waits.
 func settle(rec *Record, in Input, env Env, ev Event) Decision {
 	next := Apply(rec.Clone(), ev)
-	ack := Answer{To: in.waiter(env.Now), Tenant: rec.Tenant, Key: rec.Key, Tool: rec.Tool, Status: topics.StatusResolved,
+	ack := Answer{To: in.waiter(env.Now), Tenant: rec.Tenant, Key: rec.Key, Tool: rec.Tool, Status: codes.StatusResolved,
 		OriginalIntentID: rec.Origin.IntentID, OriginalCalledAt: rec.CalledAt, CompletedAt: env.Now, Attempt: rec.Attempt}
 	d := Decision{Verdict: VerdictResolve, Events: []Event{ev}, Answers: []Answer{ack}}
 	d.Answers = append(d.Answers, answersOnChange(rec, next, ev.Err)...)

@@ -1,6 +1,6 @@
 package saga
 
-import "github.com/atmostonce/toolexec/topics"
+import "github.com/atmostonce/toolexec/codes"
 
 // Complete records the outcome of a finished call. A completion that no
 // longer matches the key (its started event was never committed, or the
@@ -98,7 +98,7 @@ func compensationNotExecutedAnswers(prev, next *Record, cause *Error) []Answer {
 }
 
 func compensationNotExecuted(rec *Record, to Waiter, cause *Error) Answer {
-	a := answerFor(rec, to, topics.StatusNotExecuted)
+	a := answerFor(rec, to, codes.StatusNotExecuted)
 	a.Err = &Error{Code: "compensation_not_executed", Message: "the compensating tool was never reached; the key is as before and the compensation may be sent again"}
 	if cause != nil {
 		a.Err.Message += ": " + cause.Message

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/codes"
 )
 
 // Decide returns what to do with one intent or command given the key's
@@ -22,16 +22,16 @@ func Decide(rec *Record, in Input, env Env) Decision {
 	case InputResolve:
 		return decideResolve(rec, in, env)
 	}
-	return rejectInput(in, topics.ReasonInvalidField, "unknown input type")
+	return rejectInput(in, codes.ReasonInvalidField, "unknown input type")
 }
 
 func decideCall(rec *Record, in Input, env Env) Decision {
 	pol, ok := env.Policy(in.Tool)
 	switch {
 	case !ok:
-		return rejectInput(in, topics.ReasonUnknownTool, fmt.Sprintf("tool %q is not configured", in.Tool))
+		return rejectInput(in, codes.ReasonUnknownTool, fmt.Sprintf("tool %q is not configured", in.Tool))
 	case pol.MaxArgsBytes > 0 && len(in.Args) > pol.MaxArgsBytes:
-		return rejectInput(in, topics.ReasonOversized, fmt.Sprintf("args are %d bytes, tool %q allows %d", len(in.Args), in.Tool, pol.MaxArgsBytes))
+		return rejectInput(in, codes.ReasonOversized, fmt.Sprintf("args are %d bytes, tool %q allows %d", len(in.Args), in.Tool, pol.MaxArgsBytes))
 	case pol.ReadOnly:
 		return decideReadOnly(in, env)
 	}
@@ -56,7 +56,7 @@ func deadlinePassed(in Input, env Env) bool { return in.DeadlineMs > 0 && env.No
 // only after that event is committed.
 func execute(rec *Record, in Input, pol Policy, env Env) Decision {
 	if deadlinePassed(in, env) {
-		return rejectInput(in, topics.ReasonDeadlineExceeded, "deadline_ms has passed; the call was not started")
+		return rejectInput(in, codes.ReasonDeadlineExceeded, "deadline_ms has passed; the call was not started")
 	}
 	attempt := 1
 	if rec != nil {
@@ -96,7 +96,7 @@ func decideDuplicate(rec *Record, in Input, env Env) Decision {
 
 func conflict(rec *Record, in Input, env Env) Decision {
 	ev := Event{Kind: EvConflicted, Tenant: in.Tenant, Key: in.Key, At: env.Now, IntentID: in.IntentID, Tool: in.Tool, ArgsHash: in.ArgsHash}
-	a := answerFor(rec, in.waiter(env.Now), topics.StatusConflict)
+	a := answerFor(rec, in.waiter(env.Now), codes.StatusConflict)
 	a.Tool, a.WasReplay = in.Tool, false // nothing is replayed: the original's outcome is not disclosed
 	a.Err = &Error{Code: "args_mismatch", Message: fmt.Sprintf("key was first used by intent %q with tool %q and other arguments", rec.Origin.IntentID, rec.Tool)}
 	return Decision{Verdict: VerdictConflict, Events: []Event{ev}, Answers: []Answer{a}}
@@ -122,7 +122,7 @@ func wait(rec *Record, in Input, env Env, v Verdict, kind EventKind) Decision {
 		return d
 	}
 	if len(rec.Waiters) >= env.maxWaiters() {
-		return rejectInput(in, topics.ReasonInvalidCommand, fmt.Sprintf("more than %d intents already wait on this key; retry later", env.maxWaiters()))
+		return rejectInput(in, codes.ReasonInvalidCommand, fmt.Sprintf("more than %d intents already wait on this key; retry later", env.maxWaiters()))
 	}
 	w := in.waiter(env.Now)
 	d := Decision{Verdict: v, Events: []Event{{Kind: kind, Tenant: in.Tenant, Key: in.Key, At: env.Now, IntentID: in.IntentID, Waiter: &w}}}
@@ -133,7 +133,7 @@ func wait(rec *Record, in Input, env Env, v Verdict, kind EventKind) Decision {
 }
 
 func rejectInput(in Input, reason, detail string) Decision {
-	a := Answer{To: in.waiter(0), Tenant: in.Tenant, Key: in.Key, Tool: in.Tool, Status: topics.StatusRejected,
+	a := Answer{To: in.waiter(0), Tenant: in.Tenant, Key: in.Key, Tool: in.Tool, Status: codes.StatusRejected,
 		Err: &Error{Code: reason, Message: detail}}
 	return Decision{Verdict: VerdictReject, Reason: reason, Detail: detail, Answers: []Answer{a}}
 }

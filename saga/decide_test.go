@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/saga"
-	"github.com/atmostonce/toolexec/topics"
 )
 
 // t0 is the time of the first step of every history (unix ms).
@@ -153,7 +153,7 @@ type history struct {
 	steps []step
 }
 
-// run drives a history like the partition runtime does: decide, then fold
+// run drives a history like executor/partition's Core does: decide, then fold
 // every event of the decision into the view.
 func (h history) run(t *testing.T) *saga.Record {
 	var rec *saga.Record
@@ -327,11 +327,11 @@ var (
 		call: &wantCall{kind: saga.CallOriginal, tool: "charge", id: "A", attempt: 1, args: "x"}, after: saga.StatusStarted}
 	succeedA = step{at: 5, done: &saga.Completion{CallID: "A", Status: saga.StatusSucceeded, Result: []byte("ok")},
 		verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvOutcome},
-		answers: []ans{{to: "A", status: topics.StatusSucceeded, orig: "A", calledAt: t0, completedAt: t0 + 5, attempt: 1, result: "ok"}},
+		answers: []ans{{to: "A", status: codes.StatusSucceeded, orig: "A", calledAt: t0, completedAt: t0 + 5, attempt: 1, result: "ok"}},
 		after:   saga.StatusSucceeded}
 	unknownA = step{at: 5, done: &saga.Completion{CallID: "A", Status: saga.StatusUnknown},
 		verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvOutcome},
-		answers: []ans{{to: "A", status: topics.StatusPending, orig: "A", calledAt: t0, attempt: 1, code: "in_doubt"}},
+		answers: []ans{{to: "A", status: codes.StatusPending, orig: "A", calledAt: t0, attempt: 1, code: "in_doubt"}},
 		after:   saga.StatusUnknown}
 	compensateK = step{at: 10, in: ptr(compensate("K")), verdict: saga.VerdictCompensate,
 		events: []saga.EventKind{saga.EvCompensationStarted},
@@ -340,17 +340,17 @@ var (
 
 // ok is the final answer of A's succeeded call as anyone but A sees it.
 func okFor(to string) ans {
-	return ans{to: to, status: topics.StatusSucceeded, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 5, attempt: 1, result: "ok"}
+	return ans{to: to, status: codes.StatusSucceeded, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 5, attempt: 1, result: "ok"}
 }
 
-func rejected(to, code string) ans { return ans{to: to, status: topics.StatusRejected, code: code} }
+func rejected(to, code string) ans { return ans{to: to, status: codes.StatusRejected, code: code} }
 
 func pendingFor(to string) ans {
-	return ans{to: to, status: topics.StatusPending, replay: to != "A", orig: "A", calledAt: t0, attempt: 1, code: "in_doubt"}
+	return ans{to: to, status: codes.StatusPending, replay: to != "A", orig: "A", calledAt: t0, attempt: 1, code: "in_doubt"}
 }
 
 func resolvedAck(to string, at int64) ans {
-	return ans{to: to, status: topics.StatusResolved, orig: "A", calledAt: t0, completedAt: t0 + at, attempt: 1}
+	return ans{to: to, status: codes.StatusResolved, orig: "A", calledAt: t0, completedAt: t0 + at, attempt: 1}
 }
 
 func TestDecideHistories(t *testing.T) {
@@ -369,11 +369,11 @@ func TestDecideHistories(t *testing.T) {
 		{name: "an unforced resolve before the call's deadline is refused; at the deadline it settles", steps: []step{
 			startA,
 			{at: 200, in: ptr(unforced(resolve("R", saga.StatusNotExecuted, ""))), verdict: saga.VerdictReject,
-				reason: topics.ReasonInvalidCommand, answers: []ans{rejected("R", topics.ReasonInvalidCommand)}, after: saga.StatusStarted},
+				reason: codes.ReasonInvalidCommand, answers: []ans{rejected("R", codes.ReasonInvalidCommand)}, after: saga.StatusStarted},
 			{at: pendingTTL, in: ptr(unforced(resolve("R2", saga.StatusNotExecuted, ""))), verdict: saga.VerdictResolve,
 				events: []saga.EventKind{saga.EvResolved},
-				answers: []ans{{to: "R2", status: topics.StatusResolved, orig: "A", calledAt: t0, completedAt: t0 + pendingTTL, attempt: 1},
-					{to: "A", status: topics.StatusNotExecuted, orig: "A", calledAt: t0, completedAt: t0 + pendingTTL, attempt: 1}},
+				answers: []ans{{to: "R2", status: codes.StatusResolved, orig: "A", calledAt: t0, completedAt: t0 + pendingTTL, attempt: 1},
+					{to: "A", status: codes.StatusNotExecuted, orig: "A", calledAt: t0, completedAt: t0 + pendingTTL, attempt: 1}},
 				after: saga.StatusNotExecuted},
 		}},
 		{name: "a native_key call's not_executed before its deadline frees the key", steps: []step{
@@ -381,7 +381,7 @@ func TestDecideHistories(t *testing.T) {
 				call: &wantCall{kind: saga.CallOriginal, tool: "native", id: "A", attempt: 1, args: "x"}, after: saga.StatusStarted},
 			{at: pendingTTL - 5_001, done: &saga.Completion{CallID: "A", Status: saga.StatusNotExecuted, Err: &saga.Error{Code: "connect"}},
 				verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvOutcome},
-				answers: []ans{{to: "A", status: topics.StatusNotExecuted, orig: "A", calledAt: t0, completedAt: t0 + pendingTTL - 5_001, attempt: 1, code: "connect"}},
+				answers: []ans{{to: "A", status: codes.StatusNotExecuted, orig: "A", calledAt: t0, completedAt: t0 + pendingTTL - 5_001, attempt: 1, code: "connect"}},
 				after:   saga.StatusNotExecuted},
 		}},
 		// Past its deadline the reconciler may already have sent a native_key
@@ -392,7 +392,7 @@ func TestDecideHistories(t *testing.T) {
 				call: &wantCall{kind: saga.CallOriginal, tool: "native", id: "A", attempt: 1, args: "x"}, after: saga.StatusStarted},
 			{at: pendingTTL - 5_000, done: &saga.Completion{CallID: "A", Status: saga.StatusNotExecuted, Err: &saga.Error{Code: "pending_ttl_spent"}},
 				verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvOutcome},
-				answers: []ans{{to: "A", status: topics.StatusPending, orig: "A", calledAt: t0, attempt: 1, code: "in_doubt"}},
+				answers: []ans{{to: "A", status: codes.StatusPending, orig: "A", calledAt: t0, attempt: 1, code: "in_doubt"}},
 				after:   saga.StatusUnknown, check: func(t *testing.T, rec *saga.Record) {
 					if rec.Err == nil || rec.Err.Code != "not_executed_too_late" || !strings.Contains(rec.Err.Message, "pending_ttl_spent") {
 						t.Errorf("error %+v", rec.Err)
@@ -404,13 +404,13 @@ func TestDecideHistories(t *testing.T) {
 				call: &wantCall{kind: saga.CallOriginal, tool: "email", id: "A", attempt: 1, args: "x"}, after: saga.StatusStarted},
 			{at: pendingTTL + 1, done: &saga.Completion{CallID: "A", Status: saga.StatusNotExecuted, Err: &saga.Error{Code: "pending_ttl_spent"}},
 				verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvOutcome},
-				answers: []ans{{to: "A", status: topics.StatusNotExecuted, orig: "A", calledAt: t0, completedAt: t0 + pendingTTL + 1, attempt: 1, code: "pending_ttl_spent"}},
+				answers: []ans{{to: "A", status: codes.StatusNotExecuted, orig: "A", calledAt: t0, completedAt: t0 + pendingTTL + 1, attempt: 1, code: "pending_ttl_spent"}},
 				after:   saga.StatusNotExecuted},
 		}},
 		{name: "an agent's compensate of a call in doubt waits for its deadline", steps: []step{
 			startA, unknownA,
 			{at: 10, in: ptr(unforced(compensate("K"))), verdict: saga.VerdictReject,
-				reason: topics.ReasonInvalidCommand, answers: []ans{rejected("K", topics.ReasonInvalidCommand)}, after: saga.StatusUnknown},
+				reason: codes.ReasonInvalidCommand, answers: []ans{rejected("K", codes.ReasonInvalidCommand)}, after: saga.StatusUnknown},
 			{at: pendingTTL + 1, in: ptr(unforced(compensate("K"))), verdict: saga.VerdictCompensate,
 				events: []saga.EventKind{saga.EvCompensationStarted}, call: &wantCall{kind: saga.CallCompensation, tool: "refund", id: "K", attempt: 1, args: "x"},
 				after: saga.StatusCompensating, check: func(t *testing.T, rec *saga.Record) {
@@ -451,13 +451,13 @@ func TestDecideHistories(t *testing.T) {
 		{name: "same key with other arguments is a conflict and calls nothing", steps: []step{
 			startA, succeedA,
 			{at: 10, in: ptr(call("B", "y")), verdict: saga.VerdictConflict, events: []saga.EventKind{saga.EvConflicted},
-				answers: []ans{{to: "B", status: topics.StatusConflict, orig: "A", calledAt: t0, attempt: 1, code: "args_mismatch"}},
+				answers: []ans{{to: "B", status: codes.StatusConflict, orig: "A", calledAt: t0, attempt: 1, code: "args_mismatch"}},
 				after:   saga.StatusSucceeded},
 		}},
 		{name: "same key with another tool while in flight is a conflict", steps: []step{
 			startA,
 			{at: 2, inFlight: true, in: ptr(callTool("B", "email", "x")), verdict: saga.VerdictConflict, events: []saga.EventKind{saga.EvConflicted},
-				answers: []ans{{to: "B", status: topics.StatusConflict, orig: "A", calledAt: t0, attempt: 1, code: "args_mismatch"}},
+				answers: []ans{{to: "B", status: codes.StatusConflict, orig: "A", calledAt: t0, attempt: 1, code: "args_mismatch"}},
 				after:   saga.StatusStarted, check: wantWaiters()},
 		}},
 		{name: "started without a call in flight (crash window) answers pending and parks the waiter", steps: []step{
@@ -469,8 +469,8 @@ func TestDecideHistories(t *testing.T) {
 			{at: 120, in: ptr(call("A", "x")), verdict: saga.VerdictPending, answers: []ans{pendingFor("A")}, after: saga.StatusStarted, check: wantWaiters("B")},
 			{at: 200, in: ptr(resolve("R", saga.StatusSucceeded, "r")), verdict: saga.VerdictResolve, events: []saga.EventKind{saga.EvResolved},
 				answers: []ans{resolvedAck("R", 200),
-					{to: "A", status: topics.StatusSucceeded, orig: "A", calledAt: t0, completedAt: t0 + 200, attempt: 1, result: "r"},
-					{to: "B", status: topics.StatusSucceeded, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 200, attempt: 1, result: "r"}},
+					{to: "A", status: codes.StatusSucceeded, orig: "A", calledAt: t0, completedAt: t0 + 200, attempt: 1, result: "r"},
+					{to: "B", status: codes.StatusSucceeded, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 200, attempt: 1, result: "r"}},
 				after: saga.StatusSucceeded, check: func(t *testing.T, rec *saga.Record) {
 					if rec.ResolvedBy != "reconciler" || len(rec.Waiters) != 0 || !rec.OriginAnswered {
 						t.Errorf("record %+v", rec)
@@ -491,19 +491,19 @@ func TestDecideHistories(t *testing.T) {
 				answers: []ans{pendingFor("C")}, after: saga.StatusUnknown, check: wantWaiters("B", "C")},
 			{at: 100, in: ptr(resolve("R", saga.StatusSucceeded, "r")), verdict: saga.VerdictResolve, events: []saga.EventKind{saga.EvResolved},
 				answers: []ans{resolvedAck("R", 100),
-					{to: "A", status: topics.StatusSucceeded, orig: "A", calledAt: t0, completedAt: t0 + 100, attempt: 1, result: "r"},
-					{to: "B", status: topics.StatusSucceeded, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 100, attempt: 1, result: "r"},
-					{to: "C", status: topics.StatusSucceeded, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 100, attempt: 1, result: "r"}},
+					{to: "A", status: codes.StatusSucceeded, orig: "A", calledAt: t0, completedAt: t0 + 100, attempt: 1, result: "r"},
+					{to: "B", status: codes.StatusSucceeded, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 100, attempt: 1, result: "r"},
+					{to: "C", status: codes.StatusSucceeded, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 100, attempt: 1, result: "r"}},
 				after: saga.StatusSucceeded, check: wantWaiters()},
 			{at: 200, in: ptr(call("D", "x")), verdict: saga.VerdictReplay, events: []saga.EventKind{saga.EvReplayed},
-				answers: []ans{{to: "D", status: topics.StatusSucceeded, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 100, attempt: 1, result: "r"}},
+				answers: []ans{{to: "D", status: codes.StatusSucceeded, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 100, attempt: 1, result: "r"}},
 				after:   saga.StatusSucceeded},
 		}},
 		{name: "resolve to not_executed frees the key; the next call is attempt 2", steps: []step{
 			startA, unknownA,
 			{at: 100, in: ptr(resolve("R", saga.StatusNotExecuted, "")), verdict: saga.VerdictResolve, events: []saga.EventKind{saga.EvResolved},
 				answers: []ans{resolvedAck("R", 100),
-					{to: "A", status: topics.StatusNotExecuted, orig: "A", calledAt: t0, completedAt: t0 + 100, attempt: 1}},
+					{to: "A", status: codes.StatusNotExecuted, orig: "A", calledAt: t0, completedAt: t0 + 100, attempt: 1}},
 				after: saga.StatusNotExecuted},
 			{at: 200, in: ptr(call("B", "x")), verdict: saga.VerdictExecute, events: []saga.EventKind{saga.EvStarted},
 				call: &wantCall{kind: saga.CallOriginal, tool: "charge", id: "B", attempt: 2, args: "x"}, after: saga.StatusStarted,
@@ -514,12 +514,12 @@ func TestDecideHistories(t *testing.T) {
 				}},
 			{at: 205, done: &saga.Completion{CallID: "B", Status: saga.StatusSucceeded, Result: []byte("ok")}, verdict: saga.VerdictRecord,
 				events: []saga.EventKind{saga.EvOutcome},
-				answers: []ans{{to: "B", status: topics.StatusSucceeded, orig: "B", calledAt: t0 + 200, completedAt: t0 + 205, attempt: 2,
-					prev: topics.StatusNotExecuted, result: "ok"}},
+				answers: []ans{{to: "B", status: codes.StatusSucceeded, orig: "B", calledAt: t0 + 200, completedAt: t0 + 205, attempt: 2,
+					prev: codes.StatusNotExecuted, result: "ok"}},
 				after: saga.StatusSucceeded},
 			{at: 300, in: ptr(call("C", "x")), verdict: saga.VerdictReplay, events: []saga.EventKind{saga.EvReplayed},
-				answers: []ans{{to: "C", status: topics.StatusSucceeded, replay: true, orig: "B", calledAt: t0 + 200, completedAt: t0 + 205, attempt: 2,
-					prev: topics.StatusNotExecuted, result: "ok"}},
+				answers: []ans{{to: "C", status: codes.StatusSucceeded, replay: true, orig: "B", calledAt: t0 + 200, completedAt: t0 + 205, attempt: 2,
+					prev: codes.StatusNotExecuted, result: "ok"}},
 				after: saga.StatusSucceeded},
 		}},
 		{name: "a completion not_executed frees the key and answers every waiter", steps: []step{
@@ -528,8 +528,8 @@ func TestDecideHistories(t *testing.T) {
 			{at: 5, done: &saga.Completion{CallID: "A", Status: saga.StatusNotExecuted, Err: &saga.Error{Code: "connection_refused"}},
 				verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvOutcome},
 				answers: []ans{
-					{to: "A", status: topics.StatusNotExecuted, orig: "A", calledAt: t0, completedAt: t0 + 5, attempt: 1, code: "connection_refused"},
-					{to: "B", status: topics.StatusNotExecuted, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 5, attempt: 1, code: "connection_refused"}},
+					{to: "A", status: codes.StatusNotExecuted, orig: "A", calledAt: t0, completedAt: t0 + 5, attempt: 1, code: "connection_refused"},
+					{to: "B", status: codes.StatusNotExecuted, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 5, attempt: 1, code: "connection_refused"}},
 				after: saga.StatusNotExecuted, check: wantWaiters()},
 			// The free key may even be used with other arguments now.
 			{at: 10, in: ptr(call("C", "y")), verdict: saga.VerdictExecute, events: []saga.EventKind{saga.EvStarted},
@@ -539,29 +539,29 @@ func TestDecideHistories(t *testing.T) {
 			startA,
 			{at: 5, done: &saga.Completion{CallID: "A", Status: saga.StatusFailed, Err: &saga.Error{Code: "card_declined", Message: "declined"}},
 				verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvOutcome},
-				answers: []ans{{to: "A", status: topics.StatusFailed, orig: "A", calledAt: t0, completedAt: t0 + 5, attempt: 1, code: "card_declined"}},
+				answers: []ans{{to: "A", status: codes.StatusFailed, orig: "A", calledAt: t0, completedAt: t0 + 5, attempt: 1, code: "card_declined"}},
 				after:   saga.StatusFailed},
 			{at: 10, in: ptr(call("B", "x")), verdict: saga.VerdictReplay, events: []saga.EventKind{saga.EvReplayed},
-				answers: []ans{{to: "B", status: topics.StatusFailed, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 5, attempt: 1, code: "card_declined"}},
+				answers: []ans{{to: "B", status: codes.StatusFailed, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 5, attempt: 1, code: "card_declined"}},
 				after:   saga.StatusFailed},
 		}},
 		{name: "an unknown tool is rejected", steps: []step{
-			{in: ptr(callTool("X", "nope", "x")), verdict: saga.VerdictReject, reason: topics.ReasonUnknownTool,
-				answers: []ans{rejected("X", topics.ReasonUnknownTool)}},
+			{in: ptr(callTool("X", "nope", "x")), verdict: saga.VerdictReject, reason: codes.ReasonUnknownTool,
+				answers: []ans{rejected("X", codes.ReasonUnknownTool)}},
 		}},
 		{name: "arguments larger than MaxArgsBytes are rejected", steps: []step{
-			{in: ptr(call("X", strings.Repeat("a", maxArgs+1))), verdict: saga.VerdictReject, reason: topics.ReasonOversized,
-				answers: []ans{rejected("X", topics.ReasonOversized)}},
+			{in: ptr(call("X", strings.Repeat("a", maxArgs+1))), verdict: saga.VerdictReject, reason: codes.ReasonOversized,
+				answers: []ans{rejected("X", codes.ReasonOversized)}},
 			{in: ptr(call("Y", strings.Repeat("a", maxArgs))), verdict: saga.VerdictExecute, events: []saga.EventKind{saga.EvStarted},
 				call: &wantCall{kind: saga.CallOriginal, tool: "charge", id: "Y", attempt: 1, args: strings.Repeat("a", maxArgs)}, after: saga.StatusStarted},
 		}},
 		{name: "an input of no known type is rejected", steps: []step{
 			{in: &saga.Input{IntentID: "X", Tenant: tenant, Key: key, Partition: 1, Owner: 1}, verdict: saga.VerdictReject,
-				reason: topics.ReasonInvalidField, answers: []ans{rejected("X", topics.ReasonInvalidField)}},
+				reason: codes.ReasonInvalidField, answers: []ans{rejected("X", codes.ReasonInvalidField)}},
 		}},
 		{name: "a call past its deadline is rejected, at the deadline it runs", steps: []step{
-			{at: 10, in: ptr(withDeadline(call("X", "x"), t0+9)), verdict: saga.VerdictReject, reason: topics.ReasonDeadlineExceeded,
-				answers: []ans{rejected("X", topics.ReasonDeadlineExceeded)}},
+			{at: 10, in: ptr(withDeadline(call("X", "x"), t0+9)), verdict: saga.VerdictReject, reason: codes.ReasonDeadlineExceeded,
+				answers: []ans{rejected("X", codes.ReasonDeadlineExceeded)}},
 			{at: 10, in: ptr(withDeadline(call("A", "x"), t0+10)), verdict: saga.VerdictExecute, events: []saga.EventKind{saga.EvStarted},
 				call: &wantCall{kind: saga.CallOriginal, tool: "charge", id: "A", attempt: 1, args: "x"}, after: saga.StatusStarted},
 		}},
@@ -619,7 +619,7 @@ func TestDecideHistories(t *testing.T) {
 			startA, succeedA, compensateK,
 			{at: 20, done: &saga.Completion{CallID: "K", Compensation: true, Status: saga.StatusSucceeded, Result: []byte("refunded")},
 				verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvCompensationOutcome},
-				answers: []ans{{to: "K", status: topics.StatusCompensated, orig: "A", calledAt: t0, completedAt: t0 + 20, attempt: 1, result: "ok"}},
+				answers: []ans{{to: "K", status: codes.StatusCompensated, orig: "A", calledAt: t0, completedAt: t0 + 20, attempt: 1, result: "ok"}},
 				after:   saga.StatusCompensated,
 				check: func(t *testing.T, rec *saga.Record) {
 					if rec.Comp == nil || rec.Comp.Origin.IntentID != "K" || rec.Comp.PrevStatus != saga.StatusSucceeded ||
@@ -628,20 +628,20 @@ func TestDecideHistories(t *testing.T) {
 					}
 				}},
 			{at: 30, in: ptr(call("B", "x")), verdict: saga.VerdictReplay, events: []saga.EventKind{saga.EvReplayed},
-				answers: []ans{{to: "B", status: topics.StatusCompensated, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 20, attempt: 1, result: "ok"}},
+				answers: []ans{{to: "B", status: codes.StatusCompensated, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 20, attempt: 1, result: "ok"}},
 				after:   saga.StatusCompensated},
 			{at: 40, in: ptr(compensate("K2")), verdict: saga.VerdictReplay, events: []saga.EventKind{saga.EvReplayed},
-				answers: []ans{{to: "K2", status: topics.StatusCompensated, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 20, attempt: 1, result: "ok"}},
+				answers: []ans{{to: "K2", status: codes.StatusCompensated, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 20, attempt: 1, result: "ok"}},
 				after:   saga.StatusCompensated},
 		}},
 		{name: "a failed compensation is replayed as compensation_failed", steps: []step{
 			startA, succeedA, compensateK,
 			{at: 20, done: &saga.Completion{CallID: "K", Compensation: true, Status: saga.StatusFailed, Err: &saga.Error{Code: "refund_refused"}},
 				verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvCompensationOutcome},
-				answers: []ans{{to: "K", status: topics.StatusCompensationFailed, orig: "A", calledAt: t0, completedAt: t0 + 20, attempt: 1, result: "ok", code: "refund_refused"}},
+				answers: []ans{{to: "K", status: codes.StatusCompensationFailed, orig: "A", calledAt: t0, completedAt: t0 + 20, attempt: 1, result: "ok", code: "refund_refused"}},
 				after:   saga.StatusCompensationFailed},
 			{at: 30, in: ptr(call("B", "x")), verdict: saga.VerdictReplay, events: []saga.EventKind{saga.EvReplayed},
-				answers: []ans{{to: "B", status: topics.StatusCompensationFailed, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 20, attempt: 1, result: "ok", code: "refund_refused"}},
+				answers: []ans{{to: "B", status: codes.StatusCompensationFailed, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 20, attempt: 1, result: "ok", code: "refund_refused"}},
 				after:   saga.StatusCompensationFailed},
 		}},
 		{name: "duplicates during a compensation in flight coalesce and get its outcome", steps: []step{
@@ -652,9 +652,9 @@ func TestDecideHistories(t *testing.T) {
 			{at: 20, done: &saga.Completion{CallID: "K", Compensation: true, Status: saga.StatusSucceeded},
 				verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvCompensationOutcome},
 				answers: []ans{
-					{to: "K", status: topics.StatusCompensated, orig: "A", calledAt: t0, completedAt: t0 + 20, attempt: 1, result: "ok"},
-					{to: "B", status: topics.StatusCompensated, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 20, attempt: 1, result: "ok"},
-					{to: "K2", status: topics.StatusCompensated, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 20, attempt: 1, result: "ok"}},
+					{to: "K", status: codes.StatusCompensated, orig: "A", calledAt: t0, completedAt: t0 + 20, attempt: 1, result: "ok"},
+					{to: "B", status: codes.StatusCompensated, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 20, attempt: 1, result: "ok"},
+					{to: "K2", status: codes.StatusCompensated, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 20, attempt: 1, result: "ok"}},
 				after: saga.StatusCompensated, check: wantWaiters()},
 		}},
 		{name: "compensating a call in doubt gives its origin a terminal answer", steps: []step{
@@ -662,23 +662,23 @@ func TestDecideHistories(t *testing.T) {
 			{at: 20, done: &saga.Completion{CallID: "K", Compensation: true, Status: saga.StatusSucceeded},
 				verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvCompensationOutcome},
 				answers: []ans{
-					{to: "A", status: topics.StatusCompensated, orig: "A", calledAt: t0, completedAt: t0 + 20, attempt: 1},
-					{to: "K", status: topics.StatusCompensated, orig: "A", calledAt: t0, completedAt: t0 + 20, attempt: 1}},
+					{to: "A", status: codes.StatusCompensated, orig: "A", calledAt: t0, completedAt: t0 + 20, attempt: 1},
+					{to: "K", status: codes.StatusCompensated, orig: "A", calledAt: t0, completedAt: t0 + 20, attempt: 1}},
 				after: saga.StatusCompensated},
 		}},
 		{name: "a compensation in doubt is parked and resolved", steps: []step{
 			startA, succeedA, compensateK,
 			{at: 20, done: &saga.Completion{CallID: "K", Compensation: true, Status: saga.StatusUnknown},
 				verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvCompensationOutcome},
-				answers: []ans{{to: "K", status: topics.StatusCompensationPending, orig: "A", calledAt: t0, attempt: 1, code: "in_doubt"}},
+				answers: []ans{{to: "K", status: codes.StatusCompensationPending, orig: "A", calledAt: t0, attempt: 1, code: "in_doubt"}},
 				after:   saga.StatusCompensationUnknown},
 			{at: 30, in: ptr(call("B", "x")), verdict: saga.VerdictPending, events: []saga.EventKind{saga.EvWaiting},
-				answers: []ans{{to: "B", status: topics.StatusCompensationPending, replay: true, orig: "A", calledAt: t0, attempt: 1, code: "in_doubt"}},
+				answers: []ans{{to: "B", status: codes.StatusCompensationPending, replay: true, orig: "A", calledAt: t0, attempt: 1, code: "in_doubt"}},
 				after:   saga.StatusCompensationUnknown},
 			{at: 40, in: ptr(resolve("R", saga.StatusCompensated, "")), verdict: saga.VerdictResolve, events: []saga.EventKind{saga.EvCompensationOutcome},
 				answers: []ans{resolvedAck("R", 40),
-					{to: "K", status: topics.StatusCompensated, orig: "A", calledAt: t0, completedAt: t0 + 40, attempt: 1, result: "ok"},
-					{to: "B", status: topics.StatusCompensated, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 40, attempt: 1, result: "ok"}},
+					{to: "K", status: codes.StatusCompensated, orig: "A", calledAt: t0, completedAt: t0 + 40, attempt: 1, result: "ok"},
+					{to: "B", status: codes.StatusCompensated, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 40, attempt: 1, result: "ok"}},
 				after: saga.StatusCompensated},
 		}},
 		{name: "a compensation not executed restores the previous status (crash window)", steps: []step{
@@ -687,7 +687,7 @@ func TestDecideHistories(t *testing.T) {
 				call: compensateK.call, after: saga.StatusCompensating},
 			{at: 110, done: &saga.Completion{CallID: "K", Compensation: true, Status: saga.StatusNotExecuted},
 				verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvCompensationOutcome},
-				answers: []ans{{to: "K", status: topics.StatusNotExecuted, orig: "A", calledAt: t0, attempt: 1, code: "compensation_not_executed"}},
+				answers: []ans{{to: "K", status: codes.StatusNotExecuted, orig: "A", calledAt: t0, attempt: 1, code: "compensation_not_executed"}},
 				after:   saga.StatusStarted, check: func(t *testing.T, rec *saga.Record) {
 					if rec.Comp != nil || rec.Origin.IntentID != "A" {
 						t.Errorf("record %+v comp %+v", rec, rec.Comp)
@@ -695,60 +695,60 @@ func TestDecideHistories(t *testing.T) {
 				}},
 			{at: 200, in: ptr(resolve("R", saga.StatusSucceeded, "r")), verdict: saga.VerdictResolve, events: []saga.EventKind{saga.EvResolved},
 				answers: []ans{resolvedAck("R", 200),
-					{to: "A", status: topics.StatusSucceeded, orig: "A", calledAt: t0, completedAt: t0 + 200, attempt: 1, result: "r"}},
+					{to: "A", status: codes.StatusSucceeded, orig: "A", calledAt: t0, completedAt: t0 + 200, attempt: 1, result: "r"}},
 				after: saga.StatusSucceeded},
 		}},
 		{name: "compensate is rejected when it cannot run", steps: []step{
-			{in: ptr(compensate("K0")), verdict: saga.VerdictReject, reason: topics.ReasonInvalidCommand,
-				answers: []ans{rejected("K0", topics.ReasonInvalidCommand)}},
+			{in: ptr(compensate("K0")), verdict: saga.VerdictReject, reason: codes.ReasonInvalidCommand,
+				answers: []ans{rejected("K0", codes.ReasonInvalidCommand)}},
 			startA,
-			{at: 1, inFlight: true, in: ptr(compensate("K1")), verdict: saga.VerdictReject, reason: topics.ReasonInvalidCommand,
-				answers: []ans{rejected("K1", topics.ReasonInvalidCommand)}, after: saga.StatusStarted},
+			{at: 1, inFlight: true, in: ptr(compensate("K1")), verdict: saga.VerdictReject, reason: codes.ReasonInvalidCommand,
+				answers: []ans{rejected("K1", codes.ReasonInvalidCommand)}, after: saga.StatusStarted},
 			{at: 5, done: &saga.Completion{CallID: "A", Status: saga.StatusFailed}, verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvOutcome},
-				answers: []ans{{to: "A", status: topics.StatusFailed, orig: "A", calledAt: t0, completedAt: t0 + 5, attempt: 1}}, after: saga.StatusFailed},
-			{at: 6, in: ptr(compensate("K2")), verdict: saga.VerdictReject, reason: topics.ReasonInvalidCommand,
-				answers: []ans{rejected("K2", topics.ReasonInvalidCommand)}, after: saga.StatusFailed},
+				answers: []ans{{to: "A", status: codes.StatusFailed, orig: "A", calledAt: t0, completedAt: t0 + 5, attempt: 1}}, after: saga.StatusFailed},
+			{at: 6, in: ptr(compensate("K2")), verdict: saga.VerdictReject, reason: codes.ReasonInvalidCommand,
+				answers: []ans{rejected("K2", codes.ReasonInvalidCommand)}, after: saga.StatusFailed},
 		}},
 		{name: "compensate of a tool without compensate_with is rejected", steps: []step{
 			{in: ptr(callTool("A", "email", "x")), verdict: saga.VerdictExecute, events: []saga.EventKind{saga.EvStarted},
 				call: &wantCall{kind: saga.CallOriginal, tool: "email", id: "A", attempt: 1, args: "x"}, after: saga.StatusStarted},
 			succeedA,
-			{at: 10, in: ptr(compensate("K")), verdict: saga.VerdictReject, reason: topics.ReasonInvalidCommand,
-				answers: []ans{rejected("K", topics.ReasonInvalidCommand)}, after: saga.StatusSucceeded},
+			{at: 10, in: ptr(compensate("K")), verdict: saga.VerdictReject, reason: codes.ReasonInvalidCommand,
+				answers: []ans{rejected("K", codes.ReasonInvalidCommand)}, after: saga.StatusSucceeded},
 		}},
 		{name: "resolve while a call is in flight is rejected", steps: []step{
-			{in: ptr(resolve("R0", saga.StatusSucceeded, "")), verdict: saga.VerdictReject, reason: topics.ReasonInvalidCommand,
-				answers: []ans{rejected("R0", topics.ReasonInvalidCommand)}},
+			{in: ptr(resolve("R0", saga.StatusSucceeded, "")), verdict: saga.VerdictReject, reason: codes.ReasonInvalidCommand,
+				answers: []ans{rejected("R0", codes.ReasonInvalidCommand)}},
 			startA,
-			{at: 1, inFlight: true, in: ptr(resolve("R", saga.StatusSucceeded, "")), verdict: saga.VerdictReject, reason: topics.ReasonInvalidCommand,
-				answers: []ans{rejected("R", topics.ReasonInvalidCommand)}, after: saga.StatusStarted},
+			{at: 1, inFlight: true, in: ptr(resolve("R", saga.StatusSucceeded, "")), verdict: saga.VerdictReject, reason: codes.ReasonInvalidCommand,
+				answers: []ans{rejected("R", codes.ReasonInvalidCommand)}, after: saga.StatusStarted},
 		}},
 		{name: "resolve of a call in doubt to a status that is no outcome is rejected", steps: []step{
 			startA, unknownA,
-			{at: 10, in: ptr(resolve("R", saga.StatusCompensated, "")), verdict: saga.VerdictReject, reason: topics.ReasonInvalidCommand,
-				answers: []ans{rejected("R", topics.ReasonInvalidCommand)}, after: saga.StatusUnknown},
-			{at: 11, in: ptr(resolve("R2", saga.StatusUnknown, "")), verdict: saga.VerdictReject, reason: topics.ReasonInvalidCommand,
-				answers: []ans{rejected("R2", topics.ReasonInvalidCommand)}, after: saga.StatusUnknown},
+			{at: 10, in: ptr(resolve("R", saga.StatusCompensated, "")), verdict: saga.VerdictReject, reason: codes.ReasonInvalidCommand,
+				answers: []ans{rejected("R", codes.ReasonInvalidCommand)}, after: saga.StatusUnknown},
+			{at: 11, in: ptr(resolve("R2", saga.StatusUnknown, "")), verdict: saga.VerdictReject, reason: codes.ReasonInvalidCommand,
+				answers: []ans{rejected("R2", codes.ReasonInvalidCommand)}, after: saga.StatusUnknown},
 		}},
 		{name: "resolve on a settled key: the same outcome acks as a replay, another is rejected", steps: []step{
 			startA, succeedA,
 			{at: 10, in: ptr(resolve("R", saga.StatusSucceeded, "")), verdict: saga.VerdictReplay,
-				answers: []ans{{to: "R", status: topics.StatusResolved, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 5, attempt: 1, result: "ok"}},
+				answers: []ans{{to: "R", status: codes.StatusResolved, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 5, attempt: 1, result: "ok"}},
 				after:   saga.StatusSucceeded},
-			{at: 20, in: ptr(resolve("R2", saga.StatusFailed, "")), verdict: saga.VerdictReject, reason: topics.ReasonInvalidCommand,
-				answers: []ans{rejected("R2", topics.ReasonInvalidCommand)}, after: saga.StatusSucceeded},
+			{at: 20, in: ptr(resolve("R2", saga.StatusFailed, "")), verdict: saga.VerdictReject, reason: codes.ReasonInvalidCommand,
+				answers: []ans{rejected("R2", codes.ReasonInvalidCommand)}, after: saga.StatusSucceeded},
 		}},
 		{name: "waiters are bounded by MaxWaiters", steps: []step{
 			startA,
 			{at: 1, inFlight: true, maxWaiters: 2, in: ptr(call("B", "x")), verdict: saga.VerdictCoalesce, events: []saga.EventKind{saga.EvCoalesced}, after: saga.StatusStarted},
 			{at: 2, inFlight: true, maxWaiters: 2, in: ptr(call("C", "x")), verdict: saga.VerdictCoalesce, events: []saga.EventKind{saga.EvCoalesced}, after: saga.StatusStarted},
-			{at: 3, inFlight: true, maxWaiters: 2, in: ptr(call("D", "x")), verdict: saga.VerdictReject, reason: topics.ReasonInvalidCommand,
-				answers: []ans{rejected("D", topics.ReasonInvalidCommand)}, after: saga.StatusStarted, check: wantWaiters("B", "C")},
+			{at: 3, inFlight: true, maxWaiters: 2, in: ptr(call("D", "x")), verdict: saga.VerdictReject, reason: codes.ReasonInvalidCommand,
+				answers: []ans{rejected("D", codes.ReasonInvalidCommand)}, after: saga.StatusStarted, check: wantWaiters("B", "C")},
 			// A waiter that is already queued is still recognised when full.
 			{at: 4, inFlight: true, maxWaiters: 2, in: ptr(call("B", "x")), verdict: saga.VerdictCoalesce, after: saga.StatusStarted, check: wantWaiters("B", "C")},
 			// The bound holds for parked keys as well.
-			{at: 5, maxWaiters: 2, in: ptr(call("E", "x")), verdict: saga.VerdictReject, reason: topics.ReasonInvalidCommand,
-				answers: []ans{rejected("E", topics.ReasonInvalidCommand)}, after: saga.StatusStarted, check: wantWaiters("B", "C")},
+			{at: 5, maxWaiters: 2, in: ptr(call("E", "x")), verdict: saga.VerdictReject, reason: codes.ReasonInvalidCommand,
+				answers: []ans{rejected("E", codes.ReasonInvalidCommand)}, after: saga.StatusStarted, check: wantWaiters("B", "C")},
 		}},
 		{name: "a stale completion is ignored", steps: []step{
 			{done: &saga.Completion{CallID: "A", Status: saga.StatusSucceeded}, verdict: saga.VerdictStale},
@@ -766,7 +766,7 @@ func TestDecideHistories(t *testing.T) {
 				startA, succeedA, compensateK,
 				{at: 20, done: &saga.Completion{CallID: "K", Compensation: true, Status: saga.StatusNotExecuted},
 					verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvCompensationOutcome},
-					answers: []ans{{to: "K", status: topics.StatusNotExecuted, orig: "A", calledAt: t0, attempt: 1, code: "compensation_not_executed"}},
+					answers: []ans{{to: "K", status: codes.StatusNotExecuted, orig: "A", calledAt: t0, attempt: 1, code: "compensation_not_executed"}},
 					after:   saga.StatusSucceeded, check: func(t *testing.T, rec *saga.Record) {
 						if rec.Comp != nil || rec.ExpiresAt != t0+5+retention {
 							t.Errorf("record %+v comp %+v", rec, rec.Comp)
@@ -779,13 +779,13 @@ func TestDecideHistories(t *testing.T) {
 				{at: 15, inFlight: true, in: ptr(call("B", "x")), verdict: saga.VerdictCoalesce, events: []saga.EventKind{saga.EvCoalesced}, after: saga.StatusCompensating},
 				{at: 20, done: &saga.Completion{CallID: "K", Compensation: true, Status: saga.StatusNotExecuted},
 					verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvCompensationOutcome},
-					answers: []ans{okFor("B"), {to: "K", status: topics.StatusNotExecuted, orig: "A", calledAt: t0, attempt: 1, code: "compensation_not_executed"}},
+					answers: []ans{okFor("B"), {to: "K", status: codes.StatusNotExecuted, orig: "A", calledAt: t0, attempt: 1, code: "compensation_not_executed"}},
 					after:   saga.StatusSucceeded, check: wantWaiters()},
 				{at: 30, in: ptr(compensate("K2")), verdict: saga.VerdictCompensate, events: []saga.EventKind{saga.EvCompensationStarted},
 					call: &wantCall{kind: saga.CallCompensation, tool: "refund", id: "K2", attempt: 1, args: "x"}, after: saga.StatusCompensating},
 				{at: 40, done: &saga.Completion{CallID: "K2", Compensation: true, Status: saga.StatusSucceeded},
 					verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvCompensationOutcome},
-					answers: []ans{{to: "K2", status: topics.StatusCompensated, orig: "A", calledAt: t0, completedAt: t0 + 40, attempt: 1, result: "ok"}},
+					answers: []ans{{to: "K2", status: codes.StatusCompensated, orig: "A", calledAt: t0, completedAt: t0 + 40, attempt: 1, result: "ok"}},
 					after:   saga.StatusCompensated},
 			}},
 		{name: "a compensation in doubt resolved not_executed gives its command a terminal answer",
@@ -794,16 +794,16 @@ func TestDecideHistories(t *testing.T) {
 				{at: 20, done: &saga.Completion{CallID: "K", Compensation: true, Status: saga.StatusUnknown},
 					verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvCompensationOutcome},
 					answers: []ans{
-						{to: "A", status: topics.StatusCompensationPending, orig: "A", calledAt: t0, attempt: 1, code: "in_doubt"},
-						{to: "K", status: topics.StatusCompensationPending, orig: "A", calledAt: t0, attempt: 1, code: "in_doubt"}},
+						{to: "A", status: codes.StatusCompensationPending, orig: "A", calledAt: t0, attempt: 1, code: "in_doubt"},
+						{to: "K", status: codes.StatusCompensationPending, orig: "A", calledAt: t0, attempt: 1, code: "in_doubt"}},
 					after: saga.StatusCompensationUnknown},
 				{at: 100, in: ptr(resolve("R", saga.StatusNotExecuted, "")), verdict: saga.VerdictResolve, events: []saga.EventKind{saga.EvCompensationOutcome},
 					answers: []ans{resolvedAck("R", 100),
-						{to: "K", status: topics.StatusNotExecuted, orig: "A", calledAt: t0, attempt: 1, code: "compensation_not_executed"}},
+						{to: "K", status: codes.StatusNotExecuted, orig: "A", calledAt: t0, attempt: 1, code: "compensation_not_executed"}},
 					after: saga.StatusUnknown},
 				{at: 200, in: ptr(resolve("R2", saga.StatusSucceeded, "r")), verdict: saga.VerdictResolve, events: []saga.EventKind{saga.EvResolved},
 					answers: []ans{resolvedAck("R2", 200),
-						{to: "A", status: topics.StatusSucceeded, orig: "A", calledAt: t0, completedAt: t0 + 200, attempt: 1, result: "r"}},
+						{to: "A", status: codes.StatusSucceeded, orig: "A", calledAt: t0, completedAt: t0 + 200, attempt: 1, result: "r"}},
 					after: saga.StatusSucceeded},
 			}},
 		{name: "a compensation of a crashed call resolved not_executed gives its command a terminal answer",
@@ -813,7 +813,7 @@ func TestDecideHistories(t *testing.T) {
 					call: compensateK.call, after: saga.StatusCompensating},
 				{at: 200, in: ptr(resolve("R", saga.StatusNotExecuted, "")), verdict: saga.VerdictResolve, events: []saga.EventKind{saga.EvCompensationOutcome},
 					answers: []ans{resolvedAck("R", 200),
-						{to: "K", status: topics.StatusNotExecuted, orig: "A", calledAt: t0, attempt: 1, code: "compensation_not_executed"}},
+						{to: "K", status: codes.StatusNotExecuted, orig: "A", calledAt: t0, attempt: 1, code: "compensation_not_executed"}},
 					after: saga.StatusStarted},
 			}},
 		{name: "commands that waited on a compensation that was not executed are told so",
@@ -827,8 +827,8 @@ func TestDecideHistories(t *testing.T) {
 				{at: 120, done: &saga.Completion{CallID: "K", Compensation: true, Status: saga.StatusNotExecuted},
 					verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvCompensationOutcome},
 					answers: []ans{
-						{to: "K", status: topics.StatusNotExecuted, orig: "A", calledAt: t0, attempt: 1, code: "compensation_not_executed"},
-						{to: "K2", status: topics.StatusNotExecuted, replay: true, orig: "A", calledAt: t0, attempt: 1, code: "compensation_not_executed"},
+						{to: "K", status: codes.StatusNotExecuted, orig: "A", calledAt: t0, attempt: 1, code: "compensation_not_executed"},
+						{to: "K2", status: codes.StatusNotExecuted, replay: true, orig: "A", calledAt: t0, attempt: 1, code: "compensation_not_executed"},
 						pendingFor("B")},
 					after: saga.StatusStarted, check: wantWaiters("B")},
 				// K2 may be sent again, and it runs.
@@ -837,9 +837,9 @@ func TestDecideHistories(t *testing.T) {
 				{at: 140, done: &saga.Completion{CallID: "K2", Compensation: true, Status: saga.StatusSucceeded},
 					verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvCompensationOutcome},
 					answers: []ans{
-						{to: "A", status: topics.StatusCompensated, orig: "A", calledAt: t0, completedAt: t0 + 140, attempt: 1},
-						{to: "K2", status: topics.StatusCompensated, orig: "A", calledAt: t0, completedAt: t0 + 140, attempt: 1},
-						{to: "B", status: topics.StatusCompensated, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 140, attempt: 1}},
+						{to: "A", status: codes.StatusCompensated, orig: "A", calledAt: t0, completedAt: t0 + 140, attempt: 1},
+						{to: "K2", status: codes.StatusCompensated, orig: "A", calledAt: t0, completedAt: t0 + 140, attempt: 1},
+						{to: "B", status: codes.StatusCompensated, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 140, attempt: 1}},
 					after: saga.StatusCompensated, check: wantWaiters()},
 			}},
 		{name: "a re-delivered compensate command is not queued behind itself",
@@ -848,7 +848,7 @@ func TestDecideHistories(t *testing.T) {
 				{at: 15, inFlight: true, in: ptr(compensate("K")), verdict: saga.VerdictCoalesce, after: saga.StatusCompensating, check: wantWaiters()},
 				{at: 20, done: &saga.Completion{CallID: "K", Compensation: true, Status: saga.StatusSucceeded},
 					verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvCompensationOutcome},
-					answers: []ans{{to: "K", status: topics.StatusCompensated, orig: "A", calledAt: t0, completedAt: t0 + 20, attempt: 1, result: "ok"}},
+					answers: []ans{{to: "K", status: codes.StatusCompensated, orig: "A", calledAt: t0, completedAt: t0 + 20, attempt: 1, result: "ok"}},
 					after:   saga.StatusCompensated},
 			}},
 	}
@@ -874,8 +874,8 @@ func TestDefaultMaxWaiters(t *testing.T) {
 		steps = append(steps, step{at: int64(i + 1), inFlight: true, in: ptr(call(id, "x")), verdict: saga.VerdictCoalesce,
 			events: []saga.EventKind{saga.EvCoalesced}, after: saga.StatusStarted})
 	}
-	steps = append(steps, step{at: 100, inFlight: true, in: ptr(call("X", "x")), verdict: saga.VerdictReject, reason: topics.ReasonInvalidCommand,
-		answers: []ans{rejected("X", topics.ReasonInvalidCommand)}, after: saga.StatusStarted, check: wantWaiters(ids...)})
+	steps = append(steps, step{at: 100, inFlight: true, in: ptr(call("X", "x")), verdict: saga.VerdictReject, reason: codes.ReasonInvalidCommand,
+		answers: []ans{rejected("X", codes.ReasonInvalidCommand)}, after: saga.StatusStarted, check: wantWaiters(ids...)})
 	history{steps: steps}.run(t)
 }
 
@@ -942,7 +942,7 @@ func TestReadOnlyObligation(t *testing.T) {
 	for _, c := range []struct {
 		in   saga.Status
 		want string
-	}{{saga.StatusSucceeded, topics.StatusSucceeded}, {saga.StatusUnknown, topics.StatusFailed}} {
+	}{{saga.StatusSucceeded, codes.StatusSucceeded}, {saga.StatusUnknown, codes.StatusFailed}} {
 		done := saga.CompleteRead(*d.Call, saga.Completion{CallID: "R1", Status: c.in, Result: []byte("r")}, saga.Env{Now: 200})
 		if len(done.Events) != 1 || done.Events[0].Kind != saga.EvReadAnswered || done.Events[0].IntentID != "R1" {
 			t.Fatalf("completion events %+v", done.Events)

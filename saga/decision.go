@@ -42,7 +42,7 @@ func (v Verdict) String() string {
 // what to call once the log is committed.
 type Decision struct {
 	Verdict Verdict
-	Reason  string // a topics.Reason* code for rejects
+	Reason  string // a codes.Reason* code for rejects
 	Detail  string
 	Events  []Event
 	Answers []Answer
@@ -82,7 +82,7 @@ type Answer struct {
 	To               Waiter
 	Tenant, Key      string
 	Tool             string
-	Status           string // a topics.Status* value
+	Status           string // a codes.Status* value
 	Result           []byte
 	Err              *Error
 	WasReplay        bool

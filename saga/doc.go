@@ -3,7 +3,7 @@
 // no clock and starts no goroutine, so every rule of the at-most-once
 // promise can be tested as a table or a property without Kafka or Pebble.
 //
-// A caller (the partition runtime) has these duties, in order, for every
+// A caller (package executor/partition) has these duties, in order, for every
 // input of a loop tick:
 //
 //  1. Load the key's current Record (nil when absent) from the view that

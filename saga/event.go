@@ -18,7 +18,7 @@ const (
 	EvReadAnswered // that intent was answered
 	// EvSnapshot restates a key's whole record, so that the key outlives
 	// the retention of the events it was folded from (snapshot rounds,
-	// executor/snapshot.go).
+	// executor/partition/snapshot.go).
 	EvSnapshot
 	// EvRound ends a snapshot round of one partition: every record the
 	// partition held when the round began was restated at or after

@@ -8,7 +8,7 @@ import (
 )
 
 // BenchmarkDecideApply measures the per-intent cost of the saga in the
-// runtime's loop: Decide, then Apply of every event of the decision (on a
+// partition core's Step: Decide, then Apply of every event of the decision (on a
 // clone of the view's record where there is one, as the tick's overlay does).
 func BenchmarkDecideApply(b *testing.B) {
 	env := saga.Env{Now: t0, Policy: policies}

@@ -7,11 +7,11 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/saga"
-	"github.com/atmostonce/toolexec/topics"
 )
 
-// The property test drives the saga like the partition runtime does over
+// The property test drives the saga like executor/partition's Core does over
 // random histories of a few keys and checks the promise after every step:
 //
 //   - at most one original invocation per key per epoch (an epoch ends only
@@ -252,7 +252,7 @@ func (m *propModel) deliver(k *propKey, d *delivery) saga.Decision {
 		if ev.Waiter == nil || ev.Waiter.IntentID != d.in.IntentID || ev.Waiter.Traceparent != d.tag {
 			m.t.Fatalf("%s registers waiter %+v", d.tag, ev.Waiter)
 		}
-		if k.inflight == nil && !answered(dec.Answers, d.tag, topics.StatusPending, topics.StatusCompensationPending) {
+		if k.inflight == nil && !answered(dec.Answers, d.tag, codes.StatusPending, codes.StatusCompensationPending) {
 			m.t.Fatalf("%s was parked on %s (%s) without a pending answer", d.in.IntentID, k.name, statusOf(k.rec))
 		}
 	}
@@ -346,7 +346,7 @@ func (m *propModel) apply(k *propKey, dec saga.Decision) {
 		if !knownWireStatus(a.Status) {
 			t.Fatalf("answer to %s has status %q", a.To.IntentID, a.Status)
 		}
-		if !topics.Terminal(a.Status) {
+		if !codes.Terminal(a.Status) {
 			continue
 		}
 		m.terminal[d.tag]++
@@ -540,9 +540,9 @@ func answered(as []saga.Answer, tag string, statuses ...string) bool {
 
 func knownWireStatus(s string) bool {
 	switch s {
-	case topics.StatusSucceeded, topics.StatusFailed, topics.StatusNotExecuted, topics.StatusConflict, topics.StatusPending,
-		topics.StatusRejected, topics.StatusCompensated, topics.StatusCompensationFailed, topics.StatusCompensationPending,
-		topics.StatusResolved:
+	case codes.StatusSucceeded, codes.StatusFailed, codes.StatusNotExecuted, codes.StatusConflict, codes.StatusPending,
+		codes.StatusRejected, codes.StatusCompensated, codes.StatusCompensationFailed, codes.StatusCompensationPending,
+		codes.StatusResolved:
 		return true
 	}
 	return false

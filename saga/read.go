@@ -1,6 +1,6 @@
 package saga
 
-import "github.com/atmostonce/toolexec/topics"
+import "github.com/atmostonce/toolexec/codes"
 
 // Read-only tools have no effect to protect, so every intent calls and no
 // key record is kept. What must survive a crash is the obligation to
@@ -13,7 +13,7 @@ import "github.com/atmostonce/toolexec/topics"
 
 func decideReadOnly(in Input, env Env) Decision {
 	if deadlinePassed(in, env) {
-		return rejectInput(in, topics.ReasonDeadlineExceeded, "deadline_ms has passed; the call was not started")
+		return rejectInput(in, codes.ReasonDeadlineExceeded, "deadline_ms has passed; the call was not started")
 	}
 	w := in.waiter(env.Now)
 	ev := Event{Kind: EvReadStarted, Tenant: in.Tenant, Key: in.Key, At: env.Now, IntentID: in.IntentID,

@@ -127,7 +127,7 @@ func (h *HTTP) transportFailure(ctx context.Context, err error, reached bool) (O
 
 // retriesAmbiguous reports whether an outcome that may have reached the
 // tool may be retried: only when the downstream dedupes on our key.
-func (h *HTTP) retriesAmbiguous() bool { return h.spec.Class == NativeKey || h.spec.Class == ReadOnly }
+func (h *HTTP) retriesAmbiguous() bool { return h.spec.Class.RetriesAmbiguous() }
 
 // response maps an HTTP answer to an outcome.
 func (h *HTTP) response(ctx context.Context, resp *http.Response) (Outcome, bool) {

@@ -118,9 +118,9 @@ func checkDurations(c *checker, s Spec) {
 func checkProbe(c *checker, s Spec) {
 	switch {
 	case !c.ok("class", "probe_url"):
-	case s.Class == Probe && s.ProbeURL == "":
+	case s.Class.NeedsProbeURL() && s.ProbeURL == "":
 		c.fail("probe_url", nil, "required for class probe")
-	case s.Class != Probe && s.ProbeURL != "":
+	case !s.Class.NeedsProbeURL() && s.ProbeURL != "":
 		c.fail("probe_url", nil, "only allowed for class probe (class is %s)", s.Class)
 	default:
 		checkURLField(c, "probe_url", s.ProbeURL)
@@ -132,9 +132,9 @@ func checkProbe(c *checker, s Spec) {
 func checkCompensate(c *checker, s Spec) {
 	switch {
 	case !c.ok("class", "compensate_with"):
-	case s.Class == Compensatable && s.CompensateWith == "":
+	case s.Class.NeedsCompensateWith() && s.CompensateWith == "":
 		c.fail("compensate_with", nil, "required for class compensatable")
-	case s.Class != Compensatable && s.CompensateWith != "":
+	case !s.Class.NeedsCompensateWith() && s.CompensateWith != "":
 		c.fail("compensate_with", nil, "only allowed for class compensatable (class is %s)", s.Class)
 	case s.CompensateWith != "" && s.CompensateWith == s.Name:
 		c.fail("compensate_with", nil, "must name another tool, not the tool itself")

@@ -96,7 +96,7 @@ func checkSchema(c *checker, s Spec) {
 		c.fail("input_schema", nil, `must have "type": "object" at its root (arguments are a JSON object)`)
 		return
 	}
-	if props, _ := root["properties"].(map[string]any); props != nil && s.Class != ReadOnly && c.ok("class") {
+	if props, _ := root["properties"].(map[string]any); props != nil && !s.Class.ReadOnly() && c.ok("class") {
 		if _, clash := props[ReservedArg]; clash {
 			c.fail("input_schema", nil, "properties.%s is reserved: the gateway's MCP tools/list adds it to every tool that is not read_only", ReservedArg)
 			return

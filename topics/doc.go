@@ -15,5 +15,6 @@
 //  4. Read the answer from [Names.Results] (or the intent's ReplyTo) by
 //     matching [Result.IntentID].
 //
-// Nothing here performs I/O except [Ensure], which creates and checks topics.
+// Nothing here performs I/O: creating and checking the topics on a cluster is
+// package topicadmin's.
 package topics

@@ -40,8 +40,10 @@ func fuzzStable(t *testing.T, v any) []byte {
 // map[string]any of the declared length with no limit (Decoder.DecodeMap)
 // and a []any of up to 1e6 elements per level, so such a value of a few
 // bytes is a fatal out-of-memory (see TestDecodeIntentHugeContainerHeader).
-// The fuzz targets skip these inputs until DecodeIntent and DecodeResult
-// check the shape themselves; remove the skips once they do.
+// DecodeIntent and DecodeResult refuse such values themselves (checkShape,
+// shape.go), so their targets feed them everything; only a target whose
+// harness decodes with msgpack.Unmarshal first (FuzzCanonicalArgs) skips
+// them, to protect the harness, not the code under test.
 //
 // Where the target is a map, the decoder (DecodeMapLen) skips an ext
 // header and reads the map from the ext's payload, so a leading ext header

@@ -1,27 +1,29 @@
 package topics
 
-import "fmt"
+import (
+	"fmt"
 
-// Reject reasons: the machine-readable codes of docs/wire-format.md. They
-// label the dead-letter metric, so the set is closed.
+	"github.com/atmostonce/toolexec/codes"
+)
+
+// Reject reasons: the machine-readable codes of docs/wire-format.md, under
+// their wire-contract names (defined in package codes). They label the
+// dead-letter metric, so the set is closed.
 const (
-	ReasonUndecodable        = "undecodable"
-	ReasonUnsupportedVersion = "unsupported_version"
-	ReasonMissingField       = "missing_field"
-	ReasonInvalidField       = "invalid_field"
-	ReasonOversized          = "oversized"
-	ReasonWrongTenant        = "wrong_tenant"
-	ReasonKeyMismatch        = "key_mismatch"
-	ReasonUnknownTool        = "unknown_tool"
-	ReasonResolveOnIntents   = "resolve_not_allowed"
-	ReasonBadReplyTo         = "bad_reply_to"
-	ReasonInvalidArgs        = "invalid_args"
-	ReasonDeadlineExceeded   = "deadline_exceeded"
-	ReasonInvalidCommand     = "invalid_command"
-	// ReasonUnproducible: a record the executor produced for this input
-	// was refused (too large, or its destination vanished), so the input
-	// is answered on its own (issue 12).
-	ReasonUnproducible = "unproducible"
+	ReasonUndecodable        = codes.ReasonUndecodable
+	ReasonUnsupportedVersion = codes.ReasonUnsupportedVersion
+	ReasonMissingField       = codes.ReasonMissingField
+	ReasonInvalidField       = codes.ReasonInvalidField
+	ReasonOversized          = codes.ReasonOversized
+	ReasonWrongTenant        = codes.ReasonWrongTenant
+	ReasonKeyMismatch        = codes.ReasonKeyMismatch
+	ReasonUnknownTool        = codes.ReasonUnknownTool
+	ReasonResolveOnIntents   = codes.ReasonResolveOnIntents
+	ReasonBadReplyTo         = codes.ReasonBadReplyTo
+	ReasonInvalidArgs        = codes.ReasonInvalidArgs
+	ReasonDeadlineExceeded   = codes.ReasonDeadlineExceeded
+	ReasonInvalidCommand     = codes.ReasonInvalidCommand
+	ReasonUnproducible       = codes.ReasonUnproducible
 )
 
 // Reject explains why an input cannot be decided. It carries whatever

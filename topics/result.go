@@ -1,18 +1,21 @@
 package topics
 
-// Result statuses. A "pending" answer is not terminal: the same intent gets
-// a terminal answer once its key settles.
+import "github.com/atmostonce/toolexec/codes"
+
+// Result statuses, under their wire-contract names. They are defined in
+// package codes, a leaf, so that the pure state machines can name them
+// without importing this package's codec.
 const (
-	StatusSucceeded           = "succeeded"
-	StatusFailed              = "failed"
-	StatusNotExecuted         = "not_executed"
-	StatusConflict            = "conflict"
-	StatusPending             = "pending"
-	StatusRejected            = "rejected"
-	StatusCompensated         = "compensated"
-	StatusCompensationFailed  = "compensation_failed"
-	StatusCompensationPending = "compensation_pending"
-	StatusResolved            = "resolved"
+	StatusSucceeded           = codes.StatusSucceeded
+	StatusFailed              = codes.StatusFailed
+	StatusNotExecuted         = codes.StatusNotExecuted
+	StatusConflict            = codes.StatusConflict
+	StatusPending             = codes.StatusPending
+	StatusRejected            = codes.StatusRejected
+	StatusCompensated         = codes.StatusCompensated
+	StatusCompensationFailed  = codes.StatusCompensationFailed
+	StatusCompensationPending = codes.StatusCompensationPending
+	StatusResolved            = codes.StatusResolved
 )
 
 // ErrorInfo is a machine-readable code and a human message.
@@ -47,9 +50,7 @@ type Result struct {
 }
 
 // Terminal reports whether s ends the intent's conversation.
-func Terminal(status string) bool {
-	return status != StatusPending && status != StatusCompensationPending
-}
+func Terminal(status string) bool { return codes.Terminal(status) }
 
 // DeadLetter is what lands on the dead-letter topic: the reason and the
 // original bytes, so nothing is dropped silently.

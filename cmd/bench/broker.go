@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -52,7 +53,7 @@ type env struct {
 	names  topics.Names
 	prefix string
 	group  string
-	layout topics.Layout
+	layout topicadmin.Layout
 }
 
 // newEnv creates the five topics under runPrefix+name+"." with the
@@ -65,7 +66,7 @@ func (b *broker) newEnv(ctx context.Context, name string, partitions int32) (*en
 	b.mu.Lock()
 	b.created = append(b.created, e.names)
 	b.mu.Unlock()
-	l, err := topics.Ensure(ctx, b.adm, e.names, topics.Settings{Partitions: partitions, MinEventRetention: 48 * time.Hour})
+	l, err := topicadmin.Ensure(ctx, b.adm, e.names, topicadmin.Settings{Partitions: partitions, MinEventRetention: 48 * time.Hour})
 	if err != nil {
 		return nil, fmt.Errorf("topics %s: %w", prefix, err)
 	}

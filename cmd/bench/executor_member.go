@@ -11,6 +11,7 @@ import (
 
 	"github.com/atmostonce/toolexec/executor"
 	"github.com/atmostonce/toolexec/tools"
+	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -54,7 +55,7 @@ func newExecutorMember(ctx context.Context, o memberOpts) (*execMember, error) {
 	pr := prometheus.NewRegistry()
 	cfg := executor.Config{
 		Brokers: o.brokers, Connect: kafkaOpts, Names: topics.NamesWithPrefix(o.prefix), Group: o.group, DataDir: o.dataDir, Tools: reg,
-		Registerer: pr, Settings: topics.Settings{Partitions: int32(o.partitions)},
+		Registerer: pr, Settings: topicadmin.Settings{Partitions: int32(o.partitions)},
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	ex, err := executor.New(ctx, cfg)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/tools"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/topicadmin"
 )
 
 // topicsMain creates the topics (when missing) and checks them, as the
@@ -43,8 +43,8 @@ func topicsMain(args []string) error {
 		return err
 	}
 	defer cl.Close()
-	layout, err := topics.Ensure(ctx, kadm.NewClient(cl), kafka.Names(),
-		topics.Settings{Partitions: int32(*partitions), ReplicationFactor: int16(*replication), MinEventRetention: minRetention})
+	layout, err := topicadmin.Ensure(ctx, kadm.NewClient(cl), kafka.Names(),
+		topicadmin.Settings{Partitions: int32(*partitions), ReplicationFactor: int16(*replication), MinEventRetention: minRetention})
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package topics
+package topicadmin
 
 import (
 	"context"
@@ -9,12 +9,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/atmostonce/toolexec/topics"
 )
 
 // ErrIncompatible is wrapped when existing topics break an assumption the
 // protocol depends on. Start-up must stop: running would break routing or
 // lose the crash-window fences.
-var ErrIncompatible = errors.New("topics: existing topics are incompatible")
+var ErrIncompatible = errors.New("topicadmin: existing topics are incompatible")
 
 // Settings say how to create the topics and what to require of them.
 type Settings struct {
@@ -38,7 +40,7 @@ type Layout struct {
 // refuses (ErrIncompatible) when the co-partitioned topics differ in
 // partition count, when the event log is compacted, or when its retention
 // is shorter than MinEventRetention.
-func Ensure(ctx context.Context, adm *kadm.Client, n Names, s Settings) (Layout, error) {
+func Ensure(ctx context.Context, adm *kadm.Client, n topics.Names, s Settings) (Layout, error) {
 	if s.Partitions <= 0 {
 		s.Partitions = 12
 	}
@@ -56,7 +58,7 @@ func Ensure(ctx context.Context, adm *kadm.Client, n Names, s Settings) (Layout,
 	return check(ctx, adm, n, s)
 }
 
-func topicConfigs(n Names, s Settings, topic string) map[string]*string {
+func topicConfigs(n topics.Names, s Settings, topic string) map[string]*string {
 	week := strconv.FormatInt((7 * 24 * time.Hour).Milliseconds(), 10)
 	switch topic {
 	case n.Events:
@@ -77,7 +79,7 @@ func topicConfigs(n Names, s Settings, topic string) map[string]*string {
 // a secured cluster) is answered TOPIC_AUTHORIZATION_FAILED whether the
 // topic exists or not: the topics must then exist already, and a missing
 // one is ErrNotCreated.
-func createMissing(ctx context.Context, adm *kadm.Client, n Names, s Settings) error {
+func createMissing(ctx context.Context, adm *kadm.Client, n topics.Names, s Settings) error {
 	var refused []string
 	for _, t := range n.All() {
 		_, err := adm.CreateTopic(ctx, s.Partitions, s.ReplicationFactor, topicConfigs(n, s, t), t)
@@ -86,7 +88,7 @@ func createMissing(ctx context.Context, adm *kadm.Client, n Names, s Settings) e
 		case errors.Is(err, kerr.TopicAuthorizationFailed):
 			refused = append(refused, t)
 		default:
-			return fmt.Errorf("topics: create %s: %w", t, err)
+			return fmt.Errorf("topicadmin: create %s: %w", t, err)
 		}
 	}
 	if len(refused) > 0 {
@@ -96,12 +98,12 @@ func createMissing(ctx context.Context, adm *kadm.Client, n Names, s Settings) e
 }
 
 // ErrNotCreated: a topic is missing and this principal may not create it.
-var ErrNotCreated = errors.New("topics: missing, and not allowed to create it")
+var ErrNotCreated = errors.New("topicadmin: missing, and not allowed to create it")
 
 func mustExist(ctx context.Context, adm *kadm.Client, names []string) error {
 	td, err := adm.ListTopics(ctx, names...)
 	if err != nil {
-		return fmt.Errorf("topics: list: %w", err)
+		return fmt.Errorf("topicadmin: list: %w", err)
 	}
 	for _, t := range names {
 		if d, ok := td[t]; !ok || d.Err != nil || len(d.Partitions) == 0 {
@@ -113,14 +115,14 @@ func mustExist(ctx context.Context, adm *kadm.Client, names []string) error {
 
 // waitVisible waits until metadata shows every topic with its partitions:
 // a fresh topic is not always visible to the next request.
-func waitVisible(ctx context.Context, adm *kadm.Client, n Names) error {
+func waitVisible(ctx context.Context, adm *kadm.Client, n topics.Names) error {
 	for i := 0; ; i++ {
 		td, err := adm.ListTopics(ctx, n.All()...)
 		if err == nil && allVisible(td, n) {
 			return nil
 		}
 		if i >= 100 {
-			return fmt.Errorf("topics: created topics did not become visible: %v", err)
+			return fmt.Errorf("topicadmin: created topics did not become visible: %v", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -130,7 +132,7 @@ func waitVisible(ctx context.Context, adm *kadm.Client, n Names) error {
 	}
 }
 
-func allVisible(td kadm.TopicDetails, n Names) bool {
+func allVisible(td kadm.TopicDetails, n topics.Names) bool {
 	for _, t := range n.All() {
 		d, ok := td[t]
 		if !ok || d.Err != nil || len(d.Partitions) == 0 {
@@ -140,10 +142,10 @@ func allVisible(td kadm.TopicDetails, n Names) bool {
 	return true
 }
 
-func check(ctx context.Context, adm *kadm.Client, n Names, s Settings) (Layout, error) {
+func check(ctx context.Context, adm *kadm.Client, n topics.Names, s Settings) (Layout, error) {
 	td, err := adm.ListTopics(ctx, n.All()...)
 	if err != nil {
-		return Layout{}, fmt.Errorf("topics: list: %w", err)
+		return Layout{}, fmt.Errorf("topicadmin: list: %w", err)
 	}
 	l := Layout{
 		Partitions:           int32(len(td[n.Intents].Partitions)),
@@ -161,14 +163,14 @@ func check(ctx context.Context, adm *kadm.Client, n Names, s Settings) (Layout, 
 
 // checkEventConfig checks the event log's settings and returns its
 // retention (0: unlimited).
-func checkEventConfig(ctx context.Context, adm *kadm.Client, n Names, s Settings) (time.Duration, error) {
+func checkEventConfig(ctx context.Context, adm *kadm.Client, n topics.Names, s Settings) (time.Duration, error) {
 	rcs, err := adm.DescribeTopicConfigs(ctx, n.Events)
 	if err != nil {
-		return 0, fmt.Errorf("topics: describe %s: %w", n.Events, err)
+		return 0, fmt.Errorf("topicadmin: describe %s: %w", n.Events, err)
 	}
 	rc, err := rcs.On(n.Events, nil)
 	if err != nil {
-		return 0, fmt.Errorf("topics: describe %s: %w", n.Events, err)
+		return 0, fmt.Errorf("topicadmin: describe %s: %w", n.Events, err)
 	}
 	var retention time.Duration
 	for _, c := range rc.Configs {
@@ -185,7 +187,7 @@ func checkEventConfig(ctx context.Context, adm *kadm.Client, n Names, s Settings
 	return retention, nil
 }
 
-func checkEventSetting(n Names, s Settings, key, value string) error {
+func checkEventSetting(n topics.Names, s Settings, key, value string) error {
 	switch key {
 	case "cleanup.policy":
 		if value != "delete" {

@@ -1,4 +1,4 @@
-package topics
+package topicadmin
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/atmostonce/toolexec/topics"
 )
 
 // The routing partition count (issue 12).
@@ -36,11 +38,11 @@ type layoutRecord struct {
 }
 
 // ErrNoLayout: the meta topic holds no layout record yet.
-var ErrNoLayout = errors.New("topics: no layout recorded")
+var ErrNoLayout = errors.New("topicadmin: no layout recorded")
 
 // ensureMeta creates the meta topic: one partition, compacted, so that
 // its one record is never deleted by time.
-func ensureMeta(ctx context.Context, adm *kadm.Client, n Names, s Settings) error {
+func ensureMeta(ctx context.Context, adm *kadm.Client, n topics.Names, s Settings) error {
 	cfg := map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}
 	_, err := adm.CreateTopic(ctx, 1, s.ReplicationFactor, cfg, n.Meta)
 	switch {
@@ -49,17 +51,17 @@ func ensureMeta(ctx context.Context, adm *kadm.Client, n Names, s Settings) erro
 	case errors.Is(err, kerr.TopicAuthorizationFailed):
 		return mustExist(ctx, adm, []string{n.Meta}) // a least-privilege member: an admin made it
 	}
-	return fmt.Errorf("topics: create %s: %w", n.Meta, err)
+	return fmt.Errorf("topicadmin: create %s: %w", n.Meta, err)
 }
 
 // RoutingPartitions returns the partition count keys are routed by: the
 // one recorded in the meta topic or, when none is recorded yet, found,
 // which it records. opts reach the cluster (seeds, security); the client
 // it makes is not transactional.
-func RoutingPartitions(ctx context.Context, opts []kgo.Opt, n Names, found int32) (int32, error) {
+func RoutingPartitions(ctx context.Context, opts []kgo.Opt, n topics.Names, found int32) (int32, error) {
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return 0, fmt.Errorf("topics: meta client: %w", err)
+		return 0, fmt.Errorf("topicadmin: meta client: %w", err)
 	}
 	defer cl.Close()
 	rec, err := readLayout(ctx, cl, n)
@@ -75,15 +77,15 @@ func RoutingPartitions(ctx context.Context, opts []kgo.Opt, n Names, found int32
 	return found, nil
 }
 
-func readLayout(ctx context.Context, cl *kgo.Client, n Names) (layoutRecord, error) {
+func readLayout(ctx context.Context, cl *kgo.Client, n topics.Names) (layoutRecord, error) {
 	adm := kadm.NewClient(cl)
 	ends, err := adm.ListEndOffsets(ctx, n.Meta)
 	if err != nil {
-		return layoutRecord{}, fmt.Errorf("topics: %s end offset: %w", n.Meta, err)
+		return layoutRecord{}, fmt.Errorf("topicadmin: %s end offset: %w", n.Meta, err)
 	}
 	end, ok := ends.Lookup(n.Meta, 0)
 	if !ok || end.Err != nil {
-		return layoutRecord{}, fmt.Errorf("topics: %s end offset: %v", n.Meta, end.Err)
+		return layoutRecord{}, fmt.Errorf("topicadmin: %s end offset: %v", n.Meta, end.Err)
 	}
 	if end.Offset == 0 {
 		return layoutRecord{}, ErrNoLayout
@@ -98,7 +100,7 @@ func readLayout(ctx context.Context, cl *kgo.Client, n Names) (layoutRecord, err
 		var ferr error
 		fs.EachError(func(_ string, _ int32, e error) { ferr = e })
 		if ferr != nil {
-			return layoutRecord{}, fmt.Errorf("topics: read %s: %w", n.Meta, ferr)
+			return layoutRecord{}, fmt.Errorf("topicadmin: read %s: %w", n.Meta, ferr)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			next = r.Offset + 1
@@ -114,14 +116,14 @@ func readLayout(ctx context.Context, cl *kgo.Client, n Names) (layoutRecord, err
 	return *last, nil
 }
 
-func writeLayout(ctx context.Context, cl *kgo.Client, n Names, partitions int32) error {
-	v, err := msgpack.Marshal(layoutRecord{V: Version, Partitions: partitions, At: time.Now().UnixMilli()})
+func writeLayout(ctx context.Context, cl *kgo.Client, n topics.Names, partitions int32) error {
+	v, err := msgpack.Marshal(layoutRecord{V: topics.Version, Partitions: partitions, At: time.Now().UnixMilli()})
 	if err != nil {
 		return err
 	}
 	r := &kgo.Record{Topic: n.Meta, Partition: 0, Key: []byte(layoutKey), Value: v}
 	if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
-		return fmt.Errorf("topics: record the layout in %s: %w", n.Meta, err)
+		return fmt.Errorf("topicadmin: record the layout in %s: %w", n.Meta, err)
 	}
 	return nil
 }

@@ -1,0 +1,62 @@
+// Package codes is the closed vocabulary of wire contract v1: the status
+// of an answer, the reason of a rejection, and the error codes the
+// executor itself puts in answers. It is a leaf: no I/O and no import
+// beyond the language, so that the pure state machines (package saga,
+// package executor/partition) can name what they answer without
+// depending on the Kafka client or the msgpack codec. Package topics
+// re-exports the statuses and reasons under their wire-contract names.
+//
+// docs/wire-format.md documents every value.
+package codes
+
+// Answer statuses. A "pending" answer is not terminal: the same intent gets
+// a terminal answer once its key settles.
+const (
+	StatusSucceeded           = "succeeded"
+	StatusFailed              = "failed"
+	StatusNotExecuted         = "not_executed"
+	StatusConflict            = "conflict"
+	StatusPending             = "pending"
+	StatusRejected            = "rejected"
+	StatusCompensated         = "compensated"
+	StatusCompensationFailed  = "compensation_failed"
+	StatusCompensationPending = "compensation_pending"
+	StatusResolved            = "resolved"
+)
+
+// Terminal reports whether status ends the intent's conversation.
+func Terminal(status string) bool {
+	return status != StatusPending && status != StatusCompensationPending
+}
+
+// Reject reasons. They label the dead-letter metric, so the set is closed.
+const (
+	ReasonUndecodable        = "undecodable"
+	ReasonUnsupportedVersion = "unsupported_version"
+	ReasonMissingField       = "missing_field"
+	ReasonInvalidField       = "invalid_field"
+	ReasonOversized          = "oversized"
+	ReasonWrongTenant        = "wrong_tenant"
+	ReasonKeyMismatch        = "key_mismatch"
+	ReasonUnknownTool        = "unknown_tool"
+	ReasonResolveOnIntents   = "resolve_not_allowed"
+	ReasonBadReplyTo         = "bad_reply_to"
+	ReasonInvalidArgs        = "invalid_args"
+	ReasonDeadlineExceeded   = "deadline_exceeded"
+	ReasonInvalidCommand     = "invalid_command"
+	// ReasonUnproducible: a record the executor produced for this input
+	// was refused (too large, or its destination vanished), so the input
+	// is answered on its own (issue 12).
+	ReasonUnproducible = "unproducible"
+)
+
+// Error codes the executor writes into an answer's error (besides the
+// reject reasons above and the codes tools report).
+const (
+	// ErrResultNotStored: the call succeeded, its result is not kept (too
+	// large, not encodable, or its answer could not be produced).
+	ErrResultNotStored = "result_not_stored"
+	// ErrDrained: a call queued when its partition was released never
+	// reached its tool.
+	ErrDrained = "drained"
+)

@@ -1,0 +1,263 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/atmostonce/toolexec/eventlog"
+	"github.com/atmostonce/toolexec/executor/partition"
+	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// Encode: the core's Ready becomes the records of one transaction. Every
+// record is tagged with the origin it was produced for, and checked
+// against the size a broker accepts before it is produced: a record that
+// cannot be produced fails the tick, and its origin is isolated on the
+// redo (partition/poison.go).
+
+// txnRecords are the records of one tick's transaction and what became
+// of them.
+type txnRecords struct {
+	out     []*kgo.Record
+	origins map[*kgo.Record]partition.Origin
+	touched map[int32]bool // events partitions written (the fence)
+	txn     txnKey         // the producer id and epoch of its transaction
+	tried   map[string]map[int32]kgo.EpochOffset
+
+	mu         sync.Mutex
+	lastOffset map[int32]int64 // events partition -> offset of the last event produced
+	produceErr error
+	failedRecs []failedRecord // records that could not be produced, with their origins
+}
+
+type failedRecord struct {
+	topic  string
+	origin partition.Origin
+	err    error
+}
+
+// errRecordTooLarge is a record caught before it was produced.
+var errRecordTooLarge = errors.New("executor: record too large to produce")
+
+// encode turns rd into records. Its error is an event the saga should
+// never have produced (it fails its pair assertion): fatal.
+func (e *Executor) encode(rd *partition.Ready, pr *prepared) (*txnRecords, error) {
+	tr := &txnRecords{origins: map[*kgo.Record]partition.Origin{}, touched: rd.Touched(), lastOffset: map[int32]int64{}}
+	for i := range rd.Events {
+		if err := e.encodeEvent(tr, &rd.Events[i]); err != nil {
+			return nil, err
+		}
+	}
+	for i := range rd.Answers {
+		e.encodeAnswer(tr, &rd.Answers[i])
+	}
+	for _, dl := range rd.DeadLetters {
+		e.encodeDeadLetter(tr, dl, pr.records[dl.In])
+	}
+	for _, f := range rd.Forwards {
+		tr.produce(forward(pr.records[f.In], f.Owner), f.Origin)
+	}
+	return tr, nil
+}
+
+func (e *Executor) encodeEvent(tr *txnRecords, ev *partition.Event) error {
+	b, err := eventlog.Encode(&ev.Ev)
+	if err != nil {
+		return fmt.Errorf("%w: saga produced an invalid event: %w", ErrFatal, err)
+	}
+	tr.produce(eventlog.EncodeRecord(e.cfg.Names, ev.P, b, ev.Ev.Tenant, ev.Ev.Key, ev.Traceparent), ev.Origin)
+	return nil
+}
+
+// encodeAnswer encodes one answer, to its reply_to when that can take it,
+// else to the results topic with the reason (issue 12: a reply_to that is
+// missing or was deleted while the answer was owed, or an answer of an
+// isolated origin).
+func (e *Executor) encodeAnswer(tr *txnRecords, a *partition.Answer) {
+	res := &topics.Result{
+		IntentID: a.To.IntentID, Type: a.To.Type, Tenant: a.Tenant, Key: a.Key, Tool: a.Tool, Status: a.Status,
+		WasReplay: a.WasReplay, OriginalIntentID: a.OriginalIntentID, OriginalCalledAt: a.OriginalCalledAt,
+		CompletedAt: a.CompletedAt, PreviousStatus: a.PreviousStatus, Attempt: a.Attempt, ReplyToError: a.ReplyToError,
+	}
+	if len(a.Result) > 0 {
+		res.Result = msgpack.RawMessage(a.Result)
+	}
+	if a.Err != nil {
+		res.Error = &topics.ErrorInfo{Code: a.Err.Code, Message: a.Err.Message}
+	}
+	key := a.RecordKey
+	if !a.RawKey {
+		key = []byte(topics.RoutingKey(a.Tenant, a.Key))
+	}
+	tr.produce(e.resultRecord(res, e.replyTopic(res, a.To.ReplyTo), a.To.Traceparent, key), a.Origin)
+}
+
+// replyTopic is where res goes: its reply_to when that can take it, else
+// the results topic, with the reason in the answer.
+func (e *Executor) replyTopic(res *topics.Result, replyTo string) string {
+	if replyTo == "" || res.ReplyToError != "" {
+		return e.cfg.Names.Results
+	}
+	if why := e.replies.check(replyTo); why != "" {
+		res.ReplyToError = why
+		return e.cfg.Names.Results
+	}
+	return replyTo
+}
+
+func (e *Executor) resultRecord(res *topics.Result, topic, traceparent string, key []byte) *kgo.Record {
+	b, err := topics.EncodeResult(res)
+	if err != nil {
+		e.cfg.Logger.Error("cannot encode result; answering with an error instead", "intent", res.IntentID, "err", err)
+		res.Result, res.Status = nil, topics.StatusFailed
+		res.Error = &topics.ErrorInfo{Code: "result_not_encodable", Message: err.Error()}
+		b, _ = topics.EncodeResult(res)
+	}
+	if len(key) > maxAnswerKeyBytes {
+		key = key[:maxAnswerKeyBytes] // a rejected record's own Kafka key, which may be anything
+	}
+	r := &kgo.Record{Topic: topic, Partition: topics.Partition(string(key), e.replies.partitions(topic)), Key: key, Value: b}
+	if traceparent != "" {
+		r.Headers = []kgo.RecordHeader{{Key: "traceparent", Value: []byte(traceparent)}}
+	}
+	return r
+}
+
+// encodeDeadLetter keeps the original bytes (a bounded prefix) with the
+// reason: nothing is dropped silently.
+func (e *Executor) encodeDeadLetter(tr *txnRecords, d partition.DeadLetter, r *kgo.Record) {
+	e.m.DeadLetters.WithLabelValues(d.Reason).Inc()
+	dl := &topics.DeadLetter{Reason: d.Reason, Detail: d.Detail, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+		IntentID: d.ID, Tenant: d.Tenant, Key: d.Key, At: d.At}
+	topics.DeadLetterValue(dl, r.Value)
+	dl.Headers = deadLetterHeaders(r.Headers)
+	if d.Bare {
+		// Even the isolated answer failed: keep only the facts.
+		dl.Value, dl.Headers = nil, nil
+	}
+	b, err := topics.EncodeDeadLetter(dl)
+	if err != nil {
+		dl.Value, dl.Detail = nil, fmt.Sprintf("%s (original value not encodable: %v)", d.Detail, err)
+		b, _ = topics.EncodeDeadLetter(dl)
+	}
+	rk := r.Key
+	if len(rk) > topics.MaxDeadLetterPrefix {
+		rk = rk[:topics.MaxDeadLetterPrefix]
+	}
+	n := e.layout.DeadLetterPartitions
+	tr.produce(&kgo.Record{Topic: e.cfg.Names.DeadLetter, Partition: topics.Partition(string(rk), n), Key: rk, Value: b}, d.Origin)
+}
+
+// deadLetterHeaders keeps a bounded copy of a record's headers.
+func deadLetterHeaders(hs []kgo.RecordHeader) map[string]string {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for _, h := range hs {
+		if len(out) == topics.MaxDeadLetterHeaders {
+			break
+		}
+		k, v := h.Key, h.Value
+		if len(k) > topics.MaxDeadLetterHeaderValue {
+			k = k[:topics.MaxDeadLetterHeaderValue]
+		}
+		if len(v) > topics.MaxDeadLetterHeaderValue {
+			v = v[:topics.MaxDeadLetterHeaderValue]
+		}
+		out[k] = string(v)
+	}
+	return out
+}
+
+// forward re-produces a record that landed on the wrong partition to its
+// owner, in the same transaction that commits its offset: it is neither
+// lost nor duplicated, and it is never executed where it landed.
+func forward(r *kgo.Record, owner int32) *kgo.Record {
+	return &kgo.Record{Topic: r.Topic, Partition: owner, Key: r.Key, Value: r.Value,
+		Headers: append(append([]kgo.RecordHeader(nil), r.Headers...),
+			kgo.RecordHeader{Key: "x-forwarded-from", Value: fmt.Appendf(nil, "%s/%d/%d", r.Topic, r.Partition, r.Offset)})}
+}
+
+// checkSnapshot is the core's CheckSnapshot: a snapshot event must
+// encode and fit one record.
+func (e *Executor) checkSnapshot(ev *saga.Event) error {
+	b, err := eventlog.Encode(ev)
+	if err != nil {
+		return err
+	}
+	if len(b) > maxRecordBytes {
+		return fmt.Errorf("%w: a snapshot of %d bytes, the limit is %d", errRecordTooLarge, len(b), maxRecordBytes)
+	}
+	return nil
+}
+
+// recordSize is the size of r as it counts against a broker's limit,
+// without the batch overhead that maxRecordBytes leaves room for.
+func recordSize(r *kgo.Record) int {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// produce queues r in the transaction, tagged with its origin. A record
+// too large to be accepted is not queued: the tick fails as if the broker
+// had refused it, and its origin is isolated on the redo.
+func (tr *txnRecords) produce(r *kgo.Record, o partition.Origin) {
+	if n := recordSize(r); n > maxRecordBytes {
+		tr.fail(r, o, fmt.Errorf("%w: %d bytes to %s, the limit is %d", errRecordTooLarge, n, r.Topic, maxRecordBytes))
+		return
+	}
+	tr.origins[r] = o
+	tr.out = append(tr.out, r)
+}
+
+// fail notes a record of origin o that cannot be produced.
+func (tr *txnRecords) fail(r *kgo.Record, o partition.Origin, err error) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if tr.produceErr == nil {
+		tr.produceErr = fmt.Errorf("produce to %s/%d: %w", r.Topic, r.Partition, err)
+	}
+	tr.failedRecs = append(tr.failedRecs, failedRecord{topic: r.Topic, origin: o, err: err})
+}
+
+// promise is the produce callback of every record of the transaction.
+func (tr *txnRecords) promise(events string) func(*kgo.Record, error) {
+	return func(r *kgo.Record, err error) {
+		if err != nil {
+			tr.fail(r, tr.origins[r], err) // origins is complete before the first produce
+			return
+		}
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		if r.Topic == events && r.Offset >= tr.lastOffset[r.Partition] {
+			tr.lastOffset[r.Partition] = r.Offset
+		}
+	}
+}
+
+func (tr *txnRecords) failed() bool {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.produceErr != nil
+}
+
+// checkpoints are the next offsets of the events partitions the
+// transaction wrote, once it committed.
+func (tr *txnRecords) checkpoints() map[int32]int64 {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	out := make(map[int32]int64, len(tr.lastOffset))
+	for p, off := range tr.lastOffset {
+		out[p] = off + 1
+	}
+	return out
+}

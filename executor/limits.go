@@ -1,0 +1,94 @@
+package executor
+
+import (
+	"time"
+
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// Every literal bound and timeout of the loop, with the reason for its
+// value. Configurable ones are in Config (with their defaults there);
+// the partition core's own are in partition/limits.go.
+
+const (
+	// pollWait bounds how long one poll waits for records; a finished
+	// call wakes the poll earlier, so outcomes are not held back by idle
+	// input.
+	pollWait = 200 * time.Millisecond
+	// retryTickPause is the wait after a tick that could not be built (a
+	// restore that did not settle, a gap): long enough not to spin on
+	// the broker, short enough that the partition's records wait little.
+	retryTickPause = time.Second
+
+	// maxHeartbeatInterval caps the heartbeat at kgo's default; shorter
+	// sessions get a quarter of theirs (Kafka advises at most a third).
+	maxHeartbeatInterval = 3 * time.Second
+	// producerBatchOverhead is what a batch adds to its largest record:
+	// the batch limit is the record limit plus this, so one record of
+	// maxRecordBytes always fits a batch of its own.
+	producerBatchOverhead = 64 << 10
+
+	// maxRecordBytes bounds a record the executor produces, key, value
+	// and headers together: under a topic's default max.message.bytes
+	// (1 MiB + 12 bytes) less the batch and record overhead, so a record
+	// that passes is never refused for its size by a broker with default
+	// settings.
+	maxRecordBytes = topics.MaxMessageBytes - 1<<10
+	// maxAnswerKeyBytes bounds an answer's Kafka key: a routing key is at
+	// most a 64-byte tenant, "/" and a 256-byte key.
+	maxAnswerKeyBytes = 64 + 1 + topics.MaxKeyBytes
+
+	// restoreSettleMargin is added to the transaction timeout for the
+	// wait of a required restore on the transactions open on its events
+	// partition: the previous owner's last transaction ends within its
+	// timeout, and its markers need a moment more.
+	restoreSettleMargin = 10 * time.Second
+	// backgroundSettle bounds the same wait for a restore the tick does
+	// not need (an idle partition, a gap retry): it never holds a tick
+	// up for longer; an unsettled one is tried again later.
+	backgroundSettle = time.Second
+
+	// drainPoll is how often a drain re-checks for calls that finished: a
+	// call's slot is released just after its completion is sent.
+	drainPoll = 50 * time.Millisecond
+
+	// outageFirstBackoff and outageMaxBackoff pace the retries of an
+	// abort, a begin or the topic check while the broker is unreachable:
+	// quick first (a restart takes seconds), then no faster than every
+	// 5 s for the rest of BrokerOutage.
+	outageFirstBackoff = 250 * time.Millisecond
+	outageMaxBackoff   = 5 * time.Second
+	// resyncRetry paces the fetches of the group's committed offsets
+	// after an unconfirmed transaction end.
+	resyncRetry = 500 * time.Millisecond
+
+	// replyLookupTimeout bounds one ListTopics for reply_to topics. Names
+	// of one tick are looked up in one request, before the decisions.
+	replyLookupTimeout = 5 * time.Second
+	// maxReplyTopics bounds the reply_to topics remembered (existing or
+	// missing): agents choose the names.
+	maxReplyTopics = 1024
+	// replyMissingTTL is how long a reply_to topic found missing is not
+	// looked up again: an agent creating its topic late is answered there
+	// within this.
+	replyMissingTTL = 10 * time.Second
+
+	// stallCheckTimeout bounds one look for hanging transactions (two
+	// read-only admin requests and the markers).
+	stallCheckTimeout = 10 * time.Second
+	// unknownHangingAge multiplies hangingAge for a transaction this
+	// member did not record as aborted.
+	unknownHangingAge = 2
+	// abortedTxnsTTL keeps a transaction this member treated as aborted,
+	// far beyond the age at which a remnant is judged hanging.
+	abortedTxnsTTL = 24 * time.Hour
+
+	// maxSnapshotInterval: rounds come at least daily, whatever the
+	// retention, so that a DeleteRecords or a retention lowered by an
+	// operator leaves at most a day to a complete round.
+	maxSnapshotInterval = 24 * time.Hour
+	// snapshotRetentionShare: with an interval of a quarter of the
+	// retention, a complete round stays in the log even when one round is
+	// slow or a member restarted in the middle of one.
+	snapshotRetentionShare = 4
+)

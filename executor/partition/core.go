@@ -1,0 +1,91 @@
+package partition
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/view"
+)
+
+// Config is what the core needs to know of its member.
+type Config struct {
+	// Partitions is the count keys are routed by (topicadmin.RoutingPartitions).
+	Partitions int32
+	MaxWaiters int
+	// Policy looks up a tool's policy; false for an unknown tool.
+	Policy func(tool string) (saga.Policy, bool)
+	// SweepInterval is how often expired keys are swept.
+	SweepInterval time.Duration
+	// SnapshotInterval is how often a snapshot round starts.
+	SnapshotInterval time.Duration
+	// CheckSnapshot says why a snapshot event cannot be produced (too
+	// large), or nil: such a record is not restated, and its partition
+	// gets no round event this time.
+	CheckSnapshot func(*saga.Event) error
+	Logger        *slog.Logger
+}
+
+// View is what the core reads of the member's materialised view. Every
+// read is synchronous and its error is fatal to the member (the view is a
+// local Pebble store). state.Store implements it through the executor's
+// adapter; tests use a map.
+type View interface {
+	view.Base
+	// ReadPending reports whether a read is taken on and not answered.
+	ReadPending(id view.ReadID) (bool, error)
+	// PendingReads lists up to limit pending reads of partition p.
+	PendingReads(p int32, limit int) ([]*saga.Event, error)
+	// Expired lists up to limit (tenant, key) whose retention passed.
+	Expired(now int64, limit int) ([][2]string, error)
+	// ScanRecords walks records in key order after (afterTenant, afterKey).
+	ScanRecords(afterTenant, afterKey string, limit int, fn func(*saga.Record) error) (int, error)
+	// Checkpoint is the next offset of events partition p the view holds.
+	Checkpoint(p int32) (int64, error)
+	// CountInDoubt counts the keys of p in doubt in the view.
+	CountInDoubt(p int32) (int, error)
+}
+
+// Core is the decision state of every partition a member owns. Not safe
+// for concurrent use: one goroutine (the executor's loop) owns it.
+type Core struct {
+	cfg   Config
+	view  View
+	parts map[int32]*part
+	// epochSeq is the last ownership epoch handed out.
+	epochSeq uint64
+	calls    inflight
+	// unrecorded are finished calls whose outcome is not committed yet.
+	unrecorded []Completion
+	poison     *poisoned
+	round      *round
+	lastRound  time.Time // when the last round ended (or the core was made)
+	lastSweep  time.Time
+}
+
+// New makes a core that owns nothing yet. now starts the snapshot
+// interval.
+func New(cfg Config, v View, now time.Time) *Core {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Core{cfg: cfg, view: v, parts: map[int32]*part{}, calls: newInflight(), poison: newPoisoned(), lastRound: now}
+}
+
+// Finished hands over calls that returned. Their outcomes are recorded by
+// the next Step whose transaction commits.
+func (c *Core) Finished(done ...Completion) { c.unrecorded = append(c.unrecorded, done...) }
+
+// Unrecorded is the number of finished calls whose outcome is not
+// committed yet.
+func (c *Core) Unrecorded() int { return len(c.unrecorded) }
+
+// partitionOf is the owner partition of (tenant, key).
+func (c *Core) partitionOf(tenant, key string) int32 {
+	return topics.Partition(topics.RoutingKey(tenant, key), c.cfg.Partitions)
+}
+
+func (c *Core) env(now int64, rk string, done map[string]bool) saga.Env {
+	return saga.Env{Now: now, InFlight: c.calls.keyInFlight(rk) && !done[rk], MaxWaiters: c.cfg.MaxWaiters, Policy: c.cfg.Policy}
+}

@@ -1,0 +1,34 @@
+package partition
+
+import "time"
+
+// Every bound of the core, with the reason for its value.
+const (
+	// IdleRestoreAfter is how long a newly assigned partition that has
+	// received no record waits before it is restored anyway, so that the
+	// reads its previous owner left are answered without new traffic. The
+	// wait lets the previous owner's last transaction settle first, and is
+	// also the interval between two such attempts.
+	IdleRestoreAfter = 2 * time.Second
+	// GapRetry is how often a gapped partition's restore is tried again:
+	// it reads the partition's log, so not every tick.
+	GapRetry = 30 * time.Second
+	// ResumeReadsLimit bounds the reads taken on at once per partition;
+	// the rest wait for the next restore of the partition.
+	ResumeReadsLimit = 10000
+	// SweepLimit bounds the keys one sweep expires, so that a sweep after
+	// a long pause never holds up a tick; the rest go in the next sweep.
+	SweepLimit = 1000
+	// SnapshotStep bounds the records one tick restates, so that a round
+	// over a million keys never holds up a tick: it spreads over about
+	// 4,000 ticks (minutes), well inside any interval.
+	SnapshotStep = 256
+	// SnapshotReadsLimit bounds the pending reads restated per partition
+	// and round; reads live from their start to their answer, so there
+	// are few.
+	SnapshotReadsLimit = ResumeReadsLimit
+	// MaxPoisoned bounds the origins remembered; the oldest is forgotten
+	// first. An origin is needed only until its input is polled again,
+	// right after the abort.
+	MaxPoisoned = 1024
+)
