@@ -41,6 +41,7 @@ type Executor struct {
 	// offsetsUnsure: a transaction end failed, so it may have committed
 	// although the session rewound to the offsets before it (txn.go).
 	offsetsUnsure  bool
+	loggedPID      int64        // the producer id last named in the log (pidChanged)
 	lastStallCheck time.Time    // hanging.go
 	aborted        *abortedTxns // transactions this member treated as aborted (owntxns.go)
 
@@ -69,7 +70,7 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Executor{cfg: cfg, m: newMetrics(cfg.Registerer), runDone: make(chan struct{})}
+	e := &Executor{cfg: cfg, m: newMetrics(cfg.Registerer), runDone: make(chan struct{}), loggedPID: -1}
 	if err := e.open(ctx); err != nil {
 		e.Close()
 		return nil, err

@@ -100,6 +100,7 @@ func (e *Executor) commitHooks(rd *partition.Ready) {
 func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) {
 	e.m.Txns.WithLabelValues("committed").Inc()
 	e.offsetsUnsure = false // the session's idea of committed is ours again
+	e.pidChanged(tr.txn)
 	e.m.TickRecords.Observe(float64(rd.Inputs + len(rd.Recorded)))
 	for v, n := range rd.Verdicts {
 		e.m.Intents.WithLabelValues(v).Add(float64(n))
@@ -140,17 +141,37 @@ func (e *Executor) afterAbort(rd *partition.Ready, tr *txnRecords, err error) er
 	e.notePoison(tr)
 	e.core.Aborted(rd, err != nil)
 	if err != nil {
-		e.cfg.Logger.Warn("transaction failed; partitions catch up from the log", "err", err, "produce_err", tr.produceErr)
+		// The producer id and epoch name the transaction in the broker's
+		// log (kafka-dump-log, DescribeProducers), so that a remnant found
+		// later can be traced to this member and this tick.
+		e.cfg.Logger.Warn("transaction failed; partitions catch up from the log", "err", err, "produce_err", tr.produceErr,
+			"producer_id", tr.txn.pid, "producer_epoch", tr.txn.epoch)
 		e.offsetsUnsure = true
 	}
 	set, err2 := e.resyncOffsets()
 	if err2 != nil {
 		return err2
 	}
-	if err != nil && set != nil && !actedCommitted(tr.tried, set, e.core.Owns) {
-		// The group's offsets did not move: this member polls the
-		// tick's records again and redoes them.
-		e.recordAborted(tr.txn)
+	if err != nil && set != nil {
+		moved := actedCommitted(tr.tried, set, e.core.Owns)
+		e.cfg.Logger.Info("unconfirmed transaction judged by the group's offsets", "producer_id", tr.txn.pid,
+			"producer_epoch", tr.txn.epoch, "offsets_moved", moved)
+		if !moved {
+			// The group's offsets did not move: this member polls the
+			// tick's records again and redoes them.
+			e.recordAborted(tr.txn)
+		}
 	}
 	return nil
+}
+
+// pidChanged names this member's producer id in the log whenever it
+// changes (at the first commit, and after a re-initialisation): hanging
+// transactions and broker logs name producers by id, not by member.
+func (e *Executor) pidChanged(k txnKey) {
+	if k.pid == e.loggedPID {
+		return
+	}
+	e.loggedPID = k.pid
+	e.cfg.Logger.Info("committing as producer", "producer_id", k.pid, "producer_epoch", k.epoch)
 }
