@@ -102,3 +102,30 @@ func TestTrackerTellsTenantsApart(t *testing.T) {
 		t.Fatalf("hx %v, hy %v, solo %v, strays %v", hx.Terminal, hy.Terminal, solo.Terminal, strays)
 	}
 }
+
+// An answer owed to a reply_to that was not deleted (the delete failed,
+// or came after the answer) is judged as answered, not as misplaced.
+func TestAnswerOnAReplyToStillThereIsExpected(t *testing.T) {
+	const x = "tool.results-h1-reply"
+	tr := newTracker("tool.results")
+	h := &Hostile{tr: tr}
+	owed := &topics.Intent{ID: "o1", Tenant: "hy", Key: "slow-h1-reply-owed", Tool: ToolComp}
+	tr.addHostile(owed, PoisonReplyGone)
+	h.mu.recs = append(h.mu.recs, hostileRec{Kind: PoisonReplyGone, Tenant: "hy", Key: owed.Key, ID: "o1", Want: wantOnResults, ReplyTo: x})
+	if h.answeredOn("hy", "o1", x) {
+		t.Fatal("answeredOn before any answer")
+	}
+	tr.answer(&topics.Result{IntentID: "o1", Tenant: "hy", Key: owed.Key, Tool: ToolComp, Status: topics.StatusCompensated}, x)
+	if !h.answeredOn("hy", "o1", x) {
+		t.Fatal("answeredOn missed the answer read from the reply_to")
+	}
+	rec := h.Records()[0]
+	a := answerRec{Status: topics.StatusCompensated, Topic: x}
+	if judgeHostile(rec, a) == "" {
+		t.Fatal("before expectAnswered an answer on the reply_to must be judged misplaced")
+	}
+	h.expectAnswered("o1")
+	if got := judgeHostile(h.Records()[0], a); got != "" {
+		t.Fatalf("after expectAnswered: %s", got)
+	}
+}

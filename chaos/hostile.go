@@ -63,6 +63,9 @@ const (
 	hostileAnswerWait     = 60 * time.Second
 	hostilePendingWait    = 4 * time.Second // then the reply_to is deleted: well before the call's 6 s pending_ttl
 	hostileTopicWait      = 30 * time.Second
+	// hostileDeleteAttempts: the reply_to deletion is retried, 2 s apart,
+	// through a broker bounce (refused connections for 5 to 30 s here).
+	hostileDeleteAttempts = 20
 )
 
 // want is what must come of a hostile record.
@@ -308,12 +311,24 @@ func (h *Hostile) replyGone(ctx context.Context, tag string) {
 		Tool: ToolComp, Args: map[string]any{"amount": 3}, ReplyTo: x}
 	h.sendIntent(ctx, owed, PoisonReplyGone, wantOnResults)
 	h.waitAnswer(ctx, owed.Tenant, owed.ID, hostilePendingWait, false)
-	err := retry(ctx, 3, func(c context.Context) error { return deleteTopic(c, h.adm, x) })
+	err := retry(ctx, hostileDeleteAttempts, func(c context.Context) error { return deleteTopic(c, h.adm, x) })
+	if err != nil {
+		// The topic is still there, so the owed answer rightly goes to
+		// it: keep reading it for the rest of the run and judge that
+		// intent as answered anywhere. (A 30-minute run lost the delete
+		// to a broker bounce, stopped reading, and reported the answer
+		// that had come on the topic as lost.)
+		h.logf("hostile: delete %s: %v (the owed answer is expected on it now)", x, err)
+		h.expectAnswered(owed.ID)
+		context.AfterFunc(ctx, stop) // the follower ends with the run
+		return
+	}
 	stop()
 	<-done
-	if err != nil {
-		h.logf("hostile: delete %s: %v", x, err)
-		return
+	if h.answeredOn(owed.Tenant, owed.ID, x) {
+		// Answered before the deletion (a slow delete, a fast reconciler):
+		// on the reply_to, as it should have been then.
+		h.expectAnswered(owed.ID)
 	}
 	sent := true
 	for _, tool := range []string{ToolRead, ToolNative} {
@@ -324,6 +339,33 @@ func (h *Hostile) replyGone(ctx context.Context, tag string) {
 	if sent {
 		h.count(PoisonReplyGone)
 	}
+}
+
+// expectAnswered relaxes what is wanted of the record of intent id to
+// one terminal answer, wherever it comes.
+func (h *Hostile) expectAnswered(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := range h.mu.recs {
+		if h.mu.recs[i].ID == id {
+			h.mu.recs[i].Want = wantAnswered
+		}
+	}
+}
+
+// answeredOn reports whether a terminal answer of the intent was read
+// from topic.
+func (h *Hostile) answeredOn(tenant, id, topic string) bool {
+	r, ok := h.tr.get(tenant, id)
+	if !ok {
+		return false
+	}
+	for _, a := range r.Answers {
+		if a.Topic == topic {
+			return true
+		}
+	}
+	return false
 }
 
 // sendIntent encodes and sends in (tracked, so its answers are matched)
