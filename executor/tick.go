@@ -107,6 +107,7 @@ func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) {
 	err := e.materialise(rd, tr)
 	if err != nil {
 		e.cfg.Logger.Error("pebble write failed; the view will catch up from the log", "err", err)
+		e.hot.forgetAll() // the store's state is unsure until the restores
 	}
 	for _, p := range e.core.Committed(rd, err == nil) {
 		e.publishDoubt(p)
@@ -127,7 +128,11 @@ func (e *Executor) materialise(rd *partition.Ready, tr *txnRecords) error {
 		return err
 	}
 	e.m.Fsyncs.Inc()
-	return b.Commit(state.Sync)
+	if err := b.Commit(state.Sync); err != nil {
+		return err
+	}
+	e.hot.materialised(rd.Overlay) // exactly what the batch put
+	return nil
 }
 
 // afterAbort forgets the tick: its calls are not dispatched, its
@@ -137,6 +142,7 @@ func (e *Executor) materialise(rd *partition.Ready, tr *txnRecords) error {
 // used again.
 func (e *Executor) afterAbort(rd *partition.Ready, tr *txnRecords, err error) error {
 	e.m.Txns.WithLabelValues("aborted").Inc()
+	e.hot.forgetAll() // the view was not written; forget rather than reason about an unknown end
 	e.notePoison(tr)
 	e.core.Aborted(rd, err != nil)
 	if err != nil {
