@@ -142,14 +142,19 @@ func hotSize(rec *saga.Record) int {
 	return n
 }
 
-// materialised takes the records of a view write that committed: each
-// entry's current record is now the stored one.
+// materialised takes the records of a view write that committed: the
+// current record of each entry the write put, the stored one (Prev) of
+// each it did not (view.Entry.Changed).
 func (h *hotRecords) materialised(ov *view.Overlay) {
 	ov.Entries(func(en *view.Entry) {
-		if en.Cur == nil {
+		rec := en.Cur
+		if !en.Changed() {
+			rec = en.Prev
+		}
+		if rec == nil {
 			h.drop(en.K)
 			return
 		}
-		h.put(en.P, en.K, en.Cur)
+		h.put(en.P, en.K, rec)
 	})
 }

@@ -121,14 +121,22 @@ func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) {
 
 // materialise writes the tick's overlay with the checkpoints of the
 // events it committed: the view catches up with the log, never leads it.
+// A tick that changed no record and no pending read (replays and
+// conflicts only) writes checkpoints alone, unsynced: lost in a crash,
+// the view lags, and a restore folds the same audit facts again to the
+// same records.
 func (e *Executor) materialise(rd *partition.Ready, tr *txnRecords) error {
 	b := e.store.NewBatch()
 	if err := rd.Overlay.Write(eventlog.Writer{Batch: b}, e.cfg.Names.Events, tr.checkpoints(), nil); err != nil {
 		b.Discard()
 		return err
 	}
-	e.m.Fsyncs.Inc()
-	if err := b.Commit(state.Sync); err != nil {
+	durability := state.NoSync
+	if rd.Overlay.Changed() {
+		durability = state.Sync
+		e.m.Fsyncs.Inc()
+	}
+	if err := b.Commit(durability); err != nil {
 		return err
 	}
 	e.hot.materialised(rd.Overlay) // exactly what the batch put
