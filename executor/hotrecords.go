@@ -81,15 +81,34 @@ func (h *hotRecords) get(k view.Key) (*saga.Record, bool) {
 
 // put holds rec as the stored record of k on partition p; the caller
 // has just committed it to the store and gives up rec.
+//
+// In the steady state it allocates nothing: a key held already is
+// updated in place, and a full map reuses the element of the record it
+// evicts.
 func (h *hotRecords) put(p int32, k view.Key, rec *saga.Record) {
-	h.drop(k)
 	size := hotSize(rec)
 	if size > hotRecordsMaxBytes/4 {
+		h.drop(k)
 		return // one large result would push out many small records
 	}
-	h.byKey[k] = h.lru.PushFront(&hotRecord{k: k, p: p, rec: rec, size: size})
+	el, ok := h.byKey[k]
+	switch {
+	case ok:
+		h.bytes -= el.Value.(*hotRecord).size
+		h.lru.MoveToFront(el)
+	case h.lru.Len() >= hotRecordsMax:
+		el = h.lru.Back()
+		delete(h.byKey, el.Value.(*hotRecord).k)
+		h.bytes -= el.Value.(*hotRecord).size
+		h.lru.MoveToFront(el)
+		h.byKey[k] = el
+	default:
+		el = h.lru.PushFront(&hotRecord{})
+		h.byKey[k] = el
+	}
+	*el.Value.(*hotRecord) = hotRecord{k: k, p: p, rec: rec, size: size}
 	h.bytes += size
-	for h.lru.Len() > hotRecordsMax || h.bytes > hotRecordsMaxBytes {
+	for h.bytes > hotRecordsMaxBytes {
 		h.remove(h.lru.Back())
 	}
 }

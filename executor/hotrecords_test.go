@@ -64,9 +64,10 @@ func TestHotRecordsStayWithinTheirBoundsAndKeepTheNewest(t *testing.T) {
 	for i := range hotRecordsMax + 100 {
 		h.put(0, view.Key{Tenant: "a", Key: fmt.Sprint(i)}, hotRec("a", fmt.Sprint(i), 0))
 	}
-	if h.len() != hotRecordsMax {
-		t.Fatalf("%d records held; the bound is %d", h.len(), hotRecordsMax)
+	if h.len() != hotRecordsMax || len(h.byKey) != hotRecordsMax {
+		t.Fatalf("%d records held (%d in the map); the bound is %d", h.len(), len(h.byKey), hotRecordsMax)
 	}
+	checkHotConsistent(t, h)
 	if _, ok := h.get(view.Key{Tenant: "a", Key: "0"}); ok {
 		t.Fatal("the oldest record was not the one evicted")
 	}
@@ -80,6 +81,7 @@ func TestHotRecordsStayWithinTheirBoundsAndKeepTheNewest(t *testing.T) {
 	if h.bytes > hotRecordsMaxBytes {
 		t.Fatalf("%d bytes held; the bound is %d", h.bytes, hotRecordsMaxBytes)
 	}
+	checkHotConsistent(t, h)
 	h.put(0, view.Key{Tenant: "c", Key: "huge"}, hotRec("c", "huge", hotRecordsMaxBytes))
 	if _, ok := h.get(view.Key{Tenant: "c", Key: "huge"}); ok {
 		t.Fatal("a record of a quarter of the budget or more was held")
@@ -103,4 +105,21 @@ func counted(t *testing.T, v *prometheus.CounterVec, label string) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// checkHotConsistent: every map entry names its own element, and the
+// byte count is the sum of the sizes held.
+func checkHotConsistent(t *testing.T, h *hotRecords) {
+	t.Helper()
+	total := 0
+	for el := h.lru.Front(); el != nil; el = el.Next() {
+		hr := el.Value.(*hotRecord)
+		if h.byKey[hr.k] != el || hr.rec.Key != hr.k.Key {
+			t.Fatalf("element of %v is not the map's", hr.k)
+		}
+		total += hr.size
+	}
+	if total != h.bytes || len(h.byKey) != h.lru.Len() {
+		t.Fatalf("bytes %d, sum %d; map %d, list %d", h.bytes, total, len(h.byKey), h.lru.Len())
+	}
 }
