@@ -25,7 +25,7 @@ func Encode(ev *saga.Event) ([]byte, error) {
 	if err := Check(ev); err != nil {
 		return nil, err
 	}
-	b, err := msgpack.Marshal(&envelope{V: Version, Event: *ev})
+	b, err := encodeEvent(Version, ev)
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: encode %s: %w", ev.Kind, err)
 	}

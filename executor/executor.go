@@ -38,6 +38,7 @@ type Executor struct {
 
 	// Loop-owned: touched only by the loop goroutine.
 	core *partition.Core // every per-partition rule and what it remembers
+	hot  *hotRecords     // the records materialised last, read before Pebble (hotrecords.go)
 	// offsetsUnsure: a transaction end failed, so it may have committed
 	// although the session rewound to the offsets before it (txn.go).
 	offsetsUnsure  bool
@@ -106,7 +107,8 @@ func (e *Executor) open(ctx context.Context) error {
 		return err
 	}
 	e.replies = newReplyTopics(e.adm, e.cfg.Names, e.layout)
-	e.core = partition.New(e.coreConfig(), storeView{st: st, events: e.cfg.Names.Events}, time.Now())
+	e.hot = newHotRecords(e.m.HotRecords)
+	e.core = partition.New(e.coreConfig(), storeView{st: st, events: e.cfg.Names.Events, hot: e.hot}, time.Now())
 	e.callCtx, e.cancelCall = context.WithCancel(context.Background())
 	e.disp = newDispatcher(e.callCtx, e.cfg.Tools, e.cfg.MaxInFlight, e.cfg.Hooks, e.wake)
 	return nil

@@ -34,6 +34,10 @@ type Metrics struct {
 	RestoreGaps    prometheus.Gauge
 	SnapshotRounds prometheus.Counter
 	SnapshotEvents prometheus.Counter
+	// HotRecords counts the view's record lookups by where they were
+	// answered: hit (the records materialised last, in memory) or miss
+	// (Pebble).
+	HotRecords *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *Metrics {
@@ -69,11 +73,12 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 		RestoreGaps:      prometheus.NewGauge(prometheus.GaugeOpts(opts("restore_gaps", "Owned partitions not decided because their event log lost events the view needs and no complete snapshot round covers them."))),
 		SnapshotRounds:   prometheus.NewCounter(prometheus.CounterOpts(opts("snapshot_rounds_total", "Snapshot rounds completed (every record restated, a round event per partition)."))),
 		SnapshotEvents:   prometheus.NewCounter(prometheus.CounterOpts(opts("snapshot_events_total", "Records restated by snapshot rounds."))),
+		HotRecords:       prometheus.NewCounterVec(prometheus.CounterOpts(opts("hot_record_lookups_total", "Record lookups of the decisions, by result: hit (a record materialised lately, held in memory) or miss (read from Pebble).")), []string{"result"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Intents, m.Calls, m.CallDuration, m.TickDuration, m.TxnDuration, m.Txns, m.TickRecords,
 			m.InFlight, m.KeysInDoubt, m.Restores, m.RestoreEvents, m.DeadLetters, m.OutcomesLost, m.ReadsResumed, m.HangingCommitted, m.HangingUnclosed, m.HangingBlind, m.Fsyncs, m.Unproducible,
-			m.LayoutMismatch, m.RestoreGaps, m.SnapshotRounds, m.SnapshotEvents)
+			m.LayoutMismatch, m.RestoreGaps, m.SnapshotRounds, m.SnapshotEvents, m.HotRecords)
 	}
 	return m
 }

@@ -115,6 +115,7 @@ func (e *Executor) applyOwnershipChanges() {
 
 func (e *Executor) release(p int32) {
 	rel := e.core.Revoke(p)
+	e.hot.forgetPartition(p)
 	if rel.Gapped {
 		e.gapChanged()
 		e.sess.Client().ResumeFetchPartitions(e.coPartitions(p))

@@ -71,6 +71,10 @@ func (e *Executor) restoreBackground(ctx context.Context) {
 // already waited out the previous owner's pending transaction (KIP-447);
 // eventlog.Target waits out the rest.
 func (e *Executor) restore(ctx context.Context, p int32, settle time.Duration) error {
+	// The restore writes p's records (and may clear them after a gap):
+	// the hot copies are forgotten before and after, whatever the result.
+	e.hot.forgetPartition(p)
+	defer e.hot.forgetPartition(p)
 	stats, err := eventlog.RestoreInto(ctx, e.store, e.adm, p, eventlog.RestoreOptions{
 		Seeds: e.cfg.Brokers, Topic: e.cfg.Names.Events, SettleWait: settle,
 		ClientOpts:  append([]kgo.Opt{kgo.WithLogger(kgoLogger{l: e.cfg.Logger})}, e.cfg.Connect...),

@@ -108,6 +108,7 @@ func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) {
 	err := e.materialise(rd, tr)
 	if err != nil {
 		e.cfg.Logger.Error("pebble write failed; the view will catch up from the log", "err", err)
+		e.hot.forgetAll() // the store's state is unsure until the restores
 	}
 	for _, p := range e.core.Committed(rd, err == nil) {
 		e.publishDoubt(p)
@@ -121,14 +122,26 @@ func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) {
 
 // materialise writes the tick's overlay with the checkpoints of the
 // events it committed: the view catches up with the log, never leads it.
+// A tick that changed no record and no pending read (replays and
+// conflicts only) writes checkpoints alone, unsynced: lost in a crash,
+// the view lags, and a restore folds the same audit facts again to the
+// same records.
 func (e *Executor) materialise(rd *partition.Ready, tr *txnRecords) error {
 	b := e.store.NewBatch()
 	if err := rd.Overlay.Write(eventlog.Writer{Batch: b}, e.cfg.Names.Events, tr.checkpoints(), nil); err != nil {
 		b.Discard()
 		return err
 	}
-	e.m.Fsyncs.Inc()
-	return b.Commit(state.Sync)
+	durability := state.NoSync
+	if rd.Overlay.Changed() {
+		durability = state.Sync
+		e.m.Fsyncs.Inc()
+	}
+	if err := b.Commit(durability); err != nil {
+		return err
+	}
+	e.hot.materialised(rd.Overlay) // exactly what the batch put
+	return nil
 }
 
 // afterAbort forgets the tick: its calls are not dispatched, its
@@ -138,6 +151,7 @@ func (e *Executor) materialise(rd *partition.Ready, tr *txnRecords) error {
 // used again.
 func (e *Executor) afterAbort(rd *partition.Ready, tr *txnRecords, err error) error {
 	e.m.Txns.WithLabelValues("aborted").Inc()
+	e.hot.forgetAll() // the view was not written; forget rather than reason about an unknown end
 	e.notePoison(tr)
 	e.core.Aborted(rd, err != nil)
 	if err != nil {

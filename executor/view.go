@@ -1,19 +1,49 @@
 package executor
 
 import (
+	"bytes"
+
+	"github.com/vmihailenco/msgpack/v5"
+
 	"github.com/atmostonce/toolexec/eventlog"
+	"github.com/atmostonce/toolexec/internal/invariants"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
 	"github.com/atmostonce/toolexec/view"
 )
 
-// storeView is the partition core's View of the member's Pebble store.
+// storeView is the partition core's View of the member's Pebble store,
+// with the records the loop materialised last held in memory (hot).
 type storeView struct {
 	st     *state.Store
 	events string // the events topic, whose checkpoints the view keeps
+	hot    *hotRecords
 }
 
-func (v storeView) Get(tenant, key string) (*saga.Record, error) { return v.st.Get(tenant, key) }
+// Get returns the stored record of (tenant, key): the hot copy when it is
+// held (shared: the overlay only reads it and folds a clone), else
+// Pebble's.
+func (v storeView) Get(tenant, key string) (*saga.Record, error) {
+	if rec, ok := v.hot.get(view.Key{Tenant: tenant, Key: key}); ok {
+		v.checkHot(rec)
+		return rec, nil
+	}
+	return v.st.Get(tenant, key)
+}
+
+// checkHot (invariants only): a hot record is the stored one, byte for
+// byte. A difference means a write of the store that did not go through
+// materialise, or a hot copy a restore did not forget: a stale decision.
+func (v storeView) checkHot(hot *saga.Record) {
+	if !invariants.Enabled {
+		return
+	}
+	stored, err := v.st.Get(hot.Tenant, hot.Key)
+	invariants.Check(err == nil, "hot record %s/%s: store read: %v", hot.Tenant, hot.Key, err)
+	a, errA := msgpack.Marshal(hot)
+	b, errB := msgpack.Marshal(stored)
+	invariants.Check(errA == nil && errB == nil && bytes.Equal(a, b), "hot record %s/%s differs from the stored one:\n hot    %+v\n stored %+v", hot.Tenant, hot.Key, hot, stored)
+}
 
 func (v storeView) ReadPending(id view.ReadID) (bool, error) { return eventlog.ReadPending(v.st, id) }
 

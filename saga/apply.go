@@ -8,9 +8,13 @@ package saga
 // call that is no longer current, say a duplicate written after an
 // unconfirmed commit) leaves the record as it is. That keeps a restore
 // deterministic whatever the log holds.
+//
+// Audit-only facts (replayed, conflicted) leave the record as it is,
+// LastEventAt included: a member does not rewrite a record for them, and
+// a restore must fold them to the same bytes.
 func Apply(rec *Record, ev Event) *Record {
-	if ev.Kind.IsRead() {
-		return rec // about one read-only call, not the key
+	if ev.Kind.IsRead() || ev.Kind.AuditOnly() {
+		return rec // about one read-only call, or an audit fact only
 	}
 	if rec != nil {
 		rec.LastEventAt = ev.At
@@ -31,7 +35,7 @@ func Apply(rec *Record, ev Event) *Record {
 	case EvSnapshot:
 		return ev.Snapshot.Clone()
 	}
-	return rec // replayed, conflicted: audit facts only
+	return rec // an unknown kind (Check refuses it before a fold)
 }
 
 func applyStarted(prev *Record, ev Event) *Record {

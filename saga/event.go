@@ -58,6 +58,13 @@ func (k EventKind) Valid() bool { return k >= EvStarted && k <= EvRound }
 // key's record: such events never change a Record.
 func (k EventKind) IsRead() bool { return k == EvReadStarted || k == EvReadAnswered }
 
+// AuditOnly reports whether k is a fact kept for the audit trail that
+// leaves the key's record as it is: a duplicate answered from the record
+// (replayed), or refused for other arguments (conflicted). Apply ignores
+// them, so a member writes no record (and syncs nothing) for them, and a
+// restore folds them to the same bytes (issue 17).
+func (k EventKind) AuditOnly() bool { return k == EvReplayed || k == EvConflicted }
+
 // Event is one fact about one key. Fields not used by a kind stay empty;
 // docs/wire-format.md lists which kind uses which.
 type Event struct {

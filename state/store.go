@@ -133,7 +133,7 @@ func encodeRecord(r *saga.Record) ([]byte, error) {
 	if err := checkRecord(r); err != nil {
 		return nil, err
 	}
-	b, err := msgpack.Marshal(r)
+	b, err := marshalRecord(r)
 	if err != nil {
 		return nil, fmt.Errorf("state: encode record: %w", err)
 	}

@@ -9,16 +9,11 @@ import (
 // changes reports whether an event of kind k changes the record it is
 // decided for. Replayed and conflicted are audit facts; a snapshot
 // restates the record as it is.
-func changes(k saga.EventKind) bool {
-	switch k {
-	case saga.EvReplayed, saga.EvConflicted, saga.EvSnapshot:
-		return false
-	}
-	return true
-}
+func changes(k saga.EventKind) bool { return !k.AuditOnly() && k != saga.EvSnapshot }
 
 // sameRecord compares two records, ignoring LastEventAt (which every
-// event moves) and the difference between empty and nil slices.
+// event but an audit fact moves) and the difference between empty and
+// nil slices.
 func sameRecord(a, b *saga.Record) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil

@@ -69,7 +69,16 @@ type Entry struct {
 	Cur  *saga.Record
 
 	events []saga.Event // applied since Load, kept only when invariants are on
+	// dirty: an event that may change the record was applied. An entry
+	// only loaded, or given only audit facts (saga.EventKind.AuditOnly),
+	// holds the stored record and is not written again.
+	dirty bool
 }
+
+// Changed reports whether an event that may change the record was
+// applied to en: Write puts only such entries, the others' stored record
+// is Prev.
+func (en *Entry) Changed() bool { return en.dirty }
 
 // Overlay is a fold of events over a base view, not yet written. Not safe
 // for concurrent use.
@@ -125,6 +134,7 @@ func (o *Overlay) Load(p int32, tenant, key string) (*Entry, error) {
 // Apply folds one record event into en (saga.Apply).
 func (o *Overlay) Apply(en *Entry, ev saga.Event) {
 	invariants.Check(!ev.Kind.IsRead() && ev.Kind != saga.EvRound, "overlay: %s is not about a record", ev.Kind)
+	en.dirty = en.dirty || !ev.Kind.AuditOnly()
 	if !invariants.Enabled {
 		en.Cur = saga.Apply(en.Cur, ev)
 		return
@@ -140,7 +150,8 @@ func (o *Overlay) Apply(en *Entry, ev saga.Event) {
 
 // Trim replaces en's current record by a reduced form of it (the
 // reconciler's view drops settled results). The re-fold check then
-// compares against the reduced form.
+// compares against the reduced form. Trim alone does not make the entry
+// written: the stored record was reduced when it was written.
 func (o *Overlay) Trim(en *Entry, f func(*saga.Record) *saga.Record) { en.Cur = f(en.Cur) }
 
 // Fold folds one event of partition p: a record event into its key's
@@ -187,19 +198,39 @@ func (o *Overlay) Entries(fn func(*Entry)) {
 	}
 }
 
+// Changed reports whether Write would put anything but checkpoints: a
+// record an event may have changed, or a pending read taken on or
+// answered. A write of checkpoints alone needs no sync: lost, the view
+// lags the log, and a restore folds the tail again to the same records.
+func (o *Overlay) Changed() bool {
+	if len(o.reads) > 0 {
+		return true
+	}
+	for _, en := range o.entries {
+		if en.dirty {
+			return true
+		}
+	}
+	return false
+}
+
 // Len is the number of keys the overlay holds.
 func (o *Overlay) Len() int { return len(o.entries) }
 
-// Write puts every entry, every pending read and the checkpoints of the
-// log positions they reflect into w (topic -> next offset per
-// partition), in one batch the caller then commits. each, when not nil,
-// runs after each entry is put, for writes of the caller's own that must
-// commit with it. Call it only for positions the log has committed: that
-// is how the view never leads the log.
+// Write puts every changed entry (Changed), every pending read and the
+// checkpoints of the log positions they reflect into w (topic -> next
+// offset per partition), in one batch the caller then commits. An entry
+// that no event changed is not put again (issue 17: a replay rewrote its
+// record for its time alone). each, when not nil, runs after each entry,
+// put or not, for writes of the caller's own that must commit with it.
+// Call it only for positions the log has committed: that is how the view
+// never leads the log.
 func (o *Overlay) Write(w Writer, topic string, checkpoints map[int32]int64, each func(*Entry) error) error {
 	for _, en := range o.entries {
 		o.checkRefold(en)
-		if err := w.Put(en.P, en.Prev, en.Cur); err != nil {
+		if !en.dirty {
+			invariants.Check(sameRecord(en.Prev, en.Cur), "overlay: %s/%s changed with no event that changes it", en.K.Tenant, en.K.Key)
+		} else if err := w.Put(en.P, en.Prev, en.Cur); err != nil {
 			return err
 		}
 		if each != nil {

@@ -81,3 +81,41 @@ func TestStrictOverlayPanicsOnAnIgnoredEvent(t *testing.T) {
 	}()
 	ov.Apply(en, saga.Event{Kind: saga.EvOutcome, Tenant: "t", Key: "k", At: 2, CallID: "B", Status: saga.StatusSucceeded})
 }
+
+// An entry given only audit facts (replayed, conflicted), or only loaded,
+// is not written again, and an overlay of such entries has nothing but
+// checkpoints to write (issue 17: a replay rewrote and synced its record
+// for its time alone).
+func TestOverlayWritesNoRecordForAuditFactsAlone(t *testing.T) {
+	ev := started("A")
+	rec := saga.Apply(nil, ev)
+	rec = saga.Apply(rec, saga.Event{Kind: saga.EvOutcome, Tenant: "t", Key: "k", At: 2, CallID: "A", Status: saga.StatusSucceeded})
+	base := mapBase{{Tenant: "t", Key: "k"}: rec}
+	ov := view.New(base, view.Strict())
+	en, err := ov.Load(0, "t", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ov.Apply(en, saga.Event{Kind: saga.EvReplayed, Tenant: "t", Key: "k", At: 9, IntentID: "B"})
+	ov.Apply(en, saga.Event{Kind: saga.EvConflicted, Tenant: "t", Key: "k", At: 10, IntentID: "C", ArgsHash: []byte{2}})
+	if _, err := ov.Load(0, "t", "other"); err != nil {
+		t.Fatal(err)
+	}
+	if en.Cur.LastEventAt != rec.LastEventAt {
+		t.Fatalf("an audit fact moved LastEventAt to %d", en.Cur.LastEventAt)
+	}
+	if ov.Changed() {
+		t.Fatal("an overlay of audit facts says it changed something")
+	}
+	w := &recorder{reads: map[view.ReadID]bool{}, checkpoints: map[int32]int64{}}
+	if err := ov.Write(w, "events", map[int32]int64{0: 5}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if w.puts != 0 || w.checkpoints[0] != 5 {
+		t.Fatalf("%d records put, checkpoint %d; want 0 and 5", w.puts, w.checkpoints[0])
+	}
+	ov.Apply(en, saga.Event{Kind: saga.EvExpired, Tenant: "t", Key: "k", At: 11})
+	if !ov.Changed() {
+		t.Fatal("an expiry is a change")
+	}
+}
