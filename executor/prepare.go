@@ -26,22 +26,26 @@ type prepared struct {
 	records []*kgo.Record
 }
 
-// prepare decodes the polled records and looks up their reply topics.
+// prepare decodes the polled records, on every core (spread.go), and
+// looks up their reply topics.
 func (e *Executor) prepare(fs kgo.Fetches) *prepared {
 	pr := &prepared{}
 	if n := fs.NumRecords(); n > 0 {
 		pr.records = make([]*kgo.Record, 0, n)
-		pr.batch.Inputs = make([]partition.Input, 0, n)
 	}
-	replyTo := map[string]bool{}
-	fs.EachRecord(func(r *kgo.Record) {
-		in := e.decode(r)
-		if in.Salvage.ReplyTo != "" {
-			replyTo[in.Salvage.ReplyTo] = true // an answer, a rejection's too, may go there
+	fs.EachRecord(func(r *kgo.Record) { pr.records = append(pr.records, r) })
+	pr.batch.Inputs = make([]partition.Input, len(pr.records))
+	spread(len(pr.records), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			pr.batch.Inputs[i] = e.decode(pr.records[i])
 		}
-		pr.records = append(pr.records, r)
-		pr.batch.Inputs = append(pr.batch.Inputs, in)
 	})
+	replyTo := map[string]bool{}
+	for i := range pr.batch.Inputs {
+		if to := pr.batch.Inputs[i].Salvage.ReplyTo; to != "" {
+			replyTo[to] = true // an answer, a rejection's too, may go there
+		}
+	}
 	if len(replyTo) > 0 {
 		e.replies.resolve(replyTo)
 	}
@@ -50,7 +54,9 @@ func (e *Executor) prepare(fs kgo.Fetches) *prepared {
 
 // decode turns one polled record into the core's input: the saga's input
 // when it is valid, else the reason it is not, and always what could be
-// read of it (to answer it on its own if it must be isolated).
+// read of it (to answer it on its own if it must be isolated). It runs on
+// several goroutines at once: it reads only the record, the immutable
+// configuration and the layout (changed by the loop only between ticks).
 func (e *Executor) decode(r *kgo.Record) partition.Input {
 	in := partition.Input{Origin: partition.Origin{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset},
 		Traceparent: header(r, "traceparent"), RecordKey: r.Key}
