@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"sync"
@@ -46,15 +47,41 @@ var errRecordTooLarge = errors.New("executor: record too large to produce")
 
 // encode turns rd into records. Its error is an event the saga should
 // never have produced (it fails its pair assertion): fatal.
+//
+// Events and answers are encoded on every core (spread.go), each into its
+// own slot; they are then queued in the core's order, so the transaction
+// carries the same records in the same order as when one goroutine
+// encoded them.
 func (e *Executor) encode(rd *partition.Ready, pr *prepared) (*txnRecords, error) {
 	tr := &txnRecords{origins: map[*kgo.Record]partition.Origin{}, touched: rd.Touched(), lastOffset: map[int32]int64{}}
-	for i := range rd.Events {
-		if err := e.encodeEvent(tr, &rd.Events[i]); err != nil {
-			return nil, err
+	nev := len(rd.Events)
+	recs := make([]*kgo.Record, nev+len(rd.Answers))
+	var errMu sync.Mutex
+	var firstErr error
+	spread(len(recs), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if i >= nev {
+				recs[i] = e.encodeAnswer(&rd.Answers[i-nev])
+				continue
+			}
+			r, err := e.encodeEvent(&rd.Events[i])
+			if err != nil {
+				errMu.Lock()
+				firstErr = cmp.Or(firstErr, err)
+				errMu.Unlock()
+			}
+			recs[i] = r
 		}
+	})
+	if firstErr != nil {
+		return nil, firstErr
 	}
-	for i := range rd.Answers {
-		e.encodeAnswer(tr, &rd.Answers[i])
+	for i, r := range recs {
+		if i < nev {
+			tr.produce(r, rd.Events[i].Origin)
+		} else {
+			tr.produce(r, rd.Answers[i-nev].Origin)
+		}
 	}
 	for _, dl := range rd.DeadLetters {
 		e.encodeDeadLetter(tr, dl, pr.records[dl.In])
@@ -65,20 +92,22 @@ func (e *Executor) encode(rd *partition.Ready, pr *prepared) (*txnRecords, error
 	return tr, nil
 }
 
-func (e *Executor) encodeEvent(tr *txnRecords, ev *partition.Event) error {
+// encodeEvent encodes one event as its record. It runs on several
+// goroutines at once and touches nothing but its event.
+func (e *Executor) encodeEvent(ev *partition.Event) (*kgo.Record, error) {
 	b, err := eventlog.Encode(&ev.Ev)
 	if err != nil {
-		return fmt.Errorf("%w: saga produced an invalid event: %w", ErrFatal, err)
+		return nil, fmt.Errorf("%w: saga produced an invalid event: %w", ErrFatal, err)
 	}
-	tr.produce(eventlog.EncodeRecord(e.cfg.Names, ev.P, b, ev.Ev.Tenant, ev.Ev.Key, ev.Traceparent), ev.Origin)
-	return nil
+	return eventlog.EncodeRecord(e.cfg.Names, ev.P, b, ev.Ev.Tenant, ev.Ev.Key, ev.Traceparent), nil
 }
 
 // encodeAnswer encodes one answer, to its reply_to when that can take it,
 // else to the results topic with the reason (issue 12: a reply_to that is
 // missing or was deleted while the answer was owed, or an answer of an
-// isolated origin).
-func (e *Executor) encodeAnswer(tr *txnRecords, a *partition.Answer) {
+// isolated origin). It runs on several goroutines at once: the reply
+// topics' cache has its own lock.
+func (e *Executor) encodeAnswer(a *partition.Answer) *kgo.Record {
 	res := &topics.Result{
 		IntentID: a.To.IntentID, Type: a.To.Type, Tenant: a.Tenant, Key: a.Key, Tool: a.Tool, Status: a.Status,
 		WasReplay: a.WasReplay, OriginalIntentID: a.OriginalIntentID, OriginalCalledAt: a.OriginalCalledAt,
@@ -94,7 +123,7 @@ func (e *Executor) encodeAnswer(tr *txnRecords, a *partition.Answer) {
 	if !a.RawKey {
 		key = []byte(topics.RoutingKey(a.Tenant, a.Key))
 	}
-	tr.produce(e.resultRecord(res, e.replyTopic(res, a.To.ReplyTo), a.To.Traceparent, key), a.Origin)
+	return e.resultRecord(res, e.replyTopic(res, a.To.ReplyTo), a.To.Traceparent, key)
 }
 
 // replyTopic is where res goes: its reply_to when that can take it, else
