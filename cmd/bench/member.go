@@ -12,6 +12,8 @@ import (
 	"runtime/pprof"
 	"strings"
 	"time"
+
+	"github.com/atmostonce/toolexec/internal/gctune"
 )
 
 // memberCommand is the hidden subcommand that runs one member (executor or
@@ -84,6 +86,7 @@ func runMember(args []string) error {
 	if err != nil {
 		return err
 	}
+	gctune.Apply() // both members run as the executor is shipped
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m, err := newMember(ctx, o)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/atmostonce/toolexec/executor"
 	"github.com/atmostonce/toolexec/internal/cli"
+	"github.com/atmostonce/toolexec/internal/gctune"
 	"github.com/atmostonce/toolexec/internal/httpserve"
 	"github.com/atmostonce/toolexec/kafkaconfig"
 	"github.com/atmostonce/toolexec/tools"
@@ -63,6 +64,7 @@ func runMain(args []string) error {
 		return err
 	}
 	log := cli.Logger()
+	log.Info("go collector", "gogc", gctune.Apply())
 	ctx, stop := cli.SignalContext()
 	defer stop()
 	conn, closeBroker, err := connectOrEmbedded(ctx, f, log)
