@@ -100,7 +100,9 @@ func mp(t testing.TB, pairs ...any) []byte {
 	return buf.Bytes()
 }
 
-func val(v any) func(*msgpack.Encoder) error { return func(e *msgpack.Encoder) error { return e.Encode(v) } }
+func val(v any) func(*msgpack.Encoder) error {
+	return func(e *msgpack.Encoder) error { return e.Encode(v) }
+}
 
 func bin(b []byte) func(*msgpack.Encoder) error {
 	return func(e *msgpack.Encoder) error { return e.EncodeBytes(b) }
