@@ -233,4 +233,3 @@ func (b *bench) profileSelf(name string) (func(), error) {
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
-
