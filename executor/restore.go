@@ -37,11 +37,12 @@ import (
 // maxConcurrentRestores bounds the partitions restored at once, with
 // the cores (runtime.GOMAXPROCS): once its log is fetched a restore is
 // CPU-bound (decode, fold, encode, Pebble's memtable), so restores past
-// the cores only add memory. The memory is what bounds it here: each
-// restore holds up to eventlog.DefaultFlushEvery folded records and a
-// fetch of up to 16 MiB (eventlog.Read), so eight of them stay well under
-// the 256 MB a member with a million keys is held to (docs/PERFORMANCE.md).
-const maxConcurrentRestores = 8
+// the cores only add memory. Memory is what bounds it: each restore holds
+// up to eventlog.DefaultFlushEvery folded records, their batch and its
+// fetch, and two at once raised a 1,000,000-key take-over's peak RSS from
+// 140 to 214 MB (docs/PERFORMANCE.md), against a budget of 256 MB. More
+// at once needs a smaller DefaultFlushEvery first.
+const maxConcurrentRestores = 2
 
 // restoreRequired restores the partitions a Ready names before the tick
 // can be decided, several at once (restoreMany). An error defers the
