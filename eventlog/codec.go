@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/atmostonce/toolexec/saga"
 )
 
@@ -34,9 +32,14 @@ func Encode(ev *saga.Event) ([]byte, error) {
 
 // Decode decodes and validates one event. It never panics on any input.
 func Decode(b []byte) (*saga.Event, error) {
-	var env envelope
-	if err := msgpack.Unmarshal(b, &env); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadEvent, err)
+	env, ok := decodeEnvelope(b)
+	if !ok {
+		// Not a shape the hand-written decoder takes (decoder.go):
+		// reflection decides, and words the error.
+		var err error
+		if env, err = decodeByReflection(b); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadEvent, err)
+		}
 	}
 	if env.V != Version {
 		return nil, fmt.Errorf("%w: version %d, this build reads %d", ErrBadEvent, env.V, Version)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -32,21 +34,39 @@ import (
 // A restore that cannot settle (a transaction open on the events
 // partition) makes the member look for hanging transactions.
 
+// maxConcurrentRestores bounds the partitions restored at once, with
+// the cores (runtime.GOMAXPROCS): once its log is fetched a restore is
+// CPU-bound (decode, fold, encode, Pebble's memtable), so restores past
+// the cores only add memory. Memory is what bounds it: each restore holds
+// up to eventlog.DefaultFlushEvery folded records, their batch and its
+// fetch, and two at once raised a 1,000,000-key take-over's peak RSS from
+// 140 to 214 MB (docs/PERFORMANCE.md), against a budget of 256 MB. More
+// at once needs a smaller DefaultFlushEvery first.
+const maxConcurrentRestores = 2
+
 // restoreRequired restores the partitions a Ready names before the tick
-// can be decided. An error defers the tick (errRetryTick) or is fatal.
+// can be decided, several at once (restoreMany). An error defers the
+// tick (errRetryTick) or is fatal.
 func (e *Executor) restoreRequired(ctx context.Context, ps []int32) error {
-	for _, p := range ps {
+	ready, stop := e.restorable(ps)
+	if err := e.restoreMany(ctx, ready, e.cfg.TransactionTimeout+restoreSettleMargin); err != nil {
+		return err
+	}
+	return stop
+}
+
+// restorable returns the partitions of ps, in order, up to the first
+// one that may not be restored now, and why that one may not.
+func (e *Executor) restorable(ps []int32) ([]int32, error) {
+	for i, p := range ps {
 		if !e.core.Owns(p) {
-			return fmt.Errorf("%w: partition %d is not owned by this member", ErrFatal, p)
+			return ps[:i], fmt.Errorf("%w: partition %d is not owned by this member", ErrFatal, p)
 		}
 		if err := e.core.GapWait(e.cfg.Now(), p); err != nil {
-			return fmt.Errorf("%w: %w", errRetryTick, err)
-		}
-		if err := e.restore(ctx, p, e.cfg.TransactionTimeout+restoreSettleMargin); err != nil {
-			return err
+			return ps[:i], fmt.Errorf("%w: %w", errRetryTick, err)
 		}
 	}
-	return nil
+	return ps, nil
 }
 
 // restoreBackground takes the restores the core wants without a record:
@@ -71,16 +91,85 @@ func (e *Executor) restoreBackground(ctx context.Context) {
 // already waited out the previous owner's pending transaction (KIP-447);
 // eventlog.Target waits out the rest.
 func (e *Executor) restore(ctx context.Context, p int32, settle time.Duration) error {
-	// The restore writes p's records (and may clear them after a gap):
-	// the hot copies are forgotten before and after, whatever the result.
-	e.hot.forgetPartition(p)
-	defer e.hot.forgetPartition(p)
-	stats, err := eventlog.RestoreInto(ctx, e.store, e.adm, p, eventlog.RestoreOptions{
+	return e.restoreMany(ctx, []int32{p}, settle)
+}
+
+// restoreMany restores ps, at most maxConcurrentRestores (and the cores)
+// at once, and returns the error of the first that failed, after every
+// one has ended. Only the folds run on other goroutines: they write
+// their own partitions' keys through the store, which is safe for
+// concurrent use, while the loop waits here, so no tick reads those
+// partitions meanwhile. The loop alone touches the core, the hot records
+// and the session, before the folds and after them, in the order of ps.
+func (e *Executor) restoreMany(ctx context.Context, ps []int32, settle time.Duration) error {
+	// The restores write ps's records (and may clear them after a gap):
+	// their hot copies are forgotten before and after, whatever the
+	// result.
+	for _, p := range ps {
+		e.hot.forgetPartition(p)
+	}
+	results := e.foldAll(ctx, ps, settle)
+	for _, p := range ps {
+		e.hot.forgetPartition(p)
+	}
+	var first error
+	for i, p := range ps {
+		if err := e.restored(ctx, p, results[i]); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// foldResult is one partition's restore.
+type foldResult struct {
+	stats eventlog.RestoreStats
+	err   error
+}
+
+// foldAll runs eventlog.RestoreInto for every partition of ps, a bounded
+// number at once, and returns when all have returned (so no goroutine
+// outlives it: cancelling ctx ends each restore's reads).
+func (e *Executor) foldAll(ctx context.Context, ps []int32, settle time.Duration) []foldResult {
+	results := make([]foldResult, len(ps))
+	workers := min(len(ps), runtime.GOMAXPROCS(0), maxConcurrentRestores)
+	if workers <= 1 {
+		for i, p := range ps {
+			results[i].stats, results[i].err = e.fold(ctx, p, settle)
+		}
+		return results
+	}
+	next := make(chan int, len(ps)) // every index queued up front: bounded by ps
+	for i := range ps {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				results[i].stats, results[i].err = e.fold(ctx, ps[i], settle)
+			}
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// fold restores p's view from the log. Safe to run for several
+// partitions at once: it reads only the configuration and writes only
+// p's part of the store.
+func (e *Executor) fold(ctx context.Context, p int32, settle time.Duration) (eventlog.RestoreStats, error) {
+	return eventlog.RestoreInto(ctx, e.store, e.adm, p, eventlog.RestoreOptions{
 		Seeds: e.cfg.Brokers, Topic: e.cfg.Names.Events, SettleWait: settle,
 		ClientOpts:  append([]kgo.Opt{kgo.WithLogger(kgoLogger{l: e.cfg.Logger})}, e.cfg.Connect...),
 		PartitionOf: e.partitionOf,
 	})
-	if err != nil {
+}
+
+// restored takes the result of p's restore into the core, on the loop.
+func (e *Executor) restored(ctx context.Context, p int32, r foldResult) error {
+	if err := r.err; err != nil {
 		if errors.Is(err, eventlog.ErrRestoreTimeout) {
 			e.checkHanging(ctx)
 		}
@@ -90,6 +179,7 @@ func (e *Executor) restore(ctx context.Context, p int32, settle time.Duration) e
 		}
 		return fmt.Errorf("%w: restore partition %d: %w", errRetryTick, p, err)
 	}
+	stats := r.stats
 	resumed, gapEnded := e.core.Restored(p)
 	if gapEnded {
 		e.gapChanged()
