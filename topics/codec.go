@@ -234,6 +234,9 @@ func EncodeResult(r *Result) ([]byte, error) {
 	if r.V == 0 {
 		r.V = Version
 	}
+	if b, ok, err := encodeResult(r); ok {
+		return b, err
+	}
 	b, err := msgpack.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("topics: encode result: %w", err)
