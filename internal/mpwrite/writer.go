@@ -235,3 +235,71 @@ func Count(conds ...bool) int {
 	}
 	return n
 }
+
+// JSONValue writes a value of the shapes encoding/json decodes into an
+// any (nil, bool, float64, string, []any, map[string]any; a tool's
+// result), as msgpack.Marshal writes it, map entries in Go's iteration
+// order as msgpack.Marshal's own. For a value holding any other type it
+// writes nothing and reports false: the caller encodes it reflectively.
+func (w *Writer) JSONValue(v any) bool {
+	start := len(w.buf)
+	if !w.json(v) {
+		w.buf = w.buf[:start]
+		return false
+	}
+	return true
+}
+
+func (w *Writer) json(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		w.buf = append(w.buf, 0xc0)
+	case bool:
+		if v {
+			w.buf = append(w.buf, 0xc3)
+		} else {
+			w.buf = append(w.buf, 0xc2)
+		}
+	case float64:
+		w.buf = binary.BigEndian.AppendUint64(append(w.buf, 0xcb), math.Float64bits(v))
+	case string:
+		w.str(v)
+	case []any:
+		if v == nil {
+			w.buf = append(w.buf, 0xc0)
+			return true
+		}
+		w.ArrayLen(len(v))
+		for _, e := range v {
+			if !w.json(e) {
+				return false
+			}
+		}
+	case map[string]any:
+		if v == nil {
+			w.buf = append(w.buf, 0xc0)
+			return true
+		}
+		w.MapLen(len(v))
+		for k, e := range v {
+			w.str(k)
+			if !w.json(e) {
+				return false
+			}
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// AppendJSONValue encodes v as JSONValue does into a new slice, or
+// reports false.
+func AppendJSONValue(v any) ([]byte, bool) {
+	w := Get()
+	defer Put(w)
+	if !w.JSONValue(v) {
+		return nil, false
+	}
+	return bytes.Clone(w.buf), true
+}

@@ -2,7 +2,9 @@ package mpwrite
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -75,5 +77,68 @@ func FuzzWriterMatchesEncoder(f *testing.F) {
 	f.Add("k", int64(-40), []byte{1}, uint32(20))
 	f.Fuzz(func(t *testing.T, s string, n int64, b []byte, l uint32) {
 		checkWriter(t, s, n, b, int(l))
+	})
+}
+
+// checkJSONValue: JSONValue writes v as msgpack.Marshal does. Maps of
+// more than one entry are written in Go's iteration order, which differs
+// between two encodes, so such encodings are compared by length and by
+// the value they decode to.
+func checkJSONValue(t *testing.T, v any) {
+	t.Helper()
+	got, ok := AppendJSONValue(v)
+	if !ok {
+		t.Fatalf("%#v: left to reflection", v)
+	}
+	want, err := msgpack.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(got, want) {
+		return
+	}
+	var g, w any
+	if len(got) != len(want) || msgpack.Unmarshal(got, &g) != nil || msgpack.Unmarshal(want, &w) != nil || !reflect.DeepEqual(g, w) {
+		t.Fatalf("%#v:\n writer  %x\n Marshal %x", v, got, want)
+	}
+}
+
+// TestJSONValueMatchesMarshalForEveryShape: every shape encoding/json
+// produces, at the header widths, is written as msgpack.Marshal writes
+// it; another type is left to reflection with nothing written.
+func TestJSONValueMatchesMarshalForEveryShape(t *testing.T) {
+	big := map[string]any{}
+	for i := range 20 {
+		big[strings.Repeat("k", i)] = float64(i)
+	}
+	for _, v := range []any{nil, true, false, 1.5, math.Inf(-1), "", strings.Repeat("s", 300), []any{}, []any(nil),
+		map[string]any{}, map[string]any(nil), map[string]any{"ok": true}, []any{nil, "a", []any{2.0}, map[string]any{"x": nil}},
+		make([]any, 20), big, map[string]any{"n": map[string]any{"m": []any{map[string]any{}}}}} {
+		checkJSONValue(t, v)
+	}
+	w := Get()
+	defer Put(w)
+	w.MapLen(1)
+	for _, v := range []any{1, int64(1), []string{"a"}, map[string]string{}, []any{1}, map[string]any{"a": []any{true, 1}}} {
+		if w.JSONValue(v) {
+			t.Fatalf("%#v: written by hand", v)
+		}
+	}
+	if b, _ := w.Bytes(); !bytes.Equal(b, []byte{0x81}) {
+		t.Fatalf("a value left to reflection left bytes behind: %x", b)
+	}
+}
+
+// FuzzJSONValueMatchesMarshal: for any JSON document, JSONValue writes
+// what msgpack.Marshal writes of its decoded value.
+func FuzzJSONValueMatchesMarshal(f *testing.F) {
+	f.Add([]byte(`{"ok":true,"n":[1,2.5,"x",null,{"a":{}}]}`))
+	f.Add([]byte(`"s"`))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		var v any
+		if json.Unmarshal(doc, &v) != nil {
+			return
+		}
+		checkJSONValue(t, v)
 	})
 }

@@ -61,3 +61,23 @@ func FuzzDecodeArgsMatchesReflection(f *testing.F) {
 		checkDecodeArgs(t, b)
 	})
 }
+
+// TestToolResultEncodesAsMarshal: a tool's result is stored as
+// msgpack.Marshal encodes it, by hand for a JSON-shaped one and by
+// reflection for another.
+func TestToolResultEncodesAsMarshal(t *testing.T) {
+	type custom struct{ N int }
+	for _, v := range []any{map[string]any{"ok": true}, []any{1.5, "x", nil}, "s", custom{N: 3}, 7} {
+		got, err := encodeToolResult(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := msgpack.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%#v: %x, Marshal %x", v, got, want)
+		}
+	}
+}
