@@ -154,7 +154,7 @@ func readWaiter(rd *mpread.Reader, w *saga.Waiter) bool {
 			w.Traceparent, ok = rd.String()
 		case "type":
 			bit = 1 << 3
-			w.Type, ok = rd.String()
+			w.Type, ok = readIntentType(rd)
 		case "at":
 			bit = 1 << 4
 			w.At, ok = rd.Int64()
@@ -275,4 +275,25 @@ func readCompensation(rd *mpread.Reader) (*saga.Compensation, bool) {
 		seen |= bit
 	}
 	return c, true
+}
+
+// readIntentType reads a waiter's intent type as String does, without
+// allocating for the three known types (saga.InputType's names).
+func readIntentType(rd *mpread.Reader) (string, bool) {
+	if rd.Nil() {
+		return "", true
+	}
+	p, ok := rd.Key()
+	if !ok {
+		return "", false
+	}
+	switch string(p) {
+	case "call":
+		return "call", true
+	case "compensate":
+		return "compensate", true
+	case "resolve":
+		return "resolve", true
+	}
+	return string(p), true
 }
