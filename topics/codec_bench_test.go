@@ -68,3 +68,27 @@ func BenchmarkEncodeResultByReflection(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkCanonicalArgs(b *testing.B) {
+	args := map[string]any{"n": uint32(123456)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := CanonicalArgs(args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCanonicalArgsByReflection(b *testing.B) {
+	args := map[string]any{"n": uint32(123456)}
+	b.ReportAllocs()
+	for b.Loop() {
+		v, err := normalise(args, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := canonicalByReflection(v.(map[string]any)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
