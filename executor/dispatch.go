@@ -11,6 +11,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/atmostonce/toolexec/executor/partition"
+	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/atmostonce/toolexec/tools"
 )
 
@@ -183,6 +184,13 @@ func (d *dispatcher) invoke(j job) tools.Outcome {
 func decodeArgs(b []byte) (map[string]any, error) {
 	if len(b) == 0 {
 		return map[string]any{}, nil
+	}
+	// By hand first (issue 17); the reflective decoder reads what the
+	// reader leaves to it (an ext value, a key that is not a str), with
+	// the same result either way (FuzzDecodeArgsMatchesReflection).
+	r := mpread.New(b)
+	if m, ok := r.Map(); ok {
+		return m, nil
 	}
 	var m map[string]any
 	if err := msgpack.Unmarshal(b, &m); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/executor/partition"
+	"github.com/atmostonce/toolexec/internal/mpwrite"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/topics"
 )
@@ -289,4 +290,14 @@ func (tr *txnRecords) checkpoints() map[int32]int64 {
 		out[p] = off + 1
 	}
 	return out
+}
+
+// encodeToolResult encodes a tool's result as msgpack.Marshal does: by
+// hand when it has the shapes a JSON body decodes to (issue 17), else by
+// reflection.
+func encodeToolResult(v any) ([]byte, error) {
+	if b, ok := mpwrite.AppendJSONValue(v); ok {
+		return b, nil
+	}
+	return msgpack.Marshal(v)
 }

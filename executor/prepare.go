@@ -205,7 +205,7 @@ func toCompletion(j partition.Call, out tools.Outcome) partition.Completion {
 		sc.Err = &saga.Error{Code: out.Code, Message: out.Message}
 	}
 	if out.Result != nil {
-		b, err := msgpack.Marshal(out.Result)
+		b, err := encodeToolResult(out.Result)
 		if err != nil || len(b) > topics.MaxResultBytes {
 			sc.Err = &saga.Error{Code: codes.ErrResultNotStored, Message: "the tool's result is too large or not encodable; the call succeeded"}
 		} else {

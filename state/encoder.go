@@ -9,7 +9,7 @@ import (
 // (issue 17: after the events, the records were the member's largest
 // reflective encode, an eighth of its CPU). The bytes are the reflective
 // encoder's own (FuzzRecordEncodeMatchesReflection): the stored format
-// does not change, and decodeRecord is unchanged. The order and the names
+// does not change (decoder.go reads it back). The order and the names
 // are saga.Record's and saga.Compensation's.
 
 // marshalRecord encodes r as msgpack.

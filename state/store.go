@@ -10,7 +10,6 @@ import (
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/vfs"
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/atmostonce/toolexec/saga"
 )
@@ -163,7 +162,7 @@ func encodeRecord(r *saga.Record) ([]byte, error) {
 
 func decodeRecord(v []byte, tenant, key string) (*saga.Record, error) {
 	var r saga.Record
-	if err := msgpack.Unmarshal(v, &r); err != nil {
+	if err := unmarshalRecord(v, &r); err != nil {
 		return nil, fmt.Errorf("%w: record %s/%s: %w", ErrCorrupt, tenant, key, err)
 	}
 	if err := checkRecord(&r); err != nil {

@@ -9,6 +9,8 @@ import (
 	"sort"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/atmostonce/toolexec/internal/mpwrite"
 )
 
 // ErrArgs is wrapped by every argument canonicalisation error.
@@ -35,14 +37,33 @@ func CanonicalArgs(args map[string]any) (norm map[string]any, enc []byte, err er
 		return nil, nil, err
 	}
 	norm = v.(map[string]any)
+	// Written by hand (issue 17), byte for byte the reflective canonical
+	// encoding (FuzzCanonicalEncodeMatchesReflection): the bytes are
+	// hashed, so a change would make a retry look like a conflict.
+	w := mpwrite.Get()
+	defer mpwrite.Put(w)
+	if w.Canonical(norm) {
+		b, err := w.Bytes()
+		return norm, b, err
+	}
+	b, err := canonicalByReflection(norm)
+	if err != nil {
+		return nil, nil, err
+	}
+	return norm, b, nil
+}
+
+// canonicalByReflection is the canonical encoding by msgpack.Encoder:
+// sorted map keys, integers in their shortest form.
+func canonicalByReflection(norm map[string]any) ([]byte, error) {
 	var buf bytes.Buffer
 	e := msgpack.NewEncoder(&buf)
 	e.SetSortMapKeys(true)
 	e.UseCompactInts(true)
 	if err := e.Encode(norm); err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrArgs, err)
+		return nil, fmt.Errorf("%w: %w", ErrArgs, err)
 	}
-	return norm, buf.Bytes(), nil
+	return buf.Bytes(), nil
 }
 
 // ArgsHash is the SHA-256 of canonical argument bytes.

@@ -50,6 +50,9 @@ func decodeIntentBytes(value []byte) (*Intent, *Reject) {
 	if err := checkShape(value, maxNesting); err != nil {
 		return nil, reject(ReasonUndecodable, "not a msgpack intent map: %v", err)
 	}
+	if in, ok := decodeIntentFast(value); ok {
+		return in, nil
+	}
 	var in Intent
 	if err := unmarshal(value, &in); err != nil {
 		rej := reject(ReasonUndecodable, "not a msgpack intent map: %v", err)
@@ -230,6 +233,9 @@ func EncodeIntent(in *Intent) ([]byte, error) {
 func EncodeResult(r *Result) ([]byte, error) {
 	if r.V == 0 {
 		r.V = Version
+	}
+	if b, ok, err := encodeResult(r); ok {
+		return b, err
 	}
 	b, err := msgpack.Marshal(r)
 	if err != nil {

@@ -9,6 +9,8 @@ package mpwrite
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math"
 	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -20,28 +22,39 @@ import (
 const bufferKeep = 64 << 10
 
 // Writer writes one value, keeping the first error. Get one with Get,
-// return it with Put.
+// return it with Put. It appends to its own buffer directly (the
+// msgpack.Encoder's per-byte interface calls were a third of the cost of
+// a record's encode); only Any goes through an encoder.
 type Writer struct {
-	buf bytes.Buffer
-	enc *msgpack.Encoder
+	buf []byte
+	enc *msgpack.Encoder // made on first use by Any; writes to buf
 	err error
 }
 
-var pool = sync.Pool{New: func() any {
-	w := &Writer{}
-	w.enc = msgpack.NewEncoder(&w.buf)
-	return w
-}}
+// appender lets a msgpack.Encoder write into a Writer's buffer.
+type appender Writer
+
+func (a *appender) Write(p []byte) (int, error) {
+	a.buf = append(a.buf, p...)
+	return len(p), nil
+}
+
+func (a *appender) WriteByte(c byte) error {
+	a.buf = append(a.buf, c)
+	return nil
+}
+
+var pool = sync.Pool{New: func() any { return &Writer{buf: make([]byte, 0, 512)} }}
 
 // Get returns an empty writer from the pool.
 func Get() *Writer { return pool.Get().(*Writer) }
 
 // Put returns w to the pool, unless its buffer grew past bufferKeep.
 func Put(w *Writer) {
-	if w.buf.Cap() > bufferKeep {
+	if cap(w.buf) > bufferKeep {
 		return
 	}
-	w.buf.Reset()
+	w.buf = w.buf[:0]
 	w.err = nil
 	pool.Put(w)
 }
@@ -51,7 +64,7 @@ func (w *Writer) Bytes() ([]byte, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
-	return bytes.Clone(w.buf.Bytes()), nil
+	return bytes.Clone(w.buf), nil
 }
 
 func (w *Writer) keep(err error) {
@@ -60,56 +73,134 @@ func (w *Writer) keep(err error) {
 	}
 }
 
+// head writes a header: the fix form when n < fix (code fixCode|n),
+// else code c8 (when not 0) with 1 byte, c16 with 2 bytes or c32 with 4,
+// the narrowest that holds n, as msgpack.Encoder does.
+func (w *Writer) head(n int, fix int, fixCode, c8, c16, c32 byte) {
+	switch {
+	case n < fix:
+		w.buf = append(w.buf, fixCode|byte(n))
+	case c8 != 0 && n <= math.MaxUint8:
+		w.buf = append(w.buf, c8, byte(n))
+	case n <= math.MaxUint16:
+		w.buf = binary.BigEndian.AppendUint16(append(w.buf, c16), uint16(n))
+	default:
+		w.buf = binary.BigEndian.AppendUint32(append(w.buf, c32), uint32(n))
+	}
+}
+
 // MapLen starts a map of n entries.
-func (w *Writer) MapLen(n int) { w.keep(w.enc.EncodeMapLen(n)) }
+func (w *Writer) MapLen(n int) { w.head(n, 16, 0x80, 0, 0xde, 0xdf) }
 
 // ArrayLen starts an array of n values.
-func (w *Writer) ArrayLen(n int) { w.keep(w.enc.EncodeArrayLen(n)) }
+func (w *Writer) ArrayLen(n int) { w.head(n, 16, 0x90, 0, 0xdc, 0xdd) }
 
 // Name writes a field's name; its value follows.
-func (w *Writer) Name(s string) { w.keep(w.enc.EncodeString(s)) }
+func (w *Writer) Name(s string) { w.str(s) }
+
+func (w *Writer) str(s string) {
+	w.head(len(s), 32, 0xa0, 0xd9, 0xda, 0xdb)
+	w.buf = append(w.buf, s...)
+}
 
 // Str writes a string field.
 func (w *Writer) Str(name, s string) {
 	w.Name(name)
-	w.keep(w.enc.EncodeString(s))
+	w.str(s)
 }
 
 // Int64 writes an int64 field (9 bytes, as reflection writes an int64).
 func (w *Writer) Int64(name string, n int64) {
 	w.Name(name)
-	w.keep(w.enc.EncodeInt64(n))
+	w.buf = binary.BigEndian.AppendUint64(append(w.buf, 0xd3), uint64(n))
 }
 
 // Int writes an int field (shortest form, as reflection writes an int).
 func (w *Writer) Int(name string, n int) {
 	w.Name(name)
-	w.keep(w.enc.EncodeInt(int64(n)))
+	w.int(int64(n))
+}
+
+// int writes n in its shortest form (msgpack.Encoder.EncodeInt).
+func (w *Writer) int(n int64) {
+	switch {
+	case n >= 0:
+		w.uint(uint64(n))
+	case n >= -32:
+		w.buf = append(w.buf, byte(n))
+	case n >= math.MinInt8:
+		w.buf = append(w.buf, 0xd0, byte(n))
+	case n >= math.MinInt16:
+		w.buf = binary.BigEndian.AppendUint16(append(w.buf, 0xd1), uint16(n))
+	case n >= math.MinInt32:
+		w.buf = binary.BigEndian.AppendUint32(append(w.buf, 0xd2), uint32(n))
+	default:
+		w.buf = binary.BigEndian.AppendUint64(append(w.buf, 0xd3), uint64(n))
+	}
+}
+
+// uint writes n in its shortest form (msgpack.Encoder.EncodeUint).
+func (w *Writer) uint(n uint64) {
+	switch {
+	case n <= math.MaxInt8:
+		w.buf = append(w.buf, byte(n))
+	case n <= math.MaxUint8:
+		w.buf = append(w.buf, 0xcc, byte(n))
+	case n <= math.MaxUint16:
+		w.buf = binary.BigEndian.AppendUint16(append(w.buf, 0xcd), uint16(n))
+	case n <= math.MaxUint32:
+		w.buf = binary.BigEndian.AppendUint32(append(w.buf, 0xce), uint32(n))
+	default:
+		w.buf = binary.BigEndian.AppendUint64(append(w.buf, 0xcf), n)
+	}
 }
 
 // Uint8 writes a uint8 field (2 bytes).
 func (w *Writer) Uint8(name string, n uint8) {
 	w.Name(name)
-	w.keep(w.enc.EncodeUint8(n))
+	w.buf = append(w.buf, 0xcc, n)
 }
 
 // BytesField writes a []byte field; nil is msgpack's nil.
 func (w *Writer) BytesField(name string, b []byte) {
 	w.Name(name)
-	w.keep(w.enc.EncodeBytes(b))
+	if b == nil {
+		w.buf = append(w.buf, 0xc0)
+		return
+	}
+	w.head(len(b), 0, 0, 0xc4, 0xc5, 0xc6)
+	w.buf = append(w.buf, b...)
 }
 
 // True writes a bool field that is true (an omitempty bool is written
 // only then).
-func (w *Writer) True(name string) {
-	w.Name(name)
-	w.keep(w.enc.EncodeBool(true))
-}
+func (w *Writer) True(name string) { w.Bool(name, true) }
 
 // Bool writes a bool field.
 func (w *Writer) Bool(name string, b bool) {
 	w.Name(name)
-	w.keep(w.enc.EncodeBool(b))
+	if b {
+		w.buf = append(w.buf, 0xc3)
+	} else {
+		w.buf = append(w.buf, 0xc2)
+	}
+}
+
+// Raw writes a field whose value is msgpack already (a
+// msgpack.RawMessage, which reflection writes as it is).
+func (w *Writer) Raw(name string, b []byte) {
+	w.Name(name)
+	w.buf = append(w.buf, b...)
+}
+
+// Any writes a field of an interface or other type by reflection, for
+// values whose type is not known here (a tool's result).
+func (w *Writer) Any(name string, v any) {
+	w.Name(name)
+	if w.enc == nil {
+		w.enc = msgpack.NewEncoder((*appender)(w))
+	}
+	w.keep(w.enc.Encode(v))
 }
 
 // OptStr writes an omitempty string field.
@@ -143,4 +234,72 @@ func Count(conds ...bool) int {
 		}
 	}
 	return n
+}
+
+// JSONValue writes a value of the shapes encoding/json decodes into an
+// any (nil, bool, float64, string, []any, map[string]any; a tool's
+// result), as msgpack.Marshal writes it, map entries in Go's iteration
+// order as msgpack.Marshal's own. For a value holding any other type it
+// writes nothing and reports false: the caller encodes it reflectively.
+func (w *Writer) JSONValue(v any) bool {
+	start := len(w.buf)
+	if !w.json(v) {
+		w.buf = w.buf[:start]
+		return false
+	}
+	return true
+}
+
+func (w *Writer) json(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		w.buf = append(w.buf, 0xc0)
+	case bool:
+		if v {
+			w.buf = append(w.buf, 0xc3)
+		} else {
+			w.buf = append(w.buf, 0xc2)
+		}
+	case float64:
+		w.buf = binary.BigEndian.AppendUint64(append(w.buf, 0xcb), math.Float64bits(v))
+	case string:
+		w.str(v)
+	case []any:
+		if v == nil {
+			w.buf = append(w.buf, 0xc0)
+			return true
+		}
+		w.ArrayLen(len(v))
+		for _, e := range v {
+			if !w.json(e) {
+				return false
+			}
+		}
+	case map[string]any:
+		if v == nil {
+			w.buf = append(w.buf, 0xc0)
+			return true
+		}
+		w.MapLen(len(v))
+		for k, e := range v {
+			w.str(k)
+			if !w.json(e) {
+				return false
+			}
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// AppendJSONValue encodes v as JSONValue does into a new slice, or
+// reports false.
+func AppendJSONValue(v any) ([]byte, bool) {
+	w := Get()
+	defer Put(w)
+	if !w.JSONValue(v) {
+		return nil, false
+	}
+	return bytes.Clone(w.buf), true
 }

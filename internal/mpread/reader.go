@@ -1,0 +1,283 @@
+// Package mpread reads msgpack from a byte slice value by value, as the
+// reflective decoder of github.com/vmihailenco/msgpack/v5 (default options)
+// would decode it into the caller's fields, without reflection and without
+// its per-value interface calls (issue 17: reflective decoding of intents
+// and records was a tenth of the executor's CPU).
+//
+// A reader handles only the forms whose reflective result is plain and
+// known; anything else (an ext value, a map key that is not a string, a
+// type the caller did not expect) makes a method return ok=false, and the
+// caller decodes the whole value reflectively instead. So a hand-written
+// decoder built on it accepts, rejects and produces exactly what the
+// reflective one does, and its fuzz test can check that by comparing.
+//
+// Reader never panics and never allocates more than the bytes it reads:
+// every length is checked against what remains.
+package mpread
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// Reader reads msgpack values from b, from the front.
+type Reader struct {
+	b []byte
+	i int
+}
+
+// New returns a reader of b.
+func New(b []byte) Reader { return Reader{b: b} }
+
+// Offset is the number of bytes read so far.
+func (r *Reader) Offset() int { return r.i }
+
+func (r *Reader) peek() (byte, bool) {
+	if r.i >= len(r.b) {
+		return 0, false
+	}
+	return r.b[r.i], true
+}
+
+// n reads a big-endian unsigned integer of w bytes.
+func (r *Reader) n(w int) (uint64, bool) {
+	if len(r.b)-r.i < w {
+		return 0, false
+	}
+	p := r.b[r.i : r.i+w]
+	r.i += w
+	switch w {
+	case 1:
+		return uint64(p[0]), true
+	case 2:
+		return uint64(binary.BigEndian.Uint16(p)), true
+	case 4:
+		return uint64(binary.BigEndian.Uint32(p)), true
+	}
+	return binary.BigEndian.Uint64(p), true
+}
+
+// take returns the next n bytes, not copied.
+func (r *Reader) take(n uint64) ([]byte, bool) {
+	if n > uint64(len(r.b)-r.i) {
+		return nil, false
+	}
+	p := r.b[r.i : r.i+int(n)]
+	r.i += int(n)
+	return p, true
+}
+
+// Nil consumes a nil and reports true, or consumes nothing and reports
+// false.
+func (r *Reader) Nil() bool {
+	if c, ok := r.peek(); ok && c == 0xc0 {
+		r.i++
+		return true
+	}
+	return false
+}
+
+// MapLen reads a map header (not nil).
+func (r *Reader) MapLen() (int, bool) {
+	c, ok := r.peek()
+	if !ok {
+		return 0, false
+	}
+	switch {
+	case c >= 0x80 && c <= 0x8f:
+		r.i++
+		return int(c & 0x0f), true
+	case c == 0xde:
+		r.i++
+		n, ok := r.n(2)
+		return int(n), ok && n <= uint64(len(r.b)-r.i)
+	case c == 0xdf:
+		r.i++
+		n, ok := r.n(4)
+		return int(n), ok && n <= uint64(len(r.b)-r.i)
+	}
+	return 0, false
+}
+
+// ArrayLen reads an array header (not nil).
+func (r *Reader) ArrayLen() (int, bool) {
+	c, ok := r.peek()
+	if !ok {
+		return 0, false
+	}
+	switch {
+	case c >= 0x90 && c <= 0x9f:
+		r.i++
+		return int(c & 0x0f), true
+	case c == 0xdc:
+		r.i++
+		n, ok := r.n(2)
+		return int(n), ok && n <= uint64(len(r.b)-r.i)
+	case c == 0xdd:
+		r.i++
+		n, ok := r.n(4)
+		return int(n), ok && n <= uint64(len(r.b)-r.i)
+	}
+	return 0, false
+}
+
+// strLen reads a str header.
+func (r *Reader) strLen(c byte) (uint64, bool) {
+	switch {
+	case c >= 0xa0 && c <= 0xbf:
+		return uint64(c & 0x1f), true
+	case c == 0xd9:
+		return r.n(1)
+	case c == 0xda:
+		return r.n(2)
+	case c == 0xdb:
+		return r.n(4)
+	}
+	return 0, false
+}
+
+// binLen reads a bin header.
+func (r *Reader) binLen(c byte) (uint64, bool) {
+	switch c {
+	case 0xc4:
+		return r.n(1)
+	case 0xc5:
+		return r.n(2)
+	case 0xc6:
+		return r.n(4)
+	}
+	return 0, false
+}
+
+// Key reads a map key that is a msgpack str, without copying it: the
+// result aliases the input and is valid only while it is.
+func (r *Reader) Key() ([]byte, bool) {
+	c, ok := r.peek()
+	if !ok {
+		return nil, false
+	}
+	save := r.i
+	r.i++
+	n, ok := r.strLen(c)
+	if !ok {
+		r.i = save
+		return nil, false
+	}
+	return r.take(n)
+}
+
+// String reads a string field: a str, or nil as "" (a Go string field
+// decodes nil so). A bin is left to the reflective decoder.
+func (r *Reader) String() (string, bool) {
+	if r.Nil() {
+		return "", true
+	}
+	p, ok := r.Key()
+	if !ok {
+		return "", false
+	}
+	return string(p), true
+}
+
+// Bytes reads a []byte field: a bin or a str copied, an empty one as a
+// non-nil empty slice, nil as nil (as the reflective decoder does).
+func (r *Reader) Bytes() ([]byte, bool) {
+	if r.Nil() {
+		return nil, true
+	}
+	c, ok := r.peek()
+	if !ok {
+		return nil, false
+	}
+	save := r.i
+	r.i++
+	n, ok := r.binLen(c)
+	if !ok {
+		n, ok = r.strLen(c)
+	}
+	if !ok {
+		r.i = save
+		return nil, false
+	}
+	p, ok := r.take(n)
+	if !ok {
+		return nil, false
+	}
+	return append(make([]byte, 0, len(p)), p...), true
+}
+
+// Int64 reads an integer field of a signed Go type: any msgpack integer,
+// converted as the reflective decoder converts it (a uint64 wraps), or
+// nil as 0.
+func (r *Reader) Int64() (int64, bool) {
+	c, ok := r.peek()
+	if !ok {
+		return 0, false
+	}
+	if c <= 0x7f || c >= 0xe0 {
+		r.i++
+		return int64(int8(c)), true
+	}
+	if c == 0xc0 {
+		r.i++
+		return 0, true
+	}
+	save := r.i
+	r.i++
+	var v uint64
+	switch c {
+	case 0xcc:
+		v, ok = r.n(1)
+	case 0xcd:
+		v, ok = r.n(2)
+	case 0xce:
+		v, ok = r.n(4)
+	case 0xcf, 0xd3:
+		v, ok = r.n(8)
+	case 0xd0:
+		v, ok = r.n(1)
+		v = uint64(int8(v))
+	case 0xd1:
+		v, ok = r.n(2)
+		v = uint64(int16(v))
+	case 0xd2:
+		v, ok = r.n(4)
+		v = uint64(int32(v))
+	default:
+		ok = false
+	}
+	if !ok {
+		r.i = save
+		return 0, false
+	}
+	return int64(v), true
+}
+
+// Uint8 reads an integer field of a uint8 type whose value fits it; a
+// value that would wrap is left to the reflective decoder.
+func (r *Reader) Uint8() (uint8, bool) {
+	save := r.i
+	n, ok := r.Int64()
+	if !ok || n < 0 || n > math.MaxUint8 {
+		r.i = save
+		return 0, false
+	}
+	return uint8(n), true
+}
+
+// Bool reads a bool field: true, false, or nil as false.
+func (r *Reader) Bool() (bool, bool) {
+	c, ok := r.peek()
+	if !ok {
+		return false, false
+	}
+	switch c {
+	case 0xc0, 0xc2:
+		r.i++
+		return false, true
+	case 0xc3:
+		r.i++
+		return true, true
+	}
+	return false, false
+}
