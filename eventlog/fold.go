@@ -38,9 +38,12 @@ const (
 	// partition when the restore began: well past any transaction timeout.
 	DefaultSettleWait = 60 * time.Second
 	// DefaultFlushEvery bounds the records a restore holds in memory
-	// before an intermediate (unsynced) batch: about 20 MB of overlay for
-	// records of a kilobyte.
-	DefaultFlushEvery = 20000
+	// before an intermediate (unsynced) batch: about 5 MB of overlay for
+	// records of a kilobyte. Why not more: an executor restores two
+	// partitions at once, and with 20,000 a 1,000,000-key take-over
+	// peaked at 271 MB of RSS against a budget of 256 (5,000: 229 MB,
+	// docs/PERFORMANCE.md); larger batches did not fold faster.
+	DefaultFlushEvery = 5000
 )
 
 // RestoreInto brings the store's view of one events partition up to date:

@@ -91,7 +91,10 @@ func Read(ctx context.Context, seeds []string, topic string, partition int32, fr
 		kgo.SeedBrokers(seeds...),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(from)}}),
-		kgo.FetchMaxBytes(16 << 20),
+		// 4 MiB a fetch: two restores at once each buffer this much
+		// (16 MiB took the take-over's RSS past its budget, with
+		// DefaultFlushEvery).
+		kgo.FetchMaxBytes(4 << 20),
 		// Markers come back as control records: every transaction ends
 		// with one, so the read always reaches its target even when the
 		// last data below it was aborted and filtered out.

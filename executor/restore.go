@@ -40,8 +40,10 @@ import (
 // the cores only add memory. Memory is what bounds it: each restore holds
 // up to eventlog.DefaultFlushEvery folded records, their batch and its
 // fetch, and two at once raised a 1,000,000-key take-over's peak RSS from
-// 140 to 214 MB (docs/PERFORMANCE.md), against a budget of 256 MB. More
-// at once needs a smaller DefaultFlushEvery first.
+// 140 to 214 MB (docs/PERFORMANCE.md), against a budget of 256 MB; with
+// GOGC 200 (internal/gctune) to 271 MB, and back to 229 MB with 5,000
+// records a batch and 4 MiB fetches. More at once needs a smaller
+// DefaultFlushEvery first.
 const maxConcurrentRestores = 2
 
 // restoreRequired restores the partitions a Ready names before the tick
