@@ -208,3 +208,16 @@ func FuzzDecodeMatchesReflection(f *testing.F) {
 		sameDecode(t, b)
 	})
 }
+
+// BenchmarkDecodeEnvelope: the hand-written decoder on an event with
+// every field set, the CPU figure a change to it must not worsen.
+func BenchmarkDecodeEnvelope(b *testing.B) {
+	ev := allFields()
+	enc := mustEncode(b, &ev)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := decodeEnvelope(enc); !ok {
+			b.Fatal("declined")
+		}
+	}
+}
