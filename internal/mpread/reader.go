@@ -156,6 +156,10 @@ func (r *Reader) Key() ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
+	if c >= 0xa0 && c <= 0xbf { // a fixstr: nearly every name
+		r.i++
+		return r.take(uint64(c & 0x1f))
+	}
 	save := r.i
 	r.i++
 	n, ok := r.strLen(c)
@@ -205,13 +209,24 @@ func (r *Reader) StringOrBin() (string, bool) {
 	return string(p), ok
 }
 
-// strOrBin reads the str or bin whose code c is next, not copied.
+// strOrBin reads the str or bin whose code c is next, not copied: one
+// switch, as the envelope's every string and name goes through it.
 func (r *Reader) strOrBin(c byte) ([]byte, bool) {
 	save := r.i
 	r.i++
-	n, ok := r.binLen(c)
-	if !ok {
-		n, ok = r.strLen(c)
+	var n uint64
+	ok := true
+	switch {
+	case c >= 0xa0 && c <= 0xbf:
+		n = uint64(c & 0x1f)
+	case c == 0xc4, c == 0xd9:
+		n, ok = r.n(1)
+	case c == 0xc5, c == 0xda:
+		n, ok = r.n(2)
+	case c == 0xc6, c == 0xdb:
+		n, ok = r.n(4)
+	default:
+		ok = false
 	}
 	if !ok {
 		r.i = save
