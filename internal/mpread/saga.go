@@ -34,7 +34,7 @@ func (r *Reader) Waiter(w *saga.Waiter) bool {
 			w.Traceparent, ok = r.String()
 		case "type":
 			bit = 1 << 3
-			w.Type, ok = r.intentType()
+			w.Type, ok = r.IntentType()
 		case "at":
 			bit = 1 << 4
 			w.At, ok = r.Int64()
@@ -96,9 +96,10 @@ func (r *Reader) Error() (*saga.Error, bool) {
 	return e, true
 }
 
-// intentType reads a waiter's intent type as String does, without
-// allocating for the three known types (saga.InputType's names).
-func (r *Reader) intentType() (string, bool) {
+// IntentType reads an intent type (a waiter's, an intent's) as String does,
+// without allocating for the three known types (saga.InputType's names;
+// topics.TypeCall and its siblings are the same strings).
+func (r *Reader) IntentType() (string, bool) {
 	if r.Nil() {
 		return "", true
 	}
