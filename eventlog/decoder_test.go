@@ -110,10 +110,13 @@ func bin(b []byte) func(*msgpack.Encoder) error {
 
 // TestDecodeMatchesReflectionOnOtherShapes: inputs our encoder does not
 // write but reflection reads (fields in another order, other integer
-// widths, bin for a string, nil for a field, an empty []byte, trailing
-// bytes) decode to reflection's value; and what the hand-written decoder
-// declines (unknown or repeated fields, structs as arrays, snapshots)
-// still decodes through Decode exactly as reflection decodes it.
+// widths, bin for a string or a name, nil for a field, an empty []byte,
+// trailing bytes, unknown fields inside a waiter or an error, which
+// mpread's shared readers skip as reflection does) decode to reflection's
+// value; and what the hand-written decoder declines (unknown or repeated
+// fields of the envelope, structs as arrays, snapshots, a bin inside a
+// waiter: the shared reader reads str only) still decodes through Decode
+// exactly as reflection decodes it.
 func TestDecodeMatchesReflectionOnOtherShapes(t *testing.T) {
 	nilv := func(e *msgpack.Encoder) error { return e.EncodeNil() }
 	taken := map[string][]byte{
@@ -132,6 +135,8 @@ func TestDecodeMatchesReflectionOnOtherShapes(t *testing.T) {
 		"map16":              append([]byte{0xde, 0, 1}, mp(t, "v", val(1))[1:]...),
 		"map32 nested 16":    append([]byte{0xdf, 0, 0, 0, 1, 0xa6}, append([]byte("waiter\xde\x00\x01"), mp(t, "id", val("w"))[1:]...)...),
 		"long name and text": mp(t, "tenant", val(string(bytes.Repeat([]byte{'t'}, 40000)))),
+		"unknown nested":     mp(t, "waiter", val(map[string]any{"id": "w", "future": []any{1, "x"}}), "err", val(map[string]any{"code": "c", "future": 1})),
+		"bin name":           append([]byte{0x81, 0xc4, 0x06}, mp(t, "tenant", val("t"))[2:]...),
 	}
 	for name, b := range taken {
 		if !sameAsReflection(t, b) {
@@ -143,6 +148,7 @@ func TestDecodeMatchesReflectionOnOtherShapes(t *testing.T) {
 		"repeated field":    mp(t, "tenant", val("a"), "tenant", val("b")),
 		"repeated waiter":   mp(t, "waiter", val(map[string]any{"id": "a", "type": "t"}), "waiter", val(map[string]any{"id": "b"})),
 		"waiter as array":   mp(t, "waiter", val([]any{"w", "", "", "", 1})),
+		"bin in a waiter":   mp(t, "waiter", val(map[string]any{"id": []byte("w")})),
 		"snapshot":          mp(t, "snapshot", val(&saga.Record{Tenant: "t", Key: "k", Tool: "x"})),
 		"float":             mp(t, "at", val(1.5)),
 		"string for an int": mp(t, "at", val("1")),
@@ -207,4 +213,17 @@ func FuzzDecodeMatchesReflection(f *testing.F) {
 		sameAsReflection(t, b)
 		sameDecode(t, b)
 	})
+}
+
+// BenchmarkDecodeEnvelope: the hand-written decoder on an event with
+// every field set, the CPU figure a change to it must not worsen.
+func BenchmarkDecodeEnvelope(b *testing.B) {
+	ev := allFields()
+	enc := mustEncode(b, &ev)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := decodeEnvelope(enc); !ok {
+			b.Fatal("declined")
+		}
+	}
 }

@@ -72,7 +72,7 @@ func readRecordField(rd *mpread.Reader, r *saga.Record, name string) (uint32, bo
 		r.Status, ok = readStatus(rd)
 		return 1 << 5, ok
 	case "origin":
-		return 1 << 6, readWaiter(rd, &r.Origin)
+		return 1 << 6, rd.Waiter(&r.Origin)
 	case "origin_answered":
 		r.OriginAnswered, ok = rd.Bool()
 		return 1 << 7, ok
@@ -103,7 +103,7 @@ func readRecordField(rd *mpread.Reader, r *saga.Record, name string) (uint32, bo
 		r.Result, ok = rd.Bytes()
 		return 1 << 15, ok
 	case "err":
-		r.Err, ok = readError(rd)
+		r.Err, ok = rd.Error()
 		return 1 << 16, ok
 	case "resolved_by":
 		r.ResolvedBy, ok = rd.String()
@@ -129,46 +129,6 @@ func readStatus(rd *mpread.Reader) (saga.Status, bool) {
 	return saga.Status(n), ok
 }
 
-// readWaiter reads a Waiter's map (a repeated field: reflection's case).
-func readWaiter(rd *mpread.Reader, w *saga.Waiter) bool {
-	n, ok := rd.MapLen()
-	if !ok {
-		return false
-	}
-	var seen uint8
-	for range n {
-		k, ok := rd.Key()
-		if !ok {
-			return false
-		}
-		var bit uint8
-		switch string(k) {
-		case "id":
-			bit = 1 << 0
-			w.IntentID, ok = rd.String()
-		case "reply_to":
-			bit = 1 << 1
-			w.ReplyTo, ok = rd.String()
-		case "tp":
-			bit = 1 << 2
-			w.Traceparent, ok = rd.String()
-		case "type":
-			bit = 1 << 3
-			w.Type, ok = readIntentType(rd)
-		case "at":
-			bit = 1 << 4
-			w.At, ok = rd.Int64()
-		default:
-			ok = rd.Skip()
-		}
-		if !ok || seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-	}
-	return true
-}
-
 func readWaiters(rd *mpread.Reader) ([]saga.Waiter, bool) {
 	if rd.Nil() {
 		return nil, true
@@ -179,46 +139,11 @@ func readWaiters(rd *mpread.Reader) ([]saga.Waiter, bool) {
 	}
 	ws := make([]saga.Waiter, n)
 	for i := range ws {
-		if !readWaiter(rd, &ws[i]) {
+		if !rd.Waiter(&ws[i]) {
 			return nil, false
 		}
 	}
 	return ws, true
-}
-
-// readError reads an *Error: nil as nil, else its map.
-func readError(rd *mpread.Reader) (*saga.Error, bool) {
-	if rd.Nil() {
-		return nil, true
-	}
-	n, ok := rd.MapLen()
-	if !ok {
-		return nil, false
-	}
-	e := &saga.Error{}
-	var seen uint8
-	for range n {
-		k, ok := rd.Key()
-		if !ok {
-			return nil, false
-		}
-		var bit uint8
-		switch string(k) {
-		case "code":
-			bit = 1 << 0
-			e.Code, ok = rd.String()
-		case "message":
-			bit = 1 << 1
-			e.Message, ok = rd.String()
-		default:
-			ok = rd.Skip()
-		}
-		if !ok || seen&bit != 0 {
-			return nil, false
-		}
-		seen |= bit
-	}
-	return e, true
 }
 
 // readCompensation reads a *Compensation: nil as nil, else its map.
@@ -244,7 +169,7 @@ func readCompensation(rd *mpread.Reader) (*saga.Compensation, bool) {
 			c.Tool, ok = rd.String()
 		case "origin":
 			bit = 1 << 1
-			ok = readWaiter(rd, &c.Origin)
+			ok = rd.Waiter(&c.Origin)
 		case "started_at":
 			bit = 1 << 2
 			c.StartedAt, ok = rd.Int64()
@@ -265,7 +190,7 @@ func readCompensation(rd *mpread.Reader) (*saga.Compensation, bool) {
 			c.Result, ok = rd.Bytes()
 		case "err":
 			bit = 1 << 8
-			c.Err, ok = readError(rd)
+			c.Err, ok = rd.Error()
 		default:
 			ok = rd.Skip()
 		}
@@ -275,25 +200,4 @@ func readCompensation(rd *mpread.Reader) (*saga.Compensation, bool) {
 		seen |= bit
 	}
 	return c, true
-}
-
-// readIntentType reads a waiter's intent type as String does, without
-// allocating for the three known types (saga.InputType's names).
-func readIntentType(rd *mpread.Reader) (string, bool) {
-	if rd.Nil() {
-		return "", true
-	}
-	p, ok := rd.Key()
-	if !ok {
-		return "", false
-	}
-	switch string(p) {
-	case "call":
-		return "call", true
-	case "compensate":
-		return "compensate", true
-	case "resolve":
-		return "resolve", true
-	}
-	return string(p), true
 }

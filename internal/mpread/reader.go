@@ -156,6 +156,10 @@ func (r *Reader) Key() ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
+	if c >= 0xa0 && c <= 0xbf { // a fixstr: nearly every name
+		r.i++
+		return r.take(uint64(c & 0x1f))
+	}
 	save := r.i
 	r.i++
 	n, ok := r.strLen(c)
@@ -179,6 +183,58 @@ func (r *Reader) String() (string, bool) {
 	return string(p), true
 }
 
+// KeyOrBin reads a map key that is a str or a bin, as the reflective
+// decoder reads a struct's field name (a nil name is left to it); like Key
+// the result aliases the input. For decoders that take a bin where a str
+// is written, as the event envelope's always has.
+func (r *Reader) KeyOrBin() ([]byte, bool) {
+	c, ok := r.peek()
+	if !ok || c == 0xc0 {
+		return nil, false
+	}
+	return r.strOrBin(c)
+}
+
+// StringOrBin reads a string field as the reflective decoder does: a
+// str, a bin, or nil as "".
+func (r *Reader) StringOrBin() (string, bool) {
+	if r.Nil() {
+		return "", true
+	}
+	c, ok := r.peek()
+	if !ok {
+		return "", false
+	}
+	p, ok := r.strOrBin(c)
+	return string(p), ok
+}
+
+// strOrBin reads the str or bin whose code c is next, not copied: one
+// switch, as the envelope's every string and name goes through it.
+func (r *Reader) strOrBin(c byte) ([]byte, bool) {
+	save := r.i
+	r.i++
+	var n uint64
+	ok := true
+	switch {
+	case c >= 0xa0 && c <= 0xbf:
+		n = uint64(c & 0x1f)
+	case c == 0xc4, c == 0xd9:
+		n, ok = r.n(1)
+	case c == 0xc5, c == 0xda:
+		n, ok = r.n(2)
+	case c == 0xc6, c == 0xdb:
+		n, ok = r.n(4)
+	default:
+		ok = false
+	}
+	if !ok {
+		r.i = save
+		return nil, false
+	}
+	return r.take(n)
+}
+
 // Bytes reads a []byte field: a bin or a str copied, an empty one as a
 // non-nil empty slice, nil as nil (as the reflective decoder does).
 func (r *Reader) Bytes() ([]byte, bool) {
@@ -189,17 +245,7 @@ func (r *Reader) Bytes() ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	save := r.i
-	r.i++
-	n, ok := r.binLen(c)
-	if !ok {
-		n, ok = r.strLen(c)
-	}
-	if !ok {
-		r.i = save
-		return nil, false
-	}
-	p, ok := r.take(n)
+	p, ok := r.strOrBin(c)
 	if !ok {
 		return nil, false
 	}
@@ -251,6 +297,15 @@ func (r *Reader) Int64() (int64, bool) {
 		return 0, false
 	}
 	return int64(v), true
+}
+
+// Uint64 reads an integer field of an unsigned Go type as the reflective
+// decoder's DecodeUint64 does: any msgpack integer, a negative one
+// wrapped, nil as 0; the caller narrows it as reflection does (a uint8
+// field keeps the low byte).
+func (r *Reader) Uint64() (uint64, bool) {
+	n, ok := r.Int64()
+	return uint64(n), ok
 }
 
 // Uint8 reads an integer field of a uint8 type whose value fits it; a
