@@ -126,7 +126,7 @@ func readIntentField(r *mpread.Reader, in *Intent, bit uint32) bool {
 	case fieldForce:
 		in.Force, ok = r.Bool()
 	case fieldType:
-		in.Type, ok = readType(r)
+		in.Type, ok = r.IntentType()
 	default:
 		var s string
 		s, ok = r.String()
@@ -155,27 +155,6 @@ func intentString(in *Intent, bit uint32) *string {
 		return &in.Reason
 	}
 	return &in.CallID
-}
-
-// readType reads the type field as String does, without allocating for
-// the three known types.
-func readType(r *mpread.Reader) (string, bool) {
-	if r.Nil() {
-		return "", true
-	}
-	p, ok := r.Key()
-	if !ok {
-		return "", false
-	}
-	switch string(p) {
-	case TypeCall:
-		return TypeCall, true
-	case TypeCompensate:
-		return TypeCompensate, true
-	case TypeResolve:
-		return TypeResolve, true
-	}
-	return string(p), true
 }
 
 // readScope reads a *Scope: nil as nil, a map field by field (a repeated
