@@ -6,6 +6,7 @@ import (
 
 	"github.com/cockroachdb/pebble"
 
+	"github.com/atmostonce/toolexec/internal/mpwrite"
 	"github.com/atmostonce/toolexec/saga"
 )
 
@@ -31,14 +32,30 @@ func (b *Batch) Put(p int32, prev, rec *saga.Record) error {
 		}
 		return b.b.Delete(recordKey(prev.Tenant, prev.Key), nil)
 	}
-	v, err := encodeRecord(rec)
-	if err != nil {
+	if err := b.setRecord(rec); err != nil {
 		return err
+	}
+	return b.index(p, rec)
+}
+
+// setRecord encodes rec into a pooled writer and hands its bytes to the
+// batch, which copies them: one copy of every record written, where
+// a cloned encoding (Writer.Bytes) made two on the tick's path.
+func (b *Batch) setRecord(rec *saga.Record) error {
+	if err := checkRecord(rec); err != nil {
+		return err
+	}
+	w := mpwrite.Get()
+	defer mpwrite.Put(w)
+	writeRecord(w, rec)
+	v, err := w.Borrow()
+	if err != nil {
+		return fmt.Errorf("state: encode record: %w", err)
 	}
 	if err := b.b.Set(recordKey(rec.Tenant, rec.Key), v, nil); err != nil {
 		return fmt.Errorf("state: put: %w", err)
 	}
-	return b.index(p, rec)
+	return nil
 }
 
 func (b *Batch) index(p int32, r *saga.Record) error {

@@ -63,7 +63,7 @@ func FuzzRecordDecode(f *testing.F) {
 			StartedAt: 6, PrevStatus: saga.StatusSucceeded, Result: []byte{1}, Err: &saga.Error{Code: "e"}}, LastEventAt: 7}
 	minimal := &saga.Record{Tenant: "acme", Key: "order/42", Status: saga.StatusStarted, Origin: saga.Waiter{IntentID: "i"}}
 	for _, r := range []*saga.Record{full, minimal} {
-		b, err := encodeRecord(r)
+		b, err := marshalRecord(r)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -101,7 +101,7 @@ func FuzzRecordDecode(f *testing.F) {
 			if err := checkRecord(r); err != nil {
 				t.Fatalf("decoded record fails its check: %v", err)
 			}
-			b, err := encodeRecord(r)
+			b, err := marshalRecord(r)
 			if err != nil {
 				t.Fatalf("decoded record does not encode: %v", err)
 			}

@@ -149,17 +149,6 @@ func (s *Store) Checkpoint(topic string, partition int32) (int64, error) {
 	return int64(binary.BigEndian.Uint64(v)), nil
 }
 
-func encodeRecord(r *saga.Record) ([]byte, error) {
-	if err := checkRecord(r); err != nil {
-		return nil, err
-	}
-	b, err := marshalRecord(r)
-	if err != nil {
-		return nil, fmt.Errorf("state: encode record: %w", err)
-	}
-	return b, nil
-}
-
 func decodeRecord(v []byte, tenant, key string) (*saga.Record, error) {
 	var r saga.Record
 	if err := unmarshalRecord(v, &r); err != nil {

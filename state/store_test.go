@@ -422,7 +422,7 @@ func TestStoreBatchAtomicAcrossCrash(t *testing.T) {
 // A value that fails the read-side check is reported, never returned.
 func TestStoreCorruptValues(t *testing.T) {
 	s := stOpen(t)
-	valid, err := encodeRecord(stRec("t", "elsewhere", saga.StatusStarted))
+	valid, err := marshalRecord(stRec("t", "elsewhere", saga.StatusStarted))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,6 +67,16 @@ func (w *Writer) Bytes() ([]byte, error) {
 	return bytes.Clone(w.buf), nil
 }
 
+// Borrow returns the bytes written so far without copying them: valid
+// only until the writer is Put back. For a caller that copies them itself
+// (pebble's Batch.Set does), so that a value is copied once, not twice.
+func (w *Writer) Borrow() ([]byte, error) {
+	if w.err != nil {
+		return nil, w.err
+	}
+	return w.buf, nil
+}
+
 func (w *Writer) keep(err error) {
 	if w.err == nil {
 		w.err = err
