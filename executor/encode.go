@@ -29,12 +29,16 @@ type txnRecords struct {
 	origins map[*kgo.Record]partition.Origin
 	touched map[int32]bool // events partitions written (the fence)
 	txn     txnKey         // the producer id and epoch of its transaction
-	tried   map[string]map[int32]kgo.EpochOffset
+	// pidKnown: txn was read from the client (the commit confirmation
+	// trusts no abort it cannot attribute otherwise).
+	pidKnown bool
+	tried    map[string]map[int32]kgo.EpochOffset
 
-	mu         sync.Mutex
-	lastOffset map[int32]int64 // events partition -> offset of the last event produced
-	produceErr error
-	failedRecs []failedRecord // records that could not be produced, with their origins
+	mu          sync.Mutex
+	firstOffset map[int32]int64 // events partition -> offset of the first event produced
+	lastOffset  map[int32]int64 // events partition -> offset of the last event produced
+	produceErr  error
+	failedRecs  []failedRecord // records that could not be produced, with their origins
 }
 
 type failedRecord struct {
@@ -54,7 +58,7 @@ var errRecordTooLarge = errors.New("executor: record too large to produce")
 // carries the same records in the same order as when one goroutine
 // encoded them.
 func (e *Executor) encode(rd *partition.Ready, pr *prepared) (*txnRecords, error) {
-	tr := &txnRecords{origins: map[*kgo.Record]partition.Origin{}, touched: rd.Touched(), lastOffset: map[int32]int64{}}
+	tr := &txnRecords{origins: map[*kgo.Record]partition.Origin{}, touched: rd.Touched(), firstOffset: map[int32]int64{}, lastOffset: map[int32]int64{}}
 	nev := len(rd.Events)
 	recs := make([]*kgo.Record, nev+len(rd.Answers))
 	var errMu sync.Mutex
@@ -268,8 +272,14 @@ func (tr *txnRecords) promise(events string) func(*kgo.Record, error) {
 		}
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
-		if r.Topic == events && r.Offset >= tr.lastOffset[r.Partition] {
+		if r.Topic != events {
+			return
+		}
+		if r.Offset >= tr.lastOffset[r.Partition] {
 			tr.lastOffset[r.Partition] = r.Offset
+		}
+		if first, ok := tr.firstOffset[r.Partition]; !ok || r.Offset < first {
+			tr.firstOffset[r.Partition] = r.Offset
 		}
 	}
 }

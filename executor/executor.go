@@ -60,6 +60,8 @@ type Executor struct {
 	wakeFn           context.CancelFunc
 	endMu            sync.Mutex
 	endCancel        context.CancelFunc // cancels a transaction end that waits on a blocked group callback
+	eventsID         [16]byte           // the events topic's id, for the commit confirmation's fetches
+	markers          *kgo.Client        // the commit confirmation's own connections (confirm.go)
 }
 
 // ErrFatal wraps errors after which the executor must stop.
@@ -100,6 +102,9 @@ func (e *Executor) open(ctx context.Context) error {
 	e.sess = sess
 	e.pauser = sess.Client()
 	e.adm = kadm.NewClient(sess.Client())
+	if e.markers, err = e.markerClient(); err != nil {
+		return err
+	}
 	if e.layout, err = e.ensureTopics(ctx); err != nil {
 		return err
 	}
@@ -194,6 +199,9 @@ func (e *Executor) Close() {
 	if e.sess != nil {
 		e.sess.Close()
 	}
+	if e.markers != nil {
+		e.markers.Close()
+	}
 	if e.store != nil {
 		_ = e.store.Close()
 	}
@@ -206,6 +214,7 @@ func (e *Executor) Crash() {
 	e.crashed.Store(true)
 	e.cancelCall()
 	e.sess.Client().Close()
+	e.markers.Close()
 	<-e.runDone
 }
 

@@ -7,11 +7,14 @@ import (
 // Metrics are the executor's Prometheus collectors. They are registered on
 // the Registerer given in Config (never the global registry).
 type Metrics struct {
-	Intents          *prometheus.CounterVec   // by decision
-	Calls            *prometheus.CounterVec   // by tool and outcome
-	CallDuration     *prometheus.HistogramVec // by tool
-	TickDuration     prometheus.Histogram
-	TxnDuration      prometheus.Histogram
+	Intents      *prometheus.CounterVec   // by decision
+	Calls        *prometheus.CounterVec   // by tool and outcome
+	CallDuration *prometheus.HistogramVec // by tool
+	TickDuration prometheus.Histogram
+	TxnDuration  prometheus.Histogram
+	// ConfirmDuration is how long a tick with calls waited, after EndTxn,
+	// to see its commit markers on the events partitions (confirm.go).
+	ConfirmDuration  prometheus.Histogram
 	Txns             *prometheus.CounterVec // by result
 	TickRecords      prometheus.Histogram   // records decided per committed transaction
 	InFlight         prometheus.Gauge
@@ -55,6 +58,7 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 		CallDuration:     prometheus.NewHistogramVec(hist("call_duration_seconds", "Tool call duration.", lat), []string{"tool"}),
 		TickDuration:     prometheus.NewHistogram(hist("tick_duration_seconds", "Loop tick duration, decide to Pebble sync.", lat)),
 		TxnDuration:      prometheus.NewHistogram(hist("txn_duration_seconds", "Kafka transaction end duration.", lat)),
+		ConfirmDuration:  prometheus.NewHistogram(hist("commit_confirm_duration_seconds", "Wait after a reported commit until its markers show on the events partitions of the tick's calls.", lat)),
 		Txns:             prometheus.NewCounterVec(prometheus.CounterOpts(opts("transactions_total", "Transactions by result.")), []string{"result"}),
 		TickRecords:      prometheus.NewHistogram(hist("transaction_inputs", "Inputs and completions per committed transaction (group commit).", prometheus.ExponentialBuckets(1, 2, 14))),
 		InFlight:         prometheus.NewGauge(prometheus.GaugeOpts(opts("calls_in_flight", "Calls started and not yet recorded."))),
@@ -76,7 +80,7 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 		HotRecords:       prometheus.NewCounterVec(prometheus.CounterOpts(opts("hot_record_lookups_total", "Record lookups of the decisions, by result: hit (a record materialised lately, held in memory) or miss (read from Pebble).")), []string{"result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Intents, m.Calls, m.CallDuration, m.TickDuration, m.TxnDuration, m.Txns, m.TickRecords,
+		reg.MustRegister(m.Intents, m.Calls, m.CallDuration, m.TickDuration, m.TxnDuration, m.ConfirmDuration, m.Txns, m.TickRecords,
 			m.InFlight, m.KeysInDoubt, m.Restores, m.RestoreEvents, m.DeadLetters, m.OutcomesLost, m.ReadsResumed, m.HangingCommitted, m.HangingUnclosed, m.HangingBlind, m.Fsyncs, m.Unproducible,
 			m.LayoutMismatch, m.RestoreGaps, m.SnapshotRounds, m.SnapshotEvents, m.HotRecords)
 	}

@@ -27,6 +27,8 @@ import (
 //     fence;
 //   - materialise: the Ready's overlay and the new checkpoints in one
 //     synced Pebble batch;
+//   - confirm (confirm.go): for a tick with calls, the commit markers seen
+//     on the events partitions of their started events;
 //   - dispatch: the calls whose started events just committed.
 func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 	start := time.Now()
@@ -53,6 +55,9 @@ func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 	}
 	if err != nil || !committed {
 		return e.afterAbort(rd, tr, err)
+	}
+	if cf := e.confirmCalls(ctx, rd.Calls, tr); cf.err != nil {
+		return e.afterBrokenCommit(rd, tr, pr, cf)
 	}
 	e.afterCommit(rd, tr)
 	e.m.TickDuration.Observe(time.Since(start).Seconds())
@@ -175,6 +180,25 @@ func (e *Executor) afterAbort(rd *partition.Ready, tr *txnRecords, err error) er
 			// tick's records again and redoes them.
 			e.recordAborted(tr.txn)
 		}
+	}
+	return nil
+}
+
+// afterBrokenCommit handles a transaction that EndTxn reported committed
+// and the events partitions did not show committed in time, or showed
+// aborted (confirm.go): like an end of unknown outcome, nothing of the
+// tick is dispatched or materialised, and its partitions catch up from the
+// log. The inputs of partitions seen aborted are polled again, whatever
+// the group's offsets say: their started events are gone.
+func (e *Executor) afterBrokenCommit(rd *partition.Ready, tr *txnRecords, pr *prepared, cf confirmation) error {
+	e.m.Txns.WithLabelValues("unconfirmed").Inc()
+	e.cfg.Logger.Error("a reported commit is not confirmed on the events partitions; its calls are not made",
+		"err", cf.err, "calls", len(rd.Calls), "producer_id", tr.txn.pid, "producer_epoch", tr.txn.epoch)
+	if err := e.afterAbort(rd, tr, cf.err); err != nil {
+		return err
+	}
+	if len(cf.aborted) > 0 {
+		e.rewind(pr, cf.aborted)
 	}
 	return nil
 }

@@ -58,12 +58,8 @@ func (e *Executor) commit(ctx context.Context, tr *txnRecords, hooks func()) (bo
 // session waits in End for a heartbeat that only that callback can
 // unblock, so without the cancel End would hang until its timeout.
 func (e *Executor) end(ctx context.Context, tr *txnRecords) (bool, error) {
-	endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.TransactionTimeout)
-	defer cancel()
-	e.endMu.Lock()
-	e.endCancel = cancel
-	e.endMu.Unlock()
-	defer func() { e.endMu.Lock(); e.endCancel = nil; e.endMu.Unlock() }()
+	endCtx, done := e.cancellableEnd(ctx)
+	defer done()
 	endCtx = kgo.PreTxnCommitFnContext(endCtx, e.fence(tr.touched))
 	try := kgo.TryCommit
 	if err := e.flush(ctx); err != nil || tr.failed() {
@@ -73,10 +69,26 @@ func (e *Executor) end(ctx context.Context, tr *txnRecords) (bool, error) {
 	// so that a hanging remnant of this transaction can be closed the way
 	// this member saw it end (hanging.go).
 	if pid, epoch, err := e.sess.Client().ProducerID(endCtx); err == nil {
-		tr.txn = txnKey{pid, epoch}
+		tr.txn, tr.pidKnown = txnKey{pid, epoch}, true
 	}
 	tr.tried = e.sess.Client().UncommittedOffsets()
 	return e.sess.End(endCtx, try)
+}
+
+// cancellableEnd is a context for the end of a transaction (and its
+// confirmation), bounded by the transaction timeout and cancelled by
+// onCallbackBlocked; done releases it.
+func (e *Executor) cancellableEnd(ctx context.Context) (context.Context, func()) {
+	endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.TransactionTimeout)
+	e.endMu.Lock()
+	e.endCancel = cancel
+	e.endMu.Unlock()
+	return endCtx, func() {
+		e.endMu.Lock()
+		e.endCancel = nil
+		e.endMu.Unlock()
+		cancel()
+	}
 }
 
 // flush waits until every record of the tick is acknowledged, bounded by

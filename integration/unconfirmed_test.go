@@ -15,7 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/executor"
+	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
 )
@@ -119,17 +121,126 @@ func TestUnconfirmedReadStartIsAnswered(t *testing.T) {
 	}
 }
 
+// TestCommitAbortedBehindItsSuccessIsNotCalled: the broker answers an
+// EndTxn commit with success and aborts the transaction (Kafka 4.4 did
+// this to one partition after a hard kill: RELIABILITY.md, seed
+// 20261204). Before the fix the executor called the tool as soon as EndTxn
+// returned: an effect whose started event was aborted, recorded by an
+// outcome with no started event before it. Now the tick's calls wait for
+// the markers on their events partitions: the abort is seen, nothing is
+// called, the intent is polled again and decided anew, and the tool runs
+// once, after a committed started event.
+func TestCommitAbortedBehindItsSuccessIsNotCalled(t *testing.T) {
+	u := newUnconfirmed(t, "cab", "")
+	u.callOK(t, "cab-0") // the partition is restored and a first commit went through
+	ab := &commitAborter{cluster: u.cluster}
+	u.cluster.ControlKey(int16(kmsg.EndTxn), ab.control)
+	ab.arm()
+	u.callOK(t, "cab-1")
+	if !ab.fired() {
+		t.Fatal("no commit was turned into an abort: the test did not exercise the fault")
+	}
+	if n := u.ledger.total(); n != 2 {
+		t.Fatalf("the tool saw %d requests, want 2 (cab-0 and cab-1 once each)", n)
+	}
+	committed := u.keyEvents(t, "cab-1", kgo.ReadCommitted())
+	written := u.keyEvents(t, "cab-1", kgo.ReadUncommitted())
+	if started(written) != 2 {
+		t.Fatalf("cab-1 has %d started events in the log, want 2 (the aborted one and the redo): %v", started(written), written)
+	}
+	if len(committed) < 2 || committed[0] != saga.EvStarted || committed[len(committed)-1] != saga.EvOutcome || started(committed) != 1 {
+		t.Fatalf("cab-1's committed events are %v, want one started, then its outcome", committed)
+	}
+}
+
+// keyEvents are the kinds of the events of key (tenant "default") in the
+// events log, read with the isolation level given.
+func (u *unconfirmed) keyEvents(t *testing.T, key string, iso kgo.IsolationLevel) []saga.EventKind {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(u.ctx, 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(mustClient(t, u.seeds))
+	end, err := eventlog.Target(ctx, adm, u.names.Events, 0, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []saga.EventKind
+	_, err = eventlog.Read(ctx, u.seeds, u.names.Events, 0, 0, end, func(_ int64, r *kgo.Record) error {
+		if r.Attrs.IsControl() || !strings.HasSuffix(string(r.Key), "/"+key) {
+			return nil
+		}
+		ev, err := eventlog.Decode(r.Value)
+		if err != nil {
+			return err
+		}
+		kinds = append(kinds, ev.Kind)
+		return nil
+	}, kgo.FetchIsolationLevel(iso))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kinds
+}
+
+func started(kinds []saga.EventKind) int {
+	n := 0
+	for _, k := range kinds {
+		if k == saga.EvStarted {
+			n++
+		}
+	}
+	return n
+}
+
+func mustClient(t *testing.T, seeds []string) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// commitAborter turns the first EndTxn commit after arm into an abort that
+// kfake answers with success, as a broker that loses its commit markers
+// does.
+type commitAborter struct {
+	cluster *kfake.Cluster
+
+	mu      sync.Mutex
+	armed   bool
+	applied bool
+}
+
+func (a *commitAborter) arm() { a.mu.Lock(); a.armed = true; a.mu.Unlock() }
+
+func (a *commitAborter) fired() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.applied }
+
+func (a *commitAborter) control(req kmsg.Request) (kmsg.Response, error, bool) {
+	a.cluster.KeepControl()
+	r := req.(*kmsg.EndTxnRequest)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.armed && !a.applied && r.Commit {
+		r.Commit = false // kfake handles the request it was given
+		a.applied = true
+	}
+	return nil, nil, false
+}
+
 // unconfirmed is one executor on a private kfake cluster whose EndTxn
 // commits can be made to lose their answer (commitDropper). It runs on
 // kfake whatever broker the suite uses: the fault needs kfake's request
 // control.
 type unconfirmed struct {
-	ctx    context.Context
-	seeds  []string
-	names  topics.Names
-	ledger *ledger
-	drop   *commitDropper
-	client *client.Client
+	ctx     context.Context
+	cluster *kfake.Cluster
+	seeds   []string
+	names   topics.Names
+	ledger  *ledger
+	drop    *commitDropper
+	client  *client.Client
 }
 
 // newUnconfirmed starts it; extra adds tool entries whose url is a path
@@ -144,7 +255,7 @@ func newUnconfirmed(t *testing.T, prefix, extra string) *unconfirmed {
 		t.Fatal(err)
 	}
 	t.Cleanup(cluster.Close)
-	u := &unconfirmed{seeds: cluster.ListenAddrs(), names: topics.NamesWithPrefix(prefix + ".")}
+	u := &unconfirmed{cluster: cluster, seeds: cluster.ListenAddrs(), names: topics.NamesWithPrefix(prefix + ".")}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	u.ctx = ctx
