@@ -31,16 +31,16 @@ import (
 // first event it wrote on each such partition: once the partition's last
 // stable offset has passed its last event, the transaction's marker there
 // is written, and the fetch's aborted-transaction list says whether it was
-// an abort. Only ticks with calls wait (one fetch per leader, usually one
-// round trip): a lost marker on a tick without calls loses answers or an
+// an abort. Only ticks with calls wait (one fetch per such partition, at
+// once, usually one round trip): a lost marker on a tick without calls loses answers or an
 // outcome, which the reconciler and the clients' retries already cover.
 
 // errCommitUnconfirmed: the transaction's markers were not seen in time,
 // or were seen to abort what EndTxn reported committed.
 var errCommitUnconfirmed = errors.New("executor: transaction reported committed, not confirmed on the events partitions")
 
-// confirmBackoff bounds the pause between two looks at the markers: they
-// usually follow EndTxn within milliseconds.
+// The pause between two looks at the markers doubles from the first to the
+// max: they usually follow EndTxn within milliseconds.
 const (
 	confirmFirstBackoff = time.Millisecond
 	confirmMaxBackoff   = 100 * time.Millisecond
@@ -107,7 +107,7 @@ func (e *Executor) awaitMarkers(ctx context.Context, pid int64, spans map[int32]
 	aborted := map[int32]bool{}
 	backoff := confirmFirstBackoff
 	for {
-		states, err := e.readMarkers(ctx, pid, e.eventsTopicID(), pending)
+		states, err := e.readMarkers(ctx, pid, e.eventsTopicID(ctx), pending)
 		if errors.Is(err, kerr.UnknownTopicID) {
 			e.forgetEventsTopicID() // recreated: look it up again
 		}
@@ -275,12 +275,10 @@ func (e *Executor) markerClient() (*kgo.Client, error) {
 // version 13), looked up once and again after the broker says it is
 // unknown. A zero id (lookup failed) leaves the broker to refuse the read,
 // which keeps the partition pending.
-func (e *Executor) eventsTopicID() [16]byte {
+func (e *Executor) eventsTopicID(ctx context.Context) [16]byte {
 	if e.eventsID != ([16]byte{}) {
 		return e.eventsID
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	// Through the marker client: this also loads its brokers.
 	td, err := kadm.NewClient(e.markers).ListTopics(ctx, e.cfg.Names.Events)
 	if err == nil {

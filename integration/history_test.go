@@ -19,16 +19,24 @@ type executorConfig = executor.Config
 // history reads a key's committed events.
 func history(t *testing.T, e *env, tenant, key string) []*saga.Event {
 	t.Helper()
+	return keyEvents(t, e.adm, brokers, e.names.Events, e.partitions, topics.RoutingKey(tenant, key))
+}
+
+// keyEvents reads the events of routing key rk from the events topic,
+// once every transaction open on its partition has ended; extra options
+// go to the reading client (its isolation level, by default
+// read_committed).
+func keyEvents(t *testing.T, adm *kadm.Client, seeds []string, topic string, partitions int32, rk string, extra ...kgo.Opt) []*saga.Event {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rk := topics.RoutingKey(tenant, key)
-	p := topics.Partition(rk, e.partitions)
-	end, err := eventlog.Target(ctx, e.adm, e.names.Events, p, 20*time.Second)
+	p := topics.Partition(rk, partitions)
+	end, err := eventlog.Target(ctx, adm, topic, p, 20*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []*saga.Event
-	_, err = eventlog.Read(ctx, brokers, e.names.Events, p, 0, end, func(_ int64, r *kgo.Record) error {
+	_, err = eventlog.Read(ctx, seeds, topic, p, 0, end, func(_ int64, r *kgo.Record) error {
 		if string(r.Key) != rk {
 			return nil
 		}
@@ -37,7 +45,7 @@ func history(t *testing.T, e *env, tenant, key string) []*saga.Event {
 			out = append(out, ev)
 		}
 		return err
-	})
+	}, extra...)
 	if err != nil {
 		t.Fatal(err)
 	}

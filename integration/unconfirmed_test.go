@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/atmostonce/toolexec/client"
-	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/executor"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/topicadmin"
@@ -135,7 +134,6 @@ func TestCommitAbortedBehindItsSuccessIsNotCalled(t *testing.T) {
 	u.callOK(t, "cab-0") // the partition is restored and a first commit went through
 	ab := &commitAborter{cluster: u.cluster}
 	u.cluster.ControlKey(int16(kmsg.EndTxn), ab.control)
-	ab.arm()
 	u.callOK(t, "cab-1")
 	if !ab.fired() {
 		t.Fatal("no commit was turned into an abort: the test did not exercise the fault")
@@ -143,77 +141,47 @@ func TestCommitAbortedBehindItsSuccessIsNotCalled(t *testing.T) {
 	if n := u.ledger.total(); n != 2 {
 		t.Fatalf("the tool saw %d requests, want 2 (cab-0 and cab-1 once each)", n)
 	}
-	committed := u.keyEvents(t, "cab-1", kgo.ReadCommitted())
-	written := u.keyEvents(t, "cab-1", kgo.ReadUncommitted())
+	rk := topics.RoutingKey(topics.DefaultTenant, "cab-1")
+	committed := keyEvents(t, u.adm, u.seeds, u.names.Events, 1, rk)
+	written := keyEvents(t, u.adm, u.seeds, u.names.Events, 1, rk, kgo.FetchIsolationLevel(kgo.ReadUncommitted()))
 	if started(written) != 2 {
-		t.Fatalf("cab-1 has %d started events in the log, want 2 (the aborted one and the redo): %v", started(written), written)
+		t.Fatalf("cab-1 has %d started events in the log, want 2 (the aborted one and the redo): %v", started(written), kinds(written))
 	}
-	if len(committed) < 2 || committed[0] != saga.EvStarted || committed[len(committed)-1] != saga.EvOutcome || started(committed) != 1 {
-		t.Fatalf("cab-1's committed events are %v, want one started, then its outcome", committed)
+	ck := kinds(committed)
+	if len(ck) < 2 || ck[0] != saga.EvStarted || ck[len(ck)-1] != saga.EvOutcome || started(committed) != 1 {
+		t.Fatalf("cab-1's committed events are %v, want one started, then its outcome", ck)
 	}
 }
 
-// keyEvents are the kinds of the events of key (tenant "default") in the
-// events log, read with the isolation level given.
-func (u *unconfirmed) keyEvents(t *testing.T, key string, iso kgo.IsolationLevel) []saga.EventKind {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(u.ctx, 30*time.Second)
-	defer cancel()
-	adm := kadm.NewClient(mustClient(t, u.seeds))
-	end, err := eventlog.Target(ctx, adm, u.names.Events, 0, 20*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kinds []saga.EventKind
-	_, err = eventlog.Read(ctx, u.seeds, u.names.Events, 0, 0, end, func(_ int64, r *kgo.Record) error {
-		if r.Attrs.IsControl() || !strings.HasSuffix(string(r.Key), "/"+key) {
-			return nil
-		}
-		ev, err := eventlog.Decode(r.Value)
-		if err != nil {
-			return err
-		}
-		kinds = append(kinds, ev.Kind)
-		return nil
-	}, kgo.FetchIsolationLevel(iso))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kinds
-}
-
-func started(kinds []saga.EventKind) int {
+// started counts the started events among evs.
+func started(evs []*saga.Event) int {
 	n := 0
-	for _, k := range kinds {
-		if k == saga.EvStarted {
+	for _, ev := range evs {
+		if ev.Kind == saga.EvStarted {
 			n++
 		}
 	}
 	return n
 }
 
-func mustClient(t *testing.T, seeds []string) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		t.Fatal(err)
+// kinds lists the kinds of evs, for a failure message.
+func kinds(evs []*saga.Event) []saga.EventKind {
+	out := make([]saga.EventKind, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.Kind
 	}
-	t.Cleanup(cl.Close)
-	return cl
+	return out
 }
 
-// commitAborter turns the first EndTxn commit after arm into an abort that
+// commitAborter turns the first EndTxn commit it sees into an abort that
 // kfake answers with success, as a broker that loses its commit markers
 // does.
 type commitAborter struct {
 	cluster *kfake.Cluster
 
 	mu      sync.Mutex
-	armed   bool
 	applied bool
 }
-
-func (a *commitAborter) arm() { a.mu.Lock(); a.armed = true; a.mu.Unlock() }
 
 func (a *commitAborter) fired() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.applied }
 
@@ -222,7 +190,7 @@ func (a *commitAborter) control(req kmsg.Request) (kmsg.Response, error, bool) {
 	r := req.(*kmsg.EndTxnRequest)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.armed && !a.applied && r.Commit {
+	if !a.applied && r.Commit {
 		r.Commit = false // kfake handles the request it was given
 		a.applied = true
 	}
@@ -236,6 +204,7 @@ func (a *commitAborter) control(req kmsg.Request) (kmsg.Response, error, bool) {
 type unconfirmed struct {
 	ctx     context.Context
 	cluster *kfake.Cluster
+	adm     *kadm.Client
 	seeds   []string
 	names   topics.Names
 	ledger  *ledger
@@ -264,7 +233,8 @@ func newUnconfirmed(t *testing.T, prefix, extra string) *unconfirmed {
 		t.Fatal(err)
 	}
 	t.Cleanup(raw.Close)
-	if _, err := topicadmin.Ensure(ctx, kadm.NewClient(raw), u.names, topicadmin.Settings{Partitions: 1, MinEventRetention: 48 * time.Hour}); err != nil {
+	u.adm = kadm.NewClient(raw)
+	if _, err := topicadmin.Ensure(ctx, u.adm, u.names, topicadmin.Settings{Partitions: 1, MinEventRetention: 48 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	u.ledger = newLedger(t)

@@ -12,14 +12,6 @@ import (
 // does not change (decoder.go reads it back). The order and the names
 // are saga.Record's and saga.Compensation's.
 
-// marshalRecord encodes r as msgpack.
-func marshalRecord(r *saga.Record) ([]byte, error) {
-	w := mpwrite.Get()
-	defer mpwrite.Put(w)
-	writeRecord(w, r)
-	return w.Bytes()
-}
-
 func writeRecord(w *mpwrite.Writer, r *saga.Record) {
 	w.MapLen(11 + mpwrite.Count(len(r.Args) > 0, r.OriginAnswered, r.PrevStatus != 0, r.CompletedAt != 0, r.ExpiresAt != 0,
 		len(r.Result) > 0, r.Err != nil, r.ResolvedBy != "", len(r.Waiters) > 0, r.Comp != nil, r.DownstreamKey != ""))

@@ -6,8 +6,18 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/atmostonce/toolexec/internal/mpwrite"
 	"github.com/atmostonce/toolexec/saga"
 )
+
+// marshalRecord encodes r as a copy of its own, as the tests want it
+// (Batch.Put hands pebble the writer's bytes without the copy).
+func marshalRecord(r *saga.Record) ([]byte, error) {
+	w := mpwrite.Get()
+	defer mpwrite.Put(w)
+	writeRecord(w, r)
+	return w.Bytes()
+}
 
 func checkRecordEncodings(t testing.TB, r *saga.Record) {
 	t.Helper()
