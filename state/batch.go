@@ -12,8 +12,9 @@ import (
 
 // Batch collects one tick's writes. Not safe for concurrent use.
 type Batch struct {
-	s *Store
-	b *pebble.Batch
+	s      *Store
+	b      *pebble.Batch
+	hashes []uint64 // of the record keys set, for the store's key filter
 }
 
 // NewBatch starts an empty batch.
@@ -52,9 +53,11 @@ func (b *Batch) setRecord(rec *saga.Record) error {
 	if err != nil {
 		return fmt.Errorf("state: encode record: %w", err)
 	}
-	if err := b.b.Set(recordKey(rec.Tenant, rec.Key), v, nil); err != nil {
+	k := recordKey(rec.Tenant, rec.Key)
+	if err := b.b.Set(k, v, nil); err != nil {
 		return fmt.Errorf("state: put: %w", err)
 	}
+	b.hashes = append(b.hashes, b.s.filter.hash(k))
 	return nil
 }
 
@@ -122,10 +125,24 @@ func (b *Batch) Commit(d Durability) error {
 		return err
 	}
 	defer b.s.mu.RUnlock()
-	if err := b.s.db.Apply(b.b, opts); err != nil {
+	if err := b.apply(opts); err != nil {
 		return fmt.Errorf("state: commit: %w", err)
 	}
+	if b.s.filter.outgrown() {
+		b.s.filter.startScan(b.s)
+	}
 	return nil
+}
+
+// apply adds the batch's keys to the key filter, then applies it: in that
+// order, and under the filter's gate, so that no reader finds a record
+// whose key the filter rules out (recordfilter.go).
+func (b *Batch) apply(opts *pebble.WriteOptions) error {
+	f := b.s.filter
+	f.gate.RLock()
+	defer f.gate.RUnlock()
+	f.admit(b.hashes)
+	return b.s.db.Apply(b.b, opts)
 }
 
 // Discard drops the batch without applying it.

@@ -118,7 +118,7 @@ func FuzzRecordDecode(f *testing.F) {
 		}
 
 		// Through Pebble: Get agrees with decodeRecord.
-		if err := s.db.Set(recordKey(tenant, key), data, pebble.NoSync); err != nil {
+		if err := s.setRaw(recordKey(tenant, key), data); err != nil {
 			t.Fatal(err)
 		}
 		got, gerr := s.Get(tenant, key)

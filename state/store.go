@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/vfs"
 
+	"github.com/atmostonce/toolexec/internal/invariants"
 	"github.com/atmostonce/toolexec/saga"
 )
 
@@ -35,6 +36,7 @@ type Store struct {
 	mu     sync.RWMutex // read-held by every operation, write-held by Close
 	closed bool
 	db     *pebble.DB
+	filter *recordFilter // the record keys it may hold (recordfilter.go)
 }
 
 // acquire read-locks the store for one operation; after Close it returns
@@ -94,11 +96,14 @@ func Open(dir string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: open %s: %w", dir, err)
 	}
-	return &Store{db: db}, nil
+	s := &Store{db: db, filter: newRecordFilter()}
+	s.filter.startScan(s)
+	return s, nil
 }
 
 // Close flushes and closes the store.
 func (s *Store) Close() error {
+	s.filter.close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -117,7 +122,12 @@ func (s *Store) Get(tenant, key string) (*saga.Record, error) {
 		return nil, err
 	}
 	defer s.mu.RUnlock()
-	v, closer, err := s.db.Get(recordKey(tenant, key))
+	k := recordKey(tenant, key)
+	if s.filter.absent(k) {
+		s.checkAbsent(k)
+		return nil, nil
+	}
+	v, closer, err := s.db.Get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, nil
 	}
@@ -147,6 +157,19 @@ func (s *Store) Checkpoint(topic string, partition int32) (int64, error) {
 		return 0, fmt.Errorf("%w: checkpoint %s/%d has %d bytes", ErrCorrupt, topic, partition, len(v))
 	}
 	return int64(binary.BigEndian.Uint64(v)), nil
+}
+
+// checkAbsent (invariants only): a key the filter rules out has no
+// record. One it held would be answered as new: a second call.
+func (s *Store) checkAbsent(k []byte) {
+	if !invariants.Enabled {
+		return
+	}
+	_, closer, err := s.db.Get(k)
+	if err == nil {
+		closer.Close()
+	}
+	invariants.Check(errors.Is(err, pebble.ErrNotFound), "state: the key filter rules out %q, which Pebble answers with %v", k, err)
 }
 
 func decodeRecord(v []byte, tenant, key string) (*saga.Record, error) {

@@ -441,7 +441,7 @@ func TestStoreCorruptValues(t *testing.T) {
 		"no origin":           noOriginBytes,
 	}
 	for name, v := range cases {
-		if err := s.db.Set(recordKey("t", "k"), v, pebble.Sync); err != nil {
+		if err := s.setRaw(recordKey("t", "k"), v); err != nil {
 			t.Fatal(err)
 		}
 		r, err := s.Get("t", "k")
