@@ -41,12 +41,18 @@ func decideCall(rec *Record, in Input, env Env) Decision {
 		rec = nil
 	}
 	if rec == nil || rec.Status.Free() {
-		d := execute(rec, in, pol, env)
-		d.Events = append(prefix, d.Events...)
-		return d
+		return prefixed(prefix, execute(rec, in, pol, env))
 	}
-	d := decideDuplicate(rec, in, env)
-	d.Events = append(prefix, d.Events...)
+	return prefixed(prefix, decideDuplicate(rec, in, env))
+}
+
+// prefixed puts events ahead of d's. Without any, d is returned as it is:
+// appending its events to a nil prefix copied them for every call
+// (about 2% of a new call's CPU, issue 17).
+func prefixed(prefix []Event, d Decision) Decision {
+	if len(prefix) > 0 {
+		d.Events = append(prefix, d.Events...)
+	}
 	return d
 }
 
