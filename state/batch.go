@@ -15,6 +15,9 @@ type Batch struct {
 	s      *Store
 	b      *pebble.Batch
 	hashes []uint64 // of the record keys set, for the store's key filter
+	// created and deleted count the record keys put without a previous
+	// record and deleted: the key filter's estimate of its keys.
+	created, deleted int64
 }
 
 // NewBatch starts an empty batch.
@@ -31,7 +34,11 @@ func (b *Batch) Put(p int32, prev, rec *saga.Record) error {
 		if prev == nil {
 			return nil
 		}
+		b.deleted++
 		return b.b.Delete(recordKey(prev.Tenant, prev.Key), nil)
+	}
+	if prev == nil {
+		b.created++
 	}
 	if err := b.setRecord(rec); err != nil {
 		return err
@@ -128,6 +135,7 @@ func (b *Batch) Commit(d Durability) error {
 	if err := b.apply(opts); err != nil {
 		return fmt.Errorf("state: commit: %w", err)
 	}
+	b.s.filter.churn(b.created, b.deleted)
 	if b.s.filter.outgrown() {
 		b.s.filter.startScan(b.s)
 	}

@@ -191,35 +191,61 @@ func TestKeyFilterScanRacesCommits(t *testing.T) {
 	}
 }
 
-// A filter four times the size its keys need is rebuilt by the next commit.
-func TestKeyFilterIsRebuiltWhenOutgrown(t *testing.T) {
+// A filter that holds the bits of more deleted keys than live ones is
+// rebuilt by the next commit; growth alone is not a reason.
+func TestKeyFilterIsRebuiltAfterChurnNotGrowth(t *testing.T) {
 	s, err := Open(t.TempDir(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	waitFilter(t, s)
-	old := s.filter.cur.Load()
-	for range 5 { // 1+2+4+8+16 Mbit: over 4x the 1 Mbit that 0 keys need
-		ls := *old.layers.Load()
-		old.grow(ls[len(ls)-1])
+	f := s.filter
+	commit := func(k string, prev *saga.Record) {
+		t.Helper()
+		b := s.NewBatch()
+		var rec *saga.Record
+		if prev == nil {
+			rec = stSettled("t", k, saga.StatusSucceeded, 1e12)
+		}
+		if err := b.Put(0, prev, rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(NoSync); err != nil {
+			t.Fatal(err)
+		}
 	}
-	b := s.NewBatch()
-	if err := b.Put(0, nil, stSettled("t", "after", saga.StatusSucceeded, 1e12)); err != nil {
-		t.Fatal(err)
+	commit("a", nil)
+	commit("b", nil)
+	if got, want := [2]int64{f.created.Load(), f.deleted.Load()}, [2]int64{2, 0}; got != want {
+		t.Fatalf("created, deleted = %v, want %v", got, want)
 	}
-	if err := b.Commit(NoSync); err != nil {
-		t.Fatal(err)
+	f.created.Add(5_000_000) // a restore of millions of keys: no scan
+	commit("c", nil)
+	f.wg.Wait()
+	if n := f.scans.Load(); n != 1 {
+		t.Fatalf("%d scans after growth alone, want 1 (the open scan)", n)
 	}
-	waitFilter(t, s)
-	if s.filter.cur.Load() == old {
-		t.Fatal("the outgrown filter was not replaced")
+	f.deleted.Add(5_000_003) // as many deleted as created: rebuild
+	a, err := s.Get("t", "a")
+	if err != nil || a == nil {
+		t.Fatal(a, err)
 	}
-	if got := s.filter.cur.Load().totalBits(); got != filterMinBits {
+	commit("a", a) // the delete of a, counted too
+	f.wg.Wait()
+	if n := f.scans.Load(); n != 2 {
+		t.Fatalf("%d scans after churn, want 2", n)
+	}
+	if got, want := f.live.Load(), int64(2); got != want {
+		t.Fatalf("the rebuild counted %d keys, want %d", got, want)
+	}
+	if got := f.cur.Load().totalBits(); got != filterMinBits {
 		t.Fatalf("rebuilt filter has %d bits, want %d", got, filterMinBits)
 	}
-	if rec, err := s.Get("t", "after"); err != nil || rec == nil {
-		t.Fatalf("Get(after) = %v, %v", rec, err)
+	for k, want := range map[string]bool{"a": false, "b": true, "c": true} {
+		if rec, err := s.Get("t", k); err != nil || (rec != nil) != want {
+			t.Fatalf("Get(%s) = %v, %v; want present=%v", k, rec, err, want)
+		}
 	}
 }
 

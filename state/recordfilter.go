@@ -21,8 +21,12 @@ import (
 //     or adds them to next itself; and the finished filter replaces cur
 //     under gate too, so no commit adds to the old one alone.
 //
-// Deleted keys keep their bits; once the filter is four times the size
-// its keys need, a commit starts a scan that builds it anew.
+// Deleted keys keep their bits; once more keys were deleted since the
+// last scan than are left (and at least filterRebuildMin), a commit
+// starts a scan that builds it anew. Growth alone never does: a restore
+// of a million keys would otherwise rescan again and again, each scan
+// pinning the memtables it reads (measured: +30 MB of peak RSS and
+// +0.5 s of take-over).
 type recordFilter struct {
 	seed maphash.Seed
 	// gate is read-held by a commit from adding its keys until Pebble
@@ -32,6 +36,11 @@ type recordFilter struct {
 	cur  atomic.Pointer[keyFilter] // nil until a scan finished
 	next atomic.Pointer[keyFilter] // the filter a scan is filling
 	live atomic.Int64              // record keys the last scan counted
+	// created and deleted count the record keys commits created and
+	// deleted since the last scan began: live+created-deleted estimates
+	// the keys held, deleted the bits held for nothing.
+	created, deleted atomic.Int64
+	scans            atomic.Int64 // scans published, for tests
 
 	life     sync.Mutex // guards stopped and the start of scans
 	stopped  bool
@@ -40,8 +49,14 @@ type recordFilter struct {
 	wg       sync.WaitGroup
 }
 
-// filterScanCheck is how many keys a scan reads between checks of stop.
-const filterScanCheck = 4096
+const (
+	// filterScanCheck is how many keys a scan reads between checks of stop.
+	filterScanCheck = 4096
+	// filterRebuildMin is the fewest deleted keys worth a rebuild: a
+	// scan reads every record, and the bits of fewer keys cost under
+	// 160 KiB.
+	filterRebuildMin = 1 << 17
+)
 
 func newRecordFilter() *recordFilter {
 	return &recordFilter{seed: maphash.MakeSeed(), stop: make(chan struct{})}
@@ -69,11 +84,24 @@ func (f *recordFilter) admit(hashes []uint64) {
 	}
 }
 
-// outgrown reports whether cur is over four times the size its keys
-// need: the bits of deleted keys, or a filter grown layer by layer.
+// churn counts a committed batch's created and deleted record keys.
+func (f *recordFilter) churn(created, deleted int64) {
+	if created != 0 {
+		f.created.Add(created)
+	}
+	if deleted != 0 {
+		f.deleted.Add(deleted)
+	}
+}
+
+// outgrown reports whether more keys were deleted since the last scan
+// than are left, and at least filterRebuildMin.
 func (f *recordFilter) outgrown() bool {
-	cur := f.cur.Load()
-	return cur != nil && cur.totalBits() > 4*layerBits(f.live.Load())
+	if f.cur.Load() == nil {
+		return false
+	}
+	deleted := f.deleted.Load()
+	return deleted >= filterRebuildMin && deleted > f.live.Load()+f.created.Load()-deleted
 }
 
 // startScan starts a scan of s's records that builds a new filter,
@@ -136,6 +164,8 @@ func (f *recordFilter) begin(s *Store) (*keyFilter, *pebble.Iterator, error) {
 		return nil, nil, err
 	}
 	f.next.Store(nf)
+	f.created.Store(0) // the iterator sees every key committed so far
+	f.deleted.Store(0)
 	return nf, it, nil
 }
 
@@ -147,6 +177,7 @@ func (f *recordFilter) publish(nf *keyFilter, keys int64) {
 	f.cur.Store(nf)
 	f.next.Store(nil)
 	f.live.Store(keys)
+	f.scans.Add(1)
 }
 
 // fill adds every key it yields to kf; false when stopped or failed.
