@@ -32,6 +32,36 @@ func waitFilter(t *testing.T, s *Store) {
 	}
 }
 
+// filterStore opens a store in a temporary directory, closed at the
+// test's end, once its open scan has filled a filter.
+func filterStore(tb testing.TB) *Store {
+	tb.Helper()
+	s, err := Open(tb.TempDir(), Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = s.Close() })
+	s.filter.wg.Wait()
+	return s
+}
+
+// commitKey commits one batch that puts a settled record of key k
+// (prev nil) or deletes prev.
+func commitKey(t *testing.T, s *Store, k string, prev *saga.Record) {
+	t.Helper()
+	b := s.NewBatch()
+	var rec *saga.Record
+	if prev == nil {
+		rec = stSettled("t", k, saga.StatusSucceeded, 1e12)
+	}
+	if err := b.Put(0, prev, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(NoSync); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The filter never rules out a key it was given, across layer growth.
 func TestKeyFilterHasNoFalseNegatives(t *testing.T) {
 	f := newKeyFilter(0)
@@ -148,11 +178,7 @@ func TestKeyFilterNeverHidesARecord(t *testing.T) {
 // Concurrent commits and scans: a key committed while a scan runs is in
 // the filter the scan publishes (run with -race).
 func TestKeyFilterScanRacesCommits(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := filterStore(t)
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	wg.Add(1)
@@ -169,13 +195,7 @@ func TestKeyFilterScanRacesCommits(t *testing.T) {
 	}()
 	for i := range 3000 {
 		k := fmt.Sprintf("r%05d", i)
-		b := s.NewBatch()
-		if err := b.Put(0, nil, stSettled("t", k, saga.StatusSucceeded, 1e12)); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Commit(NoSync); err != nil {
-			t.Fatal(err)
-		}
+		commitKey(t, s, k, nil)
 		if got, err := s.Get("t", k); err != nil || got == nil {
 			t.Fatalf("Get(%s) after its commit = %v, %v", k, got, err)
 		}
@@ -194,27 +214,9 @@ func TestKeyFilterScanRacesCommits(t *testing.T) {
 // A filter that holds the bits of more deleted keys than live ones is
 // rebuilt by the next commit; growth alone is not a reason.
 func TestKeyFilterIsRebuiltAfterChurnNotGrowth(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	waitFilter(t, s)
+	s := filterStore(t)
 	f := s.filter
-	commit := func(k string, prev *saga.Record) {
-		t.Helper()
-		b := s.NewBatch()
-		var rec *saga.Record
-		if prev == nil {
-			rec = stSettled("t", k, saga.StatusSucceeded, 1e12)
-		}
-		if err := b.Put(0, prev, rec); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Commit(NoSync); err != nil {
-			t.Fatal(err)
-		}
-	}
+	commit := func(k string, prev *saga.Record) { commitKey(t, s, k, prev) }
 	commit("a", nil)
 	commit("b", nil)
 	if got, want := [2]int64{f.created.Load(), f.deleted.Load()}, [2]int64{2, 0}; got != want {
@@ -252,21 +254,8 @@ func TestKeyFilterIsRebuiltAfterChurnNotGrowth(t *testing.T) {
 // A key committed between a scan's iterator and its publication is in
 // the published filter: the commit added it to the filter being filled.
 func TestKeyFilterKeepsKeysCommittedDuringAScan(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	waitFilter(t, s)
-	put := func(k string) {
-		b := s.NewBatch()
-		if err := b.Put(0, nil, stSettled("t", k, saga.StatusSucceeded, 1e12)); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Commit(NoSync); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := filterStore(t)
+	put := func(k string) { commitKey(t, s, k, nil) }
 	put("before")
 	if err := s.acquire(); err != nil {
 		t.Fatal(err)
@@ -294,11 +283,7 @@ func TestKeyFilterKeepsKeysCommittedDuringAScan(t *testing.T) {
 // sstable filters alone), over 200,000 stored keys. Run with
 // go test ./state -run '^$' -bench GetAbsent -benchmem.
 func BenchmarkGetAbsentKey(b *testing.B) {
-	s, err := Open(b.TempDir(), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := filterStore(b)
 	for i := 0; i < 200_000; i += 1000 {
 		batch := s.NewBatch()
 		for j := i; j < i+1000; j++ {
