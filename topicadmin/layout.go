@@ -78,21 +78,16 @@ func RoutingPartitions(ctx context.Context, opts []kgo.Opt, n topics.Names, foun
 }
 
 func readLayout(ctx context.Context, cl *kgo.Client, n topics.Names) (layoutRecord, error) {
-	adm := kadm.NewClient(cl)
-	ends, err := adm.ListEndOffsets(ctx, n.Meta)
+	end, err := metaEnd(ctx, kadm.NewClient(cl), n.Meta)
 	if err != nil {
-		return layoutRecord{}, fmt.Errorf("topicadmin: %s end offset: %w", n.Meta, err)
+		return layoutRecord{}, err
 	}
-	end, ok := ends.Lookup(n.Meta, 0)
-	if !ok || end.Err != nil {
-		return layoutRecord{}, fmt.Errorf("topicadmin: %s end offset: %v", n.Meta, end.Err)
-	}
-	if end.Offset == 0 {
+	if end == 0 {
 		return layoutRecord{}, ErrNoLayout
 	}
 	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{n.Meta: {0: kgo.NewOffset().AtStart()}})
 	var last *layoutRecord
-	for next := int64(0); next < end.Offset; {
+	for next := int64(0); next < end; {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
 			return layoutRecord{}, err
@@ -114,6 +109,59 @@ func readLayout(ctx context.Context, cl *kgo.Client, n topics.Names) (layoutReco
 		return layoutRecord{}, ErrNoLayout
 	}
 	return *last, nil
+}
+
+// metaEndWait bounds metaEnd's retries.
+const metaEndWait = 30 * time.Second
+
+// metaEnd returns the end offset of the meta topic's one partition. Why
+// the retries: just after ensureMeta created the topic, a broker may not
+// list its partition yet (ListOffsets leaves it out, or answers
+// UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE), and a member that
+// gave up there exited at its start (seen in CI, on a loaded machine).
+// A non-retriable error ends at once.
+func metaEnd(ctx context.Context, adm *kadm.Client, meta string) (int64, error) {
+	deadline := time.Now().Add(metaEndWait)
+	for backoff := 20 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		end, retry, err := metaEndOnce(ctx, adm, meta)
+		if err == nil {
+			return end, nil
+		}
+		if !retry || time.Now().Add(backoff).After(deadline) {
+			return 0, fmt.Errorf("topicadmin: %s end offset: %w", meta, err)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("topicadmin: %s end offset: %w (after %w)", meta, ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+	}
+}
+
+// errMetaUnlisted: ListOffsets answered without the meta partition.
+var errMetaUnlisted = errors.New("partition 0 not listed yet")
+
+func metaEndOnce(ctx context.Context, adm *kadm.Client, meta string) (end int64, retry bool, err error) {
+	ends, err := adm.ListEndOffsets(ctx, meta)
+	if err != nil {
+		var auth *kadm.AuthError
+		var ke *kerr.Error
+		switch {
+		case ctx.Err() != nil, errors.As(err, &auth):
+			return 0, false, err
+		case errors.As(err, &ke):
+			return 0, ke.Retriable, err
+		}
+		return 0, true, err // a connection: kgo has retried it already, but the topic is new
+	}
+	o, ok := ends.Lookup(meta, 0)
+	switch {
+	case !ok:
+		return 0, true, errMetaUnlisted
+	case o.Err != nil:
+		return 0, kerr.IsRetriable(o.Err), o.Err
+	}
+	return o.Offset, false, nil
 }
 
 func writeLayout(ctx context.Context, cl *kgo.Client, n topics.Names, partitions int32) error {
