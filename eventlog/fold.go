@@ -108,7 +108,10 @@ func newFolder(st *state.Store, topic string, p int32, every int, fresh bool) *f
 		// and a key belongs to one partition. So the only keys of this
 		// partition that can be in the store are those this restore has
 		// flushed; any other key needs no lookup (which, in a tree the
-		// restore keeps growing, was half of its CPU).
+		// restore keeps growing, was half of its CPU). The store's key
+		// filter gives the same answer once its open scan has ended, but
+		// a restore may start before that (a restart with a gap to clear),
+		// and a map lookup costs less than a Get that the filter ends.
 		base.flushed, base.seed = map[uint64]struct{}{}, maphash.MakeSeed()
 	}
 	return &folder{st: st, topic: topic, partition: p, flushEvery: every, ov: view.New(base), base: base}

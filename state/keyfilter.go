@@ -25,7 +25,6 @@ import (
 type keyFilter struct {
 	mu     sync.Mutex                    // held to add a layer
 	layers atomic.Pointer[[]*bloomLayer] // oldest first; the last one takes new keys
-	bits   atomic.Int64                  // total bits of every layer
 }
 
 // bloomLayer is one split-block bloom filter.
@@ -54,7 +53,6 @@ func newKeyFilter(keys int64) *keyFilter {
 	f := &keyFilter{}
 	l := newBloomLayer(layerBits(keys))
 	f.layers.Store(&[]*bloomLayer{l})
-	f.bits.Store(int64(len(l.blocks)) * 256)
 	return f
 }
 
@@ -101,11 +99,16 @@ func (f *keyFilter) grow(full *bloomLayer) {
 	l := newBloomLayer(int64(len(full.blocks)) * 256 * 2)
 	next := append(append(make([]*bloomLayer, 0, len(ls)+1), ls...), l)
 	f.layers.Store(&next)
-	f.bits.Add(int64(len(l.blocks)) * 256)
 }
 
 // totalBits is the size of the filter, in bits.
-func (f *keyFilter) totalBits() int64 { return f.bits.Load() }
+func (f *keyFilter) totalBits() int64 {
+	var n int64
+	for _, l := range *f.layers.Load() {
+		n += int64(len(l.blocks)) * 256
+	}
+	return n
+}
 
 // add sets h's bits and reports whether the layer is now full.
 func (l *bloomLayer) add(h uint64) bool {

@@ -29,20 +29,7 @@ func TestRoutingPartitionsWaitsForTheMetaPartition(t *testing.T) {
 			return resp // no topics at all
 		}},
 		{"unknown topic or partition", func(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse {
-			resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
-			resp.Version = req.Version
-			for _, rt := range req.Topics {
-				st := kmsg.NewListOffsetsResponseTopic()
-				st.Topic = rt.Topic
-				for _, rp := range rt.Partitions {
-					sp := kmsg.NewListOffsetsResponseTopicPartition()
-					sp.Partition = rp.Partition
-					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-					st.Partitions = append(st.Partitions, sp)
-				}
-				resp.Topics = append(resp.Topics, st)
-			}
-			return resp
+			return listOffsetsError(req, kerr.UnknownTopicOrPartition)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,20 +74,29 @@ func TestRoutingPartitionsFailsOnAFatalMetaError(t *testing.T) {
 	defer c.Close()
 	c.ControlKey(int16(kmsg.ListOffsets), func(r kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
-		req := r.(*kmsg.ListOffsetsRequest)
-		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
-		resp.Version = req.Version
-		st := kmsg.NewListOffsetsResponseTopic()
-		st.Topic = n.Meta
-		sp := kmsg.NewListOffsetsResponseTopicPartition()
-		sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
-		st.Partitions = append(st.Partitions, sp)
-		resp.Topics = append(resp.Topics, st)
-		return resp, nil, true
+		return listOffsetsError(r.(*kmsg.ListOffsetsRequest), kerr.TopicAuthorizationFailed), nil, true
 	})
 	start := time.Now()
 	_, err = RoutingPartitions(context.Background(), []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, n, 6)
 	if err == nil || time.Since(start) > 5*time.Second {
 		t.Fatalf("RoutingPartitions = %v after %v, want an authorization error at once", err, time.Since(start))
 	}
+}
+
+// listOffsetsError answers every partition req names with e.
+func listOffsetsError(req *kmsg.ListOffsetsRequest, e *kerr.Error) *kmsg.ListOffsetsResponse {
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	resp.Version = req.Version
+	for _, rt := range req.Topics {
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.ErrorCode = e.Code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
 }
