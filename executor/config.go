@@ -53,6 +53,12 @@ type Config struct {
 	BrokerOutage time.Duration
 
 	Settings topicadmin.Settings // topic creation; MinEventRetention defaults from the tools
+	// AllowWeakDurability lets the member start on a cluster of more than
+	// one broker whose settings are weaker than topicadmin.Production
+	// (replication factor 3, min ISR 2, no unclean election): logged, and
+	// exported as toolexec_executor_durability_override. Default false:
+	// such a cluster is refused at start.
+	AllowWeakDurability bool
 
 	Logger        *slog.Logger          // default slog.Default()
 	KafkaLogLevel kgo.LogLevel          // franz-go's own log level; default warn

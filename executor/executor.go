@@ -108,6 +108,9 @@ func (e *Executor) open(ctx context.Context) error {
 	if e.layout, err = e.ensureTopics(ctx); err != nil {
 		return err
 	}
+	if err := e.checkDurability(ctx); err != nil {
+		return err
+	}
 	if err := e.checkRouting(ctx); err != nil {
 		return err
 	}

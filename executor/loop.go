@@ -15,6 +15,10 @@ import (
 // nil after a clean shutdown.
 func (e *Executor) Run(ctx context.Context) error {
 	defer close(e.runDone)
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); e.watchDurability(wctx) }()
+	defer func() { stopWatch(); <-watched }()
 	e.ready.Store(true)
 	defer e.ready.Store(false)
 	for ctx.Err() == nil && !e.crashed.Load() {

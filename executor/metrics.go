@@ -2,6 +2,8 @@ package executor
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/atmostonce/toolexec/topicadmin"
 )
 
 // Metrics are the executor's Prometheus collectors. They are registered on
@@ -41,6 +43,9 @@ type Metrics struct {
 	// answered: hit (the records materialised last, in memory) or miss
 	// (Pebble).
 	HotRecords *prometheus.CounterVec
+	// Durability is what the durability check at start and its watch
+	// found (durability.go).
+	Durability *topicadmin.DurabilityGauges
 }
 
 func newMetrics(reg prometheus.Registerer) *Metrics {
@@ -84,5 +89,6 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 			m.InFlight, m.KeysInDoubt, m.Restores, m.RestoreEvents, m.DeadLetters, m.OutcomesLost, m.ReadsResumed, m.HangingCommitted, m.HangingUnclosed, m.HangingBlind, m.Fsyncs, m.Unproducible,
 			m.LayoutMismatch, m.RestoreGaps, m.SnapshotRounds, m.SnapshotEvents, m.HotRecords)
 	}
+	m.Durability = topicadmin.NewDurabilityGauges(reg, sub)
 	return m
 }

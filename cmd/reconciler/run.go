@@ -20,6 +20,7 @@ type runFlags struct {
 	policy                                  reconciler.Policy
 	scan, session                           time.Duration
 	maxConcurrent, maxScan                  int
+	allowWeak                               bool
 }
 
 func parseRunFlags(args []string) (*runFlags, error) {
@@ -38,6 +39,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.DurationVar(&f.scan, "scan-interval", time.Second, "how often keys in doubt are examined")
 	fs.DurationVar(&f.session, "session-timeout", 10*time.Second, "group session timeout")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent", 16, "retries and probes running at once")
+	cli.AllowWeakDurabilityFlag(fs, &f.allowWeak)
 	fs.IntVar(&f.maxScan, "max-scan", 100_000, "keys in doubt examined per partition per scan; each scan goes on after the last key the previous one examined")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -79,8 +81,8 @@ func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry
 	rc, err := reconciler.New(ctx, reconciler.Config{
 		Brokers: conn.Seeds, Names: f.kafka.Names(), Group: f.group, DataDir: f.dataDir,
 		Tools: reg, By: f.by, Policy: f.policy, ScanInterval: f.scan, SessionTimeout: f.session, MaxConcurrent: f.maxConcurrent,
-		MaxScan: f.maxScan,
-		Logger:  log, Registerer: promReg, ClientOpts: conn.Opts,
+		MaxScan: f.maxScan, AllowWeakDurability: f.allowWeak,
+		Logger: log, Registerer: promReg, ClientOpts: conn.Opts,
 	})
 	if err != nil {
 		return err
