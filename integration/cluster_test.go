@@ -1,0 +1,207 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/atmostonce/toolexec/executor"
+	"github.com/atmostonce/toolexec/reconciler"
+	"github.com/atmostonce/toolexec/tools"
+	"github.com/atmostonce/toolexec/topicadmin"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// The tests of this file run on the three-node cluster only (needCluster).
+
+// deploy/kafka/leader and coordinator name the node Kafka itself names, so
+// that a fault aimed with them hits what it means to.
+func TestClusterScriptsAimAtTheRightNode(t *testing.T) {
+	needCluster(t)
+	e := newEnv(t, 3)
+	for p := int32(0); p < 3; p++ {
+		want := leaderOf(t, e.adm, e.names.Events, p)
+		if got := scriptNode(t, kafkaScript(t, "leader", e.names.Events, fmt.Sprint(p))); got != want {
+			t.Errorf("leader %s %d: the script says node %d, the metadata %d", e.names.Events, p, got, want)
+		}
+	}
+	ids := []string{e.group, "tool-executor", "a", "chaos-ex-7", "Zz~ !x"}
+	groups := waitCoordinators(t, func(ctx context.Context) map[string]kadm.FindCoordinatorResponse {
+		return e.adm.FindGroupCoordinators(ctx, ids...)
+	})
+	txns := waitCoordinators(t, func(ctx context.Context) map[string]kadm.FindCoordinatorResponse {
+		return e.adm.FindTxnCoordinators(ctx, ids...)
+	})
+	for _, id := range ids {
+		if got := scriptNode(t, kafkaScript(t, "coordinator", "group", id)); got != groups[id] {
+			t.Errorf("coordinator group %q: the script says node %d, Kafka %d", id, got, groups[id])
+		}
+		if got := scriptNode(t, kafkaScript(t, "coordinator", "transaction", id)); got != txns[id] {
+			t.Errorf("coordinator transaction %q: the script says node %d, Kafka %d", id, got, txns[id])
+		}
+	}
+}
+
+// waitCoordinators asks until every id has a coordinator: the first ask
+// on a fresh cluster creates the internal topic.
+func waitCoordinators(t *testing.T, find func(context.Context) map[string]kadm.FindCoordinatorResponse) map[string]int32 {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		rs := find(ctx)
+		cancel()
+		out, missing := map[string]int32{}, ""
+		for id, r := range rs {
+			if r.Err != nil || r.NodeID < 0 {
+				missing = fmt.Sprintf("%s: %v", id, r.Err)
+			}
+			out[id] = r.NodeID
+		}
+		if missing == "" && len(out) > 0 {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no coordinator within a minute (%s)", missing)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// On a cluster, the executor and the reconciler refuse topics that could
+// lose a committed transaction, naming the setting; the override starts
+// and says so in a metric.
+func TestClusterRefusesWeakDurability(t *testing.T) {
+	needCluster(t)
+	l := newLedger(t)
+	reg := registry(t, l.toolsYAML(""))
+	t.Run("replication_factor_1", func(t *testing.T) {
+		e := weakEnv(t)
+		if rf := replicationOf(t, e.adm, e.names.Events); rf[0] != 1 {
+			t.Fatalf("the test's topics: replication %v", rf)
+		}
+		_, err := newExecutor(e.inprocConfig(reg))
+		wantRefusal(t, "executor", err, e.names.Events+": replication factor 1, need at least 3", e.names.Events+": min.insync.replicas=1, need at least 2")
+		_, err = newReconciler(e, reg)
+		wantRefusal(t, "reconciler", err, e.names.Control+": replication factor 1, need at least 3")
+	})
+	t.Run("unclean_leader_election", func(t *testing.T) {
+		e := newEnv(t, 2)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		rs, err := e.adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "unclean.leader.election.enable", Value: kadm.StringPtr("true")}}, e.names.Events)
+		if err == nil {
+			_, err = rs.On(e.names.Events, nil)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = newExecutor(e.inprocConfig(reg))
+		wantRefusal(t, "executor", err, e.names.Events+": unclean.leader.election.enable=true, need false")
+	})
+	t.Run("override", func(t *testing.T) {
+		e := weakEnv(t)
+		cfg := e.inprocConfig(reg)
+		preg := prometheus.NewRegistry()
+		cfg.AllowWeakDurability, cfg.Registerer = true, preg
+		ex, err := newExecutor(cfg)
+		if err != nil {
+			t.Fatalf("with the override: %v", err)
+		}
+		p := &inproc{running: runInTest(ex.Run, ex.Close), ex: ex, dir: cfg.DataDir}
+		t.Cleanup(p.stop)
+		m := ex.Metrics().Durability
+		if v := metricValue(t, m.Override); v != 1 {
+			t.Fatalf("toolexec_executor_durability_override %v", v)
+		}
+		if v := metricValue(t, m.Weak); v < 2 {
+			t.Fatalf("toolexec_executor_durability_weak_settings %v, want the events topic's replication and min ISR at least", v)
+		}
+		if v := metricValue(t, m.ReplicationFactor.WithLabelValues(e.names.Events)); v != 1 {
+			t.Fatalf("toolexec_executor_topic_replication_factor{topic=%q} %v", e.names.Events, v)
+		}
+		if res := e.call(e.client(), topics.Intent{Tool: "t.ok", Key: "weak-1", Args: map[string]any{}}, 60*time.Second); res.Status != topics.StatusSucceeded {
+			t.Fatalf("a call with the override: %+v", res)
+		}
+	})
+}
+
+func newExecutor(cfg executor.Config) (*executor.Executor, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	return executor.New(ctx, cfg)
+}
+
+func newReconciler(e *env, reg *tools.Registry) (*reconciler.Reconciler, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rc, err := reconciler.New(ctx, reconciler.Config{Brokers: brokers, Names: e.names, Group: e.group + "-rec", DataDir: e.t.TempDir(), Tools: reg, Logger: testLogger(e.t)})
+	if err == nil {
+		rc.Close()
+	}
+	return rc, err
+}
+
+func wantRefusal(t *testing.T, who string, err error, named ...string) {
+	t.Helper()
+	if !errors.Is(err, topicadmin.ErrWeakDurability) {
+		t.Fatalf("%s started on weak topics: %v", who, err)
+	}
+	for _, s := range named {
+		if !strings.Contains(err.Error(), s) {
+			t.Fatalf("%s's refusal does not name %q: %v", who, s, err)
+		}
+	}
+}
+
+// The leader of the events partition a key routes to is killed (SIGKILL)
+// while the key's call is inside its tool: the call's outcome is committed
+// through the new leader, the tool is called once, and the intent gets
+// one answer; a duplicate replays it.
+func TestClusterLeaderKilledDuringCall(t *testing.T) {
+	needCluster(t)
+	e := newEnv(t, 3)
+	l := newLedger(t)
+	e.startInproc(registry(t, l.toolsYAML("")), nil)
+	res := e.collect(e.names.Results)
+	in := topics.Intent{Tool: "t.block", Key: "leader-kill-1", Args: map[string]any{"amount": 5}}
+	p := topics.Partition(topics.RoutingKey(topics.DefaultTenant, in.Key), e.partitions)
+	id := e.send(in)
+	l.waitArrivals(t, 1, 60*time.Second)
+	leader := leaderOf(t, e.adm, e.names.Events, p)
+	t.Logf("the call is in its tool; killing node %d, the leader of %s/%d (and of %s/%d: node %d)",
+		leader, e.names.Events, p, e.names.Intents, p, leaderOf(t, e.adm, e.names.Intents, p))
+	killNode(t, e.adm, leader)
+	l.releaseAll()
+	first := res.waitResult(t, id, 2*time.Minute)
+	if first.Status != topics.StatusSucceeded || first.WasReplay {
+		t.Fatalf("the answer: %+v", first)
+	}
+	if now := leaderOf(t, e.adm, e.names.Events, p); now == leader {
+		t.Fatalf("node %d still leads %s/%d after its kill", leader, e.names.Events, p)
+	}
+	dup := e.call(e.client(), in, time.Minute)
+	if !dup.WasReplay || dup.OriginalIntentID != id {
+		t.Fatalf("a duplicate after the failover: %+v", dup)
+	}
+	time.Sleep(3 * time.Second) // an answer sent twice would be here by now
+	if n := len(res.results(id)); n != 1 {
+		t.Fatalf("%d answers to %s, want 1: %+v", n, id, res.results(id))
+	}
+	if n := l.total(); n != 1 {
+		t.Fatalf("tool requests %d, want 1", n)
+	}
+	kinds := map[string]int{}
+	for _, ev := range history(t, e, topics.DefaultTenant, in.Key) {
+		kinds[ev.Kind.String()]++
+	}
+	if kinds["started"] != 1 || kinds["outcome"] != 1 {
+		t.Fatalf("the key's events: %v, want one started and one outcome", kinds)
+	}
+}
