@@ -20,8 +20,20 @@ import (
 
 // begin starts a transaction, waiting out a broker outage like the abort:
 // a client whose producer id must be (re)initialised needs the broker.
+//
+// CONCURRENT_TRANSACTIONS from Begin ends the wait at once: it is not the
+// coordinator being busy but the client's producer id, failed for good.
+// franz-go (v1.22.3) fails the id with that error when an EndTxn meets
+// CONCURRENT_TRANSACTIONS until its context ends (kerr marks the code not
+// retriable), which a leader or coordinator failover on a replicated
+// cluster produces, and then answers every Begin with it. Waiting
+// BrokerOutage out would only keep the member's partitions undecided
+// longer: it stops now and its supervisor starts it with a new producer.
 func (e *Executor) begin() error {
-	if err := e.throughOutage(context.Background(), "begin transaction", e.sess.Begin); err != nil {
+	err := e.throughOutageIf(context.Background(), "begin transaction", func(err error) bool {
+		return brokerUnreachable(err) && !errors.Is(err, kerr.ConcurrentTransactions)
+	}, e.sess.Begin)
+	if err != nil {
 		return fmt.Errorf("%w: begin transaction: %w", ErrFatal, err)
 	}
 	return nil
@@ -144,6 +156,12 @@ func (e *Executor) abortThroughOutage() error {
 // an unreachable broker, ctx ends, or BrokerOutage has passed, backing off
 // from 250 ms to 5 s. It returns op's last error.
 func (e *Executor) throughOutage(ctx context.Context, what string, op func() error) error {
+	return e.throughOutageIf(ctx, what, brokerUnreachable, op)
+}
+
+// throughOutageIf is throughOutage with retry deciding which errors are
+// waited out.
+func (e *Executor) throughOutageIf(ctx context.Context, what string, retry func(error) bool, op func() error) error {
 	deadline := time.Now().Add(e.cfg.BrokerOutage)
 	backoff := outageFirstBackoff
 	for attempt := 1; ; attempt++ {
@@ -154,7 +172,7 @@ func (e *Executor) throughOutage(ctx context.Context, what string, op func() err
 			}
 			return nil
 		}
-		if !brokerUnreachable(err) || time.Now().Add(backoff).After(deadline) {
+		if !retry(err) || time.Now().Add(backoff).After(deadline) {
 			return err
 		}
 		e.cfg.Logger.Warn(what+" failed: broker unreachable; retrying", "err", err, "attempt", attempt, "backoff", backoff)

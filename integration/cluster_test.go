@@ -164,17 +164,23 @@ func wantRefusal(t *testing.T, who string, err error, named ...string) {
 // while the key's call is inside its tool: the call's outcome is committed
 // through the new leader, the tool is called once, and the intent gets
 // one answer; a duplicate replays it.
+//
+// The key is chosen so that the killed node coordinates neither the
+// member's group nor its transactional id: that is the partition
+// leader's fault alone. A coordinator's death is a fault of its own (the
+// chaos harness's coordinator kills): the member may lose its partitions
+// or its producer, and a call in flight then leaves its key in doubt for
+// the reconciler.
 func TestClusterLeaderKilledDuringCall(t *testing.T) {
 	needCluster(t)
-	e := newEnv(t, 3)
+	e := newEnv(t, 6)
 	l := newLedger(t)
-	e.startInproc(registry(t, l.toolsYAML("")), nil)
+	txnID := e.group + "-tx"
+	e.startInproc(registry(t, l.toolsYAML("")), func(cfg *executorConfig) { cfg.TransactionalID = txnID })
 	res := e.collect(e.names.Results)
-	in := topics.Intent{Tool: "t.block", Key: "leader-kill-1", Args: map[string]any{"amount": 5}}
-	p := topics.Partition(topics.RoutingKey(topics.DefaultTenant, in.Key), e.partitions)
+	in, p, leader := partitionLedApart(t, e, txnID)
 	id := e.send(in)
 	l.waitArrivals(t, 1, 60*time.Second)
-	leader := leaderOf(t, e.adm, e.names.Events, p)
 	t.Logf("the call is in its tool; killing node %d, the leader of %s/%d (and of %s/%d: node %d)",
 		leader, e.names.Events, p, e.names.Intents, p, leaderOf(t, e.adm, e.names.Intents, p))
 	killNode(t, e.adm, leader)
@@ -204,4 +210,26 @@ func TestClusterLeaderKilledDuringCall(t *testing.T) {
 	if kinds["started"] != 1 || kinds["outcome"] != 1 {
 		t.Fatalf("the key's events: %v, want one started and one outcome", kinds)
 	}
+}
+
+// partitionLedApart picks a t.block call whose events partition is led by
+// a node that coordinates neither e's group nor txnID, and returns it,
+// its partition and that leader.
+func partitionLedApart(t *testing.T, e *env, txnID string) (topics.Intent, int32, int32) {
+	t.Helper()
+	groups := waitCoordinators(t, func(ctx context.Context) map[string]kadm.FindCoordinatorResponse {
+		return e.adm.FindGroupCoordinators(ctx, e.group)
+	})
+	txns := waitCoordinators(t, func(ctx context.Context) map[string]kadm.FindCoordinatorResponse {
+		return e.adm.FindTxnCoordinators(ctx, txnID)
+	})
+	for i := 0; i < 100; i++ {
+		in := topics.Intent{Tool: "t.block", Key: fmt.Sprintf("leader-kill-%d", i), Args: map[string]any{"amount": 5}}
+		p := topics.Partition(topics.RoutingKey(topics.DefaultTenant, in.Key), e.partitions)
+		if leader := leaderOf(t, e.adm, e.names.Events, p); leader != groups[e.group] && leader != txns[txnID] {
+			return in, p, leader
+		}
+	}
+	t.Fatalf("every events partition is led by the group coordinator (node %d) or the transaction coordinator (node %d)", groups[e.group], txns[txnID])
+	return topics.Intent{}, 0, 0
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -158,17 +159,13 @@ func CheckDurability(d Durability, r Requirement, allowWeak bool) error {
 // the brokers' own settings and the internal logs'. What it may not read
 // (authorization) it names in Unreadable; other errors end it.
 func ReadDurability(ctx context.Context, adm *kadm.Client, ours ...string) (Durability, error) {
-	md, err := adm.Metadata(ctx, ours...)
+	md, err := metadataOf(ctx, adm, ours)
 	if err != nil {
-		return Durability{}, fmt.Errorf("topicadmin: metadata: %w", err)
+		return Durability{}, err
 	}
 	d := Durability{Brokers: len(md.Brokers)}
 	for _, t := range ours {
-		td, ok := md.Topics[t]
-		if !ok || td.Err != nil {
-			return d, fmt.Errorf("topicadmin: metadata of %s: %v", t, td.Err)
-		}
-		d.Topics = append(d.Topics, replicationOf(td))
+		d.Topics = append(d.Topics, replicationOf(md.Topics[t]))
 	}
 	if err := d.readTopicConfigs(ctx, adm, ours); err != nil {
 		return d, err
@@ -183,6 +180,50 @@ func ReadDurability(ctx context.Context, adm *kadm.Client, ours ...string) (Dura
 		return d, err
 	}
 	return d, d.readBrokerSettings(ctx, adm, md.Brokers.NodeIDs())
+}
+
+// metadataOf reads the brokers and ours, waiting (up to metadataWait)
+// while a topic is not listed yet or answers a retriable error: on a
+// cluster, a topic created a moment ago is not known to every broker at
+// once.
+func metadataOf(ctx context.Context, adm *kadm.Client, ours []string) (kadm.Metadata, error) {
+	deadline := time.Now().Add(metadataWait)
+	for {
+		md, err := adm.Metadata(ctx, ours...)
+		if err != nil {
+			return md, fmt.Errorf("topicadmin: metadata: %w", err)
+		}
+		err = topicsListed(md, ours)
+		var ke *kerr.Error
+		if err == nil || !errors.As(err, &ke) || !ke.Retriable || time.Now().After(deadline) {
+			return md, err
+		}
+		select {
+		case <-ctx.Done():
+			return md, err
+		case <-time.After(metadataRetry):
+		}
+	}
+}
+
+// The bound of metadataOf's wait, and its pause between asks.
+const (
+	metadataWait  = 30 * time.Second
+	metadataRetry = 200 * time.Millisecond
+)
+
+// topicsListed is the first error of a topic of ours in md.
+func topicsListed(md kadm.Metadata, ours []string) error {
+	for _, t := range ours {
+		td, ok := md.Topics[t]
+		switch {
+		case !ok:
+			return fmt.Errorf("topicadmin: metadata of %s: %w", t, kerr.UnknownTopicOrPartition)
+		case td.Err != nil:
+			return fmt.Errorf("topicadmin: metadata of %s: %w", t, td.Err)
+		}
+	}
+	return nil
 }
 
 // replicationOf counts a topic's replicas and its partitions out of sync
