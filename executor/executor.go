@@ -82,7 +82,7 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 }
 
 func (e *Executor) open(ctx context.Context) error {
-	st, err := state.Open(filepath.Join(e.cfg.DataDir, "state"), state.Options{})
+	st, err := state.Open(filepath.Join(e.cfg.DataDir, "state"), state.Options{FS: e.cfg.StateFS})
 	if err != nil {
 		return err
 	}

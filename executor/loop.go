@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/state"
 )
 
 // Run is the loop: poll, decide, commit, materialise, dispatch, until ctx
@@ -79,6 +81,11 @@ func (e *Executor) poll(ctx context.Context) kgo.Fetches {
 var errRetryTick = errors.New("executor: retry tick")
 
 func (e *Executor) retryLater(ctx context.Context, err error) error {
+	if errors.Is(err, state.ErrBroken) && !errors.Is(err, ErrFatal) {
+		// A restore or a read met a store a failed write broke: no retry
+		// heals it (state.ErrBroken), the member stops.
+		return fmt.Errorf("%w: the view cannot be used: %w", ErrFatal, err)
+	}
 	if !errors.Is(err, errRetryTick) {
 		return err
 	}

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -59,7 +60,9 @@ func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 	if cf := e.confirmCalls(ctx, rd.Calls, tr); cf.err != nil {
 		return e.afterBrokenCommit(rd, tr, pr, cf)
 	}
-	e.afterCommit(rd, tr)
+	if err := e.afterCommit(rd, tr); err != nil {
+		return err
+	}
 	e.m.TickDuration.Observe(time.Since(start).Seconds())
 	return nil
 }
@@ -102,7 +105,13 @@ func (e *Executor) commitHooks(rd *partition.Ready) {
 
 // afterCommit materialises the tick in one synced Pebble batch, then
 // dispatches the calls whose started events are now committed.
-func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) {
+//
+// A store that a failed write broke (a full disk, an fsync error:
+// state.ErrBroken) stops the member before it calls anything: an effect
+// made now could not be recorded in the view, and the tick's started
+// events, committed in the log, leave their keys in doubt for the next
+// owner, as a crash right after the commit would.
+func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) error {
 	e.m.Txns.WithLabelValues("committed").Inc()
 	e.offsetsUnsure = false // the session's idea of committed is ours again
 	e.pidChanged(tr.txn)
@@ -111,6 +120,9 @@ func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) {
 		e.m.Intents.WithLabelValues(v).Add(float64(n))
 	}
 	err := e.materialise(rd, tr)
+	if errors.Is(err, state.ErrBroken) {
+		return fmt.Errorf("%w: the view cannot be written: %w", ErrFatal, err)
+	}
 	if err != nil {
 		e.cfg.Logger.Error("pebble write failed; the view will catch up from the log", "err", err)
 		e.hot.forgetAll() // the store's state is unsure until the restores
@@ -123,6 +135,7 @@ func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) {
 	}
 	e.disp.submit(rd.Calls...)
 	e.m.InFlight.Set(float64(e.core.InFlight()))
+	return nil
 }
 
 // materialise writes the tick's overlay with the checkpoints of the

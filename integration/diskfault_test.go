@@ -1,0 +1,106 @@
+package integration
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/vfs/errorfs"
+
+	"github.com/atmostonce/toolexec/executor"
+	"github.com/atmostonce/toolexec/state"
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// TestViewWriteFailureStopsTheMember: the member's disk refuses the Pebble
+// log's writes (a full disk; errorfs) when a tick has just committed a
+// call's started event. The member stops (ErrFatal, state.ErrBroken)
+// before calling: nothing is decided on a view it could not write. The
+// next member (a restart on a healthy disk) finds the key in doubt in the
+// log, answers a duplicate pending, and the reconciler settles it with one
+// call under the call's downstream key: nothing is called twice, and the
+// intent gets its one terminal answer.
+func TestViewWriteFailureStopsTheMember(t *testing.T) {
+	e := newEnv(t, 2)
+	l := newLedger(t)
+	reg := registry(t, l.toolsYAML(toolEntry("t.okttl", "native_key", l.url("/ok"), "1s", "    pending_ttl: 3s\n")))
+	var full atomic.Bool
+	fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+		if full.Load() && op == errorfs.OpFileWrite && strings.HasSuffix(path, ".log") {
+			return errorfs.ErrInjected
+		}
+		return nil
+	}))
+	cfg := e.inprocConfig(reg)
+	cfg.StateFS = fs
+	ex, err := newExecutor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ex.Run(t.Context()) }()
+	c := e.client()
+	// A call on each partition first: both are restored, so the first
+	// view write after the fault is the next call's tick.
+	for p := int32(0); p < e.partitions; p++ {
+		key := keyOn(e, "disk-a", p)
+		if res := e.call(c, topics.Intent{Tool: "t.ok", Key: key, Args: map[string]any{}}, time.Minute); res.Status != topics.StatusSucceeded {
+			t.Fatalf("before the fault: %+v", res)
+		}
+	}
+	results := e.collect(e.names.Results)
+	full.Store(true)
+	in := topics.Intent{Tool: "t.okttl", Key: "disk-b", Args: map[string]any{"n": 1}}
+	id := e.send(in)
+	select {
+	case err := <-done:
+		t.Logf("the member stopped: %v", err)
+		if !errors.Is(err, executor.ErrFatal) || !errors.Is(err, state.ErrBroken) || !strings.Contains(err.Error(), "the view cannot be written") {
+			t.Fatalf("Run ended with %v, want ErrFatal and state.ErrBroken from the tick's view write", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the member still runs a minute after its view could not be written")
+	}
+	ex.Close()
+	if n := l.total(); n != int(e.partitions) {
+		t.Fatalf("tool requests %d, want %d: disk-b was called on a view that could not be written", n, e.partitions)
+	}
+	full.Store(false)
+	e.startInproc(reg, func(c *executorConfig) { c.DataDir = cfg.DataDir })
+	dup := e.callPending(c, in, 5*time.Second)
+	if dup.OriginalIntentID != id {
+		t.Fatalf("the duplicate's answer names %q, want the intent whose started event committed (%s)", dup.OriginalIntentID, id)
+	}
+	e.startReconciler(reg, "", nil)
+	res := results.waitResult(t, id, 2*time.Minute)
+	if res.Status != topics.StatusSucceeded {
+		t.Fatalf("disk-b, settled: %+v", res)
+	}
+	time.Sleep(2 * time.Second) // a second answer would be here by now
+	terminal := 0
+	for _, r := range results.results(id) {
+		if topics.Terminal(r.Status) {
+			terminal++
+		}
+	}
+	if terminal != 1 {
+		t.Fatalf("%d terminal answers to disk-b's intent, want 1: %+v", terminal, results.results(id))
+	}
+	if n := l.total(); n != int(e.partitions)+1 {
+		t.Fatalf("tool requests %d, want %d (disk-b once, by the reconciler)", n, e.partitions+1)
+	}
+}
+
+// keyOn is the first key prefix-<i> that routes to partition p of e.
+func keyOn(e *env, prefix string, p int32) string {
+	for i := 0; ; i++ {
+		k := prefix + "-" + strconv.Itoa(i)
+		if topics.Partition(topics.RoutingKey(topics.DefaultTenant, k), e.partitions) == p {
+			return k
+		}
+	}
+}
