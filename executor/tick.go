@@ -207,6 +207,15 @@ func (e *Executor) afterBrokenCommit(rd *partition.Ready, tr *txnRecords, pr *pr
 	e.m.Txns.WithLabelValues("unconfirmed").Inc()
 	e.cfg.Logger.Error("a reported commit is not confirmed on the events partitions; its calls are not made",
 		"err", cf.err, "calls", len(rd.Calls), "producer_id", tr.txn.pid, "producer_epoch", tr.txn.epoch)
+	if len(cf.aborted) > 0 {
+		// Counted, with what kafka-dump-log needs to find it: the
+		// transactional id, the producer, and the offsets of the started
+		// events the broker aborted after EndTxn reported a commit.
+		e.m.AbortedAfterCommit.Inc()
+		e.cfg.Logger.Error("a transaction reported committed was aborted on events partitions",
+			"transactional_id", e.cfg.TransactionalID, "producer_id", tr.txn.pid, "producer_epoch", tr.txn.epoch,
+			"topic", e.cfg.Names.Events, "spans", tr.spansOf(cf.aborted))
+	}
 	if err := e.afterAbort(rd, tr, cf.err); err != nil {
 		return err
 	}

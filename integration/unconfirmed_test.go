@@ -141,6 +141,9 @@ func TestCommitAbortedBehindItsSuccessIsNotCalled(t *testing.T) {
 	if n := u.ledger.total(); n != 2 {
 		t.Fatalf("the tool saw %d requests, want 2 (cab-0 and cab-1 once each)", n)
 	}
+	if n := metricValue(t, u.ex.Metrics().AbortedAfterCommit); n != 1 {
+		t.Fatalf("toolexec_executor_commits_aborted_after_success_total %v, want 1", n)
+	}
 	rk := topics.RoutingKey(topics.DefaultTenant, "cab-1")
 	committed := keyEvents(t, u.adm, u.seeds, u.names.Events, 1, rk)
 	written := keyEvents(t, u.adm, u.seeds, u.names.Events, 1, rk, kgo.FetchIsolationLevel(kgo.ReadUncommitted()))
@@ -210,6 +213,7 @@ type unconfirmed struct {
 	ledger  *ledger
 	drop    *commitDropper
 	client  *client.Client
+	ex      *executor.Executor
 }
 
 // newUnconfirmed starts it; extra adds tool entries whose url is a path
@@ -252,6 +256,7 @@ func newUnconfirmed(t *testing.T, prefix, extra string) *unconfirmed {
 	if err != nil {
 		t.Fatal(err)
 	}
+	u.ex = ex
 	runCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- ex.Run(runCtx) }()
