@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atmostonce/toolexec/internal/cli"
@@ -57,6 +58,8 @@ type run struct {
 	dir      string
 	brokers  []string
 	broker   *Broker
+	cluster  *Cluster // a --cluster run's nodes; nil otherwise
+	disks    *disks   // a --cluster run's executor disks; nil without disk faults
 	ledger   *Ledger
 	proxy    *NetProxy // executors -> ledger
 	kproxy   *NetProxy // executors -> broker (own broker only)
@@ -68,7 +71,7 @@ type run struct {
 	prod     *kgo.Client
 	tr       *Tracker
 	hostile  *Hostile
-	aborts   *abortWatch
+	counters *counterWatch
 	undo     []func()
 	recExits int
 }
@@ -140,6 +143,14 @@ func (rn *run) setup(ctx context.Context) error {
 	}
 	rn.fleet = &Fleet{bin: exBin, toolsFile: toolsFile, brokers: rn.exBroker, prefix: tag + ".", group: tag + "-ex",
 		dir: rn.dir, partitions: rn.cfg.Partitions, logf: rn.logf, extraArgs: rn.kafkaArgs()}
+	if rn.cluster != nil {
+		// Stable ids, one per slot, as a StatefulSet would give: a
+		// coordinator kill aims at a live executor's id.
+		for i := 0; i < rn.cfg.Executors+2; i++ {
+			rn.fleet.txnIDs = append(rn.fleet.txnIDs, fmt.Sprintf("%s-ex-%d", tag, i))
+		}
+		rn.fleet.disks = rn.disks
+	}
 	rn.undo = append(rn.undo, rn.fleet.stopAll)
 	rn.logf("starting %d executors (group %s, topics %s*)", rn.cfg.Executors, tag+"-ex", tag+".")
 	rn.fleet.ensure(rn.cfg.Executors)
@@ -150,7 +161,7 @@ func (rn *run) setup(ctx context.Context) error {
 		return fmt.Errorf("chaos: no executor started; see %s/ex0.log", rn.dir)
 	}
 	rn.rec = &Proc{Name: "reconciler", DataDir: filepath.Join(rn.dir, "rec-data"), HTTP: freeAddr(), Log: filepath.Join(rn.dir, "reconciler.log"), bin: recBin}
-	rn.rec.args = []string{"--brokers", rn.brokers[0], "--tools", toolsFile, "--data-dir", rn.rec.DataDir, "--http-addr", rn.rec.HTTP,
+	rn.rec.args = []string{"--brokers", strings.Join(rn.brokers, ","), "--tools", toolsFile, "--data-dir", rn.rec.DataDir, "--http-addr", rn.rec.HTTP,
 		"--topic-prefix", tag + ".", "--group", tag + "-rec", "--scan-interval", "1s", "--backoff", "1s", "--backoff-cap", "10s",
 		"--session-timeout", "6s", "--command-timeout", "30s"}
 	rn.rec.args = append(rn.rec.args, rn.kafkaArgs()...)
@@ -165,6 +176,9 @@ func (rn *run) setup(ctx context.Context) error {
 }
 
 func (rn *run) startBroker() error {
+	if rn.cfg.Cluster {
+		return rn.startCluster()
+	}
 	if !rn.cfg.OwnBroker {
 		rn.brokers = []string{rn.cfg.Brokers}
 		rn.exBroker = rn.cfg.Brokers
@@ -243,8 +257,8 @@ func (rn *run) startClients(ctx context.Context) error {
 		return err
 	}
 	rn.undo = append(rn.undo, rn.hostile.Close)
-	rn.aborts = &abortWatch{}
-	go rn.aborts.run(rctx, rn.fleet)
+	rn.counters = &counterWatch{}
+	go rn.counters.run(rctx, rn.fleet)
 	return nil
 }
 
@@ -257,6 +271,15 @@ func (rn *run) execute(ctx context.Context) (*Report, error) {
 	for _, k := range rn.cfg.Only {
 		in.only[k] = true
 	}
+	adm := kadm.NewClient(rn.prod)
+	if rn.cluster != nil {
+		in.cl = clusterFaultsOn{cluster: rn.cluster, adm: adm, events: rn.names.Events, intents: rn.names.Intents,
+			group: rn.fleet.group, txnIDs: rn.fleet.txnIDs, disks: rn.disks}
+	}
+	watch := newReplicaWatch(adm, rn.names.All()...)
+	wctx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	go watch.run(wctx)
 	load := newLoad(rn.cfg.Seed, rn.cfg.Rate, rn.prod, rn.names, int32(rn.cfg.Partitions), rn.tr, fmt.Sprintf("s%d", rn.cfg.Seed))
 	lctx, cancel := context.WithTimeout(ctx, rn.cfg.Duration)
 	defer cancel()
@@ -274,7 +297,12 @@ func (rn *run) execute(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rn.verdict(ctx, in, load, escalated)
+	stopWatching()
+	rep, err := rn.verdict(ctx, in, load, escalated)
+	if rep != nil {
+		rep.LeaderElections, rep.ISRShrinks = watch.Counts()
+	}
+	return rep, err
 }
 
 // watchReconciler restarts the reconciler if it exits (it is not a fault
@@ -324,6 +352,9 @@ func (rn *run) settle(ctx context.Context) (map[string]bool, error) {
 		if err := rn.broker.Start(); err != nil {
 			return nil, err
 		}
+	}
+	if err := rn.healCluster(); err != nil {
+		return nil, err
 	}
 	rn.fleet.ensure(rn.cfg.Executors)
 	if !rn.rec.Running() {
@@ -394,7 +425,9 @@ func (rn *run) verdict(ctx context.Context, in *Injector, load *Load, escalated 
 	rep := &Report{Answers: answers, Load: load.counts}
 	rep.Faults, rep.FaultDetail = in.Counts()
 	check(checkInput{intents: intents, ledger: rn.ledger.Stats(), hist: hist, escalated: escalated, stuck: stuck,
-		hostile: rn.hostile.Records(), deadLetters: dead, aborted: rn.aborts.Total(), faults: sumFaults(rep.Faults)}, rep)
+		hostile: rn.hostile.Records(), deadLetters: dead, aborted: rn.counters.Total(abortedMetric), faults: sumFaults(rep.Faults)}, rep)
+	rep.CommitsUnconfirmed = rn.counters.Total(unconfirmedMetric)
+	rep.CommitsAbortedAfterSuccess = rn.counters.Total(abortedAfterCommitMetric)
 	if rn.cfg.RequireAll {
 		if len(rn.cfg.Only) == 0 || slices.Contains(rn.cfg.Only, FaultHostile) {
 			for _, k := range poisonKinds {
