@@ -18,9 +18,10 @@ type Cluster struct {
 	// Port is node 1's client port; node n listens on Port+(n-1)*100 for
 	// clients, the next port for its controller, the one after for the
 	// proxied listener, and its proxy on the one after that.
-	Port    int
-	Extra   string      // server.properties lines for every node (KAFKA_EXTRA_CONFIG)
-	proxies []*NetProxy // by node - 1
+	Port     int
+	Extra    string      // server.properties lines for every node (KAFKA_EXTRA_CONFIG)
+	Features string      // feature levels at format (KAFKA_FEATURES)
+	proxies  []*NetProxy // by node - 1
 }
 
 // clusterNodes is the size of the cluster; clusterPortStep the distance
@@ -47,7 +48,7 @@ func (c *Cluster) nodeConfig(n int) string {
 
 func (c *Cluster) env() []string {
 	env := append(os.Environ(), fmt.Sprintf("KAFKA_CLUSTER_PORT=%d", c.Port), fmt.Sprintf("KAFKA_CLUSTER_PORT_STEP=%d", clusterPortStep),
-		"KAFKA_CLUSTER_RUN_DIR="+c.RunDir, "KAFKA_EXTRA_CONFIG="+c.Extra)
+		"KAFKA_CLUSTER_RUN_DIR="+c.RunDir, "KAFKA_EXTRA_CONFIG="+c.Extra, "KAFKA_FEATURES="+c.Features)
 	for n := 1; n <= clusterNodes; n++ {
 		env = append(env, fmt.Sprintf("KAFKA_NODE_EXTRA_CONFIG_%d=%s", n, c.nodeConfig(n)))
 	}

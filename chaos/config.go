@@ -39,6 +39,10 @@ type Config struct {
 	// BrokerPort and its controller port BrokerPort+1; run dir BrokerRunDir.
 	BrokerPort   int
 	BrokerRunDir string
+	// BrokerFeatures are Kafka feature levels fixed when the private
+	// broker or cluster is formatted (KAFKA_FEATURES), e.g.
+	// "transaction.version=1".
+	BrokerFeatures string
 	// Cluster runs on a private three-node cluster instead (deploy/kafka/
 	// start --cluster; node n on BrokerPort+(n-1)*100 and the three ports
 	// after it), with the cluster's fault kinds (faults_cluster.go).

@@ -207,9 +207,12 @@ func (in *Injector) nodeCut() {
 	proxy.Remove()
 }
 
-// diskFull fills the disk under a running executor's data dir for a few
-// seconds: its next write of the view fails, and it must stop deciding
-// (it exits; the supervisor starts it again once there is room).
+// diskFull fills the disk under a running executor's data dir: its next
+// write of the view that needs new space fails, and it must stop deciding
+// (it exits). Pebble writes its log into space allocated ahead, so a
+// member may go on for a while: if it has not stopped after diskFullWait,
+// it is restarted onto the full disk, where opening its view needs space
+// and must fail. The disk is then freed and the member started again.
 func (in *Injector) diskFull() {
 	if in.cl.disks == nil {
 		return
@@ -224,18 +227,40 @@ func (in *Injector) diskFull() {
 		in.logf("disk_full: %v", err)
 		return
 	}
+	detail := "stopped"
 	select {
 	case <-p.Done():
 		in.logf("fault disk_full: %s stopped (exit %d)", p.Name, p.ExitCode())
-		in.count(FaultDiskFull, "stopped")
-	case <-time.After(time.Duration(5000+in.rng.IntN(5000)) * time.Millisecond):
-		in.logf("fault disk_full: %s still runs (it wrote nothing meanwhile)", p.Name)
-		in.count(FaultDiskFull, "running")
+	case <-time.After(diskFullWait):
+		detail = in.restartOnFullDisk(p)
 	}
+	in.count(FaultDiskFull, detail)
 	if err := in.cl.disks.free(p.DataDir); err != nil {
 		in.logf("disk_full: %v", err)
 	}
 	if !p.Running() {
 		in.fleet.start(p)
+	}
+}
+
+// diskFullWait is how long a member with a full disk may go on before it
+// is restarted onto it.
+const diskFullWait = 10 * time.Second
+
+// restartOnFullDisk kill -9s p and starts it again on its full disk.
+func (in *Injector) restartOnFullDisk(p *Proc) string {
+	in.logf("fault disk_full: %s still runs (its log had room ahead); kill -9 and start it on the full disk", p.Name)
+	p.Kill()
+	if err := p.Start(); err != nil {
+		in.logf("disk_full: %v", err)
+		return "restart_refused"
+	}
+	select {
+	case <-p.Done():
+		in.logf("fault disk_full: %s could not start on the full disk (exit %d)", p.Name, p.ExitCode())
+		return "restart_refused"
+	case <-time.After(diskFullWait):
+		in.logf("fault disk_full: %s started on the full disk and runs", p.Name)
+		return "restarted_and_runs"
 	}
 }

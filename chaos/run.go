@@ -192,7 +192,7 @@ func (rn *run) startBroker() error {
 	// load and the reconciler keep the direct PLAINTEXT listener.
 	port := rn.cfg.BrokerPort
 	proxied, advertised := port+2, port+3
-	rn.broker = &Broker{Repo: rn.cfg.Repo, RunDir: rn.cfg.BrokerRunDir, Port: port, CtlPort: port + 1, Extra: fmt.Sprintf(
+	rn.broker = &Broker{Repo: rn.cfg.Repo, RunDir: rn.cfg.BrokerRunDir, Port: port, CtlPort: port + 1, Features: rn.cfg.BrokerFeatures, Extra: fmt.Sprintf(
 		"listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d,PROXIED://127.0.0.1:%d\n"+
 			"advertised.listeners=PLAINTEXT://127.0.0.1:%d,PROXIED://127.0.0.1:%d\n"+
 			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT\n",

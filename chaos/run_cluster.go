@@ -12,7 +12,7 @@ func (rn *run) startCluster() error {
 	if !rn.cfg.OwnBroker {
 		return fmt.Errorf("chaos: --cluster starts a cluster of its own: not with --own-broker=false")
 	}
-	rn.cluster = &Cluster{Repo: rn.cfg.Repo, RunDir: rn.cfg.BrokerRunDir, Port: rn.cfg.BrokerPort}
+	rn.cluster = &Cluster{Repo: rn.cfg.Repo, RunDir: rn.cfg.BrokerRunDir, Port: rn.cfg.BrokerPort, Features: rn.cfg.BrokerFeatures}
 	rn.logf("starting a private three-node cluster on %s (run dir %s, wiped first)", strings.Join(rn.cluster.Addrs(), ","), rn.cluster.RunDir)
 	_ = rn.cluster.Wipe()
 	if err := rn.cluster.Start(); err != nil {

@@ -57,6 +57,7 @@ func parseFlags(args []string) (chaos.Config, error) {
 	fs.BoolVar(&cfg.OwnBroker, "own-broker", true, "start a private broker (deploy/kafka/start on --broker-port, run dir --broker-run-dir), bounce it, stop it at the end and wipe it unless --keep; false: use --brokers and skip broker bounces (they would disturb others)")
 	fs.IntVar(&cfg.BrokerPort, "broker-port", 29192, "client port of the private broker; its controller listens on the next port")
 	fs.StringVar(&cfg.BrokerRunDir, "broker-run-dir", "", "run dir of the private broker or cluster (wiped at start, and at the end unless --keep; default /tmp/chaos-kafka, with --cluster /tmp/chaos-kafka-cluster)")
+	fs.StringVar(&cfg.BrokerFeatures, "broker-features", "", "Kafka feature levels fixed when the private broker or cluster is formatted, space-separated (e.g. transaction.version=1; default: the version's own, transaction.version=2 on Kafka 4.4)")
 	fs.BoolVar(&cfg.Cluster, "cluster", false, "run on a private three-node cluster (deploy/kafka/start --cluster; node n on --broker-port+(n-1)*100 and the three ports after it) with its fault kinds: leader_kill, txn_coordinator_kill, group_coordinator_kill, node_pause, rolling_restart, node_cut, disk_full (no broker_bounce)")
 	fs.BoolVar(&cfg.DiskFaults, "disk-faults", true, "with --cluster: mount a tmpfs on each executor's data dir and fill it (disk_full); needs root")
 	fs.StringVar(&cfg.DiskSize, "disk-size", "256m", "with --disk-faults: the size of each executor's tmpfs")
