@@ -34,23 +34,11 @@ const (
 // nodePort is node n's client port.
 func (c *Cluster) nodePort(n int) int { return c.Port + (n-1)*clusterPortStep }
 
-// nodeConfig is node n's listeners: PLAINTEXT for the harness, the
-// controller's, and PROXIED, advertised at the node's proxy (clients
-// connect to what metadata names, so a proxy only works if the broker
-// advertises it).
-func (c *Cluster) nodeConfig(n int) string {
-	p := c.nodePort(n)
-	return fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d,PROXIED://127.0.0.1:%d\n"+
-		"advertised.listeners=PLAINTEXT://127.0.0.1:%d,PROXIED://127.0.0.1:%d\n"+
-		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT\n",
-		p, p+1, p+2, p, p+3)
-}
-
 func (c *Cluster) env() []string {
 	env := append(os.Environ(), fmt.Sprintf("KAFKA_CLUSTER_PORT=%d", c.Port), fmt.Sprintf("KAFKA_CLUSTER_PORT_STEP=%d", clusterPortStep),
 		"KAFKA_CLUSTER_RUN_DIR="+c.RunDir, "KAFKA_EXTRA_CONFIG="+c.Extra, "KAFKA_FEATURES="+c.Features)
 	for n := 1; n <= clusterNodes; n++ {
-		env = append(env, fmt.Sprintf("KAFKA_NODE_EXTRA_CONFIG_%d=%s", n, c.nodeConfig(n)))
+		env = append(env, fmt.Sprintf("KAFKA_NODE_EXTRA_CONFIG_%d=%s", n, proxiedListeners(c.nodePort(n))))
 	}
 	return env
 }
@@ -91,8 +79,7 @@ func (c *Cluster) Addrs() []string {
 func (c *Cluster) startProxies() ([]string, error) {
 	var out []string
 	for n := 1; n <= clusterNodes; n++ {
-		p := c.nodePort(n)
-		np, err := NewNetProxy(fmt.Sprintf("kafka-node%d", n), fmt.Sprintf("127.0.0.1:%d", p+3), fmt.Sprintf("127.0.0.1:%d", p+2))
+		np, err := proxyFor(fmt.Sprintf("kafka-node%d", n), c.nodePort(n))
 		if err != nil {
 			c.closeProxies()
 			return nil, err

@@ -191,31 +191,14 @@ func (rn *run) startBroker() error {
 	// second listener, PROXIED, advertised at the proxy; the harness, the
 	// load and the reconciler keep the direct PLAINTEXT listener.
 	port := rn.cfg.BrokerPort
-	proxied, advertised := port+2, port+3
-	rn.broker = &Broker{Repo: rn.cfg.Repo, RunDir: rn.cfg.BrokerRunDir, Port: port, CtlPort: port + 1, Features: rn.cfg.BrokerFeatures, Extra: fmt.Sprintf(
-		"listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d,PROXIED://127.0.0.1:%d\n"+
-			"advertised.listeners=PLAINTEXT://127.0.0.1:%d,PROXIED://127.0.0.1:%d\n"+
-			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT\n",
-		port, port+1, proxied, port, advertised)}
-	rn.logf("starting a private broker on %s (run dir %s, wiped first)", rn.broker.Addr(), rn.broker.RunDir)
-	_ = rn.broker.Wipe()
-	if err := rn.broker.Start(); err != nil {
+	rn.broker = &Broker{Repo: rn.cfg.Repo, RunDir: rn.cfg.BrokerRunDir, Port: port, CtlPort: port + 1, Features: rn.cfg.BrokerFeatures,
+		Extra: proxiedListeners(port)}
+	if err := rn.startOwned(rn.broker, "a private broker on "+rn.broker.Addr(), rn.broker.RunDir); err != nil {
 		return err
 	}
-	rn.undo = append(rn.undo, func() {
-		if rn.cfg.Keep {
-			// Its log is the evidence of a failure: the event log, the
-			// answers and the transaction markers.
-			rn.logf("stopping the private broker, data kept in %s (--keep)", rn.broker.RunDir)
-			_ = rn.broker.Stop()
-			return
-		}
-		rn.logf("stopping the private broker")
-		_ = rn.broker.Wipe()
-	})
 	rn.brokers = []string{rn.broker.Addr()}
 	var err error
-	rn.kproxy, err = NewNetProxy("kafka", fmt.Sprintf("127.0.0.1:%d", advertised), fmt.Sprintf("127.0.0.1:%d", proxied))
+	rn.kproxy, err = proxyFor("kafka", port)
 	if err != nil {
 		return err
 	}
@@ -223,6 +206,53 @@ func (rn *run) startBroker() error {
 	rn.exBroker = rn.kproxy.Addr()
 	rn.logf("executors reach the broker through toxiproxy on %s (listener PROXIED)", rn.exBroker)
 	return nil
+}
+
+// ownedKafka is the private broker or cluster of a run.
+type ownedKafka interface {
+	Start() error
+	Stop() error
+	Wipe() error
+}
+
+// startOwned wipes k, starts it, and at the end of the run stops it,
+// keeping its data with --keep, else wiping it.
+func (rn *run) startOwned(k ownedKafka, what, runDir string) error {
+	rn.logf("starting %s (run dir %s, wiped first)", what, runDir)
+	_ = k.Wipe()
+	if err := k.Start(); err != nil {
+		return err
+	}
+	rn.undo = append(rn.undo, func() {
+		if rn.cfg.Keep {
+			// Its log is the evidence of a failure: the event log, the
+			// answers and the transaction markers.
+			rn.logf("stopping %s, data kept in %s (--keep)", what, runDir)
+			_ = k.Stop()
+			return
+		}
+		rn.logf("stopping %s", what)
+		_ = k.Wipe()
+	})
+	return nil
+}
+
+// proxiedListeners are the listeners of a broker whose client port is
+// port: PLAINTEXT for the harness, the controller's on port+1, and
+// PROXIED on port+2, advertised at port+3 where its toxiproxy listens
+// (clients connect to what metadata names, so a proxy only works if the
+// broker advertises it).
+func proxiedListeners(port int) string {
+	return fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d,PROXIED://127.0.0.1:%d\n"+
+		"advertised.listeners=PLAINTEXT://127.0.0.1:%d,PROXIED://127.0.0.1:%d\n"+
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT\n",
+		port, port+1, port+2, port, port+3)
+}
+
+// proxyFor is the toxiproxy in front of the PROXIED listener of the
+// broker whose client port is port (proxiedListeners).
+func proxyFor(name string, port int) (*NetProxy, error) {
+	return NewNetProxy(name, fmt.Sprintf("127.0.0.1:%d", port+3), fmt.Sprintf("127.0.0.1:%d", port+2))
 }
 
 func (rn *run) startTools() error {

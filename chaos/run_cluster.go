@@ -13,20 +13,9 @@ func (rn *run) startCluster() error {
 		return fmt.Errorf("chaos: --cluster starts a cluster of its own: not with --own-broker=false")
 	}
 	rn.cluster = &Cluster{Repo: rn.cfg.Repo, RunDir: rn.cfg.BrokerRunDir, Port: rn.cfg.BrokerPort, Features: rn.cfg.BrokerFeatures}
-	rn.logf("starting a private three-node cluster on %s (run dir %s, wiped first)", strings.Join(rn.cluster.Addrs(), ","), rn.cluster.RunDir)
-	_ = rn.cluster.Wipe()
-	if err := rn.cluster.Start(); err != nil {
+	if err := rn.startOwned(rn.cluster, "a private three-node cluster on "+strings.Join(rn.cluster.Addrs(), ","), rn.cluster.RunDir); err != nil {
 		return err
 	}
-	rn.undo = append(rn.undo, func() {
-		if rn.cfg.Keep {
-			rn.logf("stopping the private cluster, data kept in %s (--keep)", rn.cluster.RunDir)
-			_ = rn.cluster.Stop()
-			return
-		}
-		rn.logf("stopping the private cluster")
-		_ = rn.cluster.Wipe()
-	})
 	rn.brokers = rn.cluster.Addrs()
 	proxied, err := rn.cluster.startProxies()
 	if err != nil {

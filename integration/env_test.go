@@ -24,6 +24,7 @@ import (
 
 	"github.com/atmostonce/toolexec/client"
 	"github.com/atmostonce/toolexec/executor"
+	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
@@ -105,21 +106,9 @@ func (e *env) inprocConfig(reg *tools.Registry) executor.Config {
 		SessionTimeout: 3 * time.Second, RebalanceTimeout: 10 * time.Second, DrainTimeout: 5 * time.Second,
 		TransactionTimeout: 10 * time.Second,
 		Logger:             testLogger(e.t),
-		KafkaLogLevel:      kafkaLogLevel(),
+		KafkaLogLevel:      cli.KafkaLogLevel(os.Getenv("IT_KAFKA_LOG")), // franz-go's own logs in the test's members
 		Settings:           topicadmin.Settings{Partitions: e.partitions},
 	}
-}
-
-// kafkaLogLevel is franz-go's own log level in the test's members: warn
-// unless IT_KAFKA_LOG=debug or info (with IT_LOG at the same level).
-func kafkaLogLevel() kgo.LogLevel {
-	switch os.Getenv("IT_KAFKA_LOG") {
-	case "debug":
-		return kgo.LogLevelDebug
-	case "info":
-		return kgo.LogLevelInfo
-	}
-	return kgo.LogLevelWarn
 }
 
 func (e *env) startInproc(reg *tools.Registry, mod func(*executor.Config)) *inproc {

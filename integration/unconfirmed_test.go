@@ -214,11 +214,13 @@ type unconfirmed struct {
 	drop    *commitDropper
 	client  *client.Client
 	ex      *executor.Executor
+	ended   chan struct{} // closed when Run returned, with runErr
+	runErr  error
 }
 
 // newUnconfirmed starts it; extra adds tool entries whose url is a path
-// of the ledger.
-func newUnconfirmed(t *testing.T, prefix, extra string) *unconfirmed {
+// of the ledger, and mods change the executor's configuration.
+func newUnconfirmed(t *testing.T, prefix, extra string, mods ...func(*executor.Config)) *unconfirmed {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test")
@@ -246,21 +248,24 @@ func newUnconfirmed(t *testing.T, prefix, extra string) *unconfirmed {
 	cluster.ControlKey(int16(kmsg.EndTxn), u.drop.control)
 
 	yaml := u.ledger.toolsYAML(strings.ReplaceAll(extra, `url: "/`, `url: "`+u.ledger.url("/")))
-	ex, err := executor.New(ctx, executor.Config{
+	cfg := executor.Config{
 		Brokers: u.seeds, Names: u.names, Group: prefix, DataDir: t.TempDir(), Tools: registry(t, yaml),
 		SessionTimeout: 3 * time.Second, RebalanceTimeout: 10 * time.Second, DrainTimeout: 5 * time.Second,
 		TransactionTimeout: 6 * time.Second,
 		Logger:             slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: logLevel()})),
 		Settings:           topicadmin.Settings{Partitions: 1},
-	})
+	}
+	for _, mod := range mods {
+		mod(&cfg)
+	}
+	ex, err := executor.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.ex = ex
+	u.ex, u.ended = ex, make(chan struct{})
 	runCtx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ex.Run(runCtx) }()
-	t.Cleanup(func() { stop(); <-done; ex.Close() })
+	go func() { u.runErr = ex.Run(runCtx); close(u.ended) }()
+	t.Cleanup(func() { stop(); <-u.ended; ex.Close() })
 
 	if u.client, err = client.New(ctx, client.Config{Brokers: u.seeds, Prefix: prefix + "."}); err != nil {
 		t.Fatal(err)

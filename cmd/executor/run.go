@@ -116,7 +116,7 @@ func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry
 		Brokers: conn.Seeds, Connect: conn.Opts, Names: topics.NamesWithPrefix(f.prefix), Group: f.group, DataDir: f.dataDir,
 		Tools: reg, DrainTimeout: f.drain, SessionTimeout: f.session, RebalanceTimeout: f.rebalance, TransactionTimeout: f.txnTimeout, BrokerOutage: f.outage, TransactionalID: f.txnID, SnapshotInterval: f.snapshot, Logger: log, Registerer: promReg,
 		Settings: topicadmin.Settings{Partitions: int32(f.partitions)}, AllowWeakDurability: f.allowWeak, Hooks: hooksFromEnv(log),
-		ClientOpts: []kgo.Opt{kgo.ClientID(f.clientID)}, KafkaLogLevel: kafkaLogLevel(),
+		ClientOpts: []kgo.Opt{kgo.ClientID(f.clientID)}, KafkaLogLevel: cli.KafkaLogLevel(os.Getenv("TOOLEXEC_KAFKA_LOG")),
 	}
 	ex, err := executor.New(ctx, cfg)
 	if err != nil {
@@ -143,18 +143,4 @@ func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry
 	err = ex.Run(ctx)
 	log.Info("executor stopped", "err", err)
 	return err
-}
-
-// kafkaLogLevel reads TOOLEXEC_KAFKA_LOG (debug, info, warn, error):
-// franz-go's own logs, for chasing a group or transaction problem.
-func kafkaLogLevel() kgo.LogLevel {
-	switch os.Getenv("TOOLEXEC_KAFKA_LOG") {
-	case "debug":
-		return kgo.LogLevelDebug
-	case "info":
-		return kgo.LogLevelInfo
-	case "error":
-		return kgo.LogLevelError
-	}
-	return kgo.LogLevelWarn
 }
