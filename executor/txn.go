@@ -272,10 +272,14 @@ func (e *Executor) resyncOffsets() (map[string]map[int32]kgo.EpochOffset, error)
 // the abort: the session's own when its last end was certain, else the
 // ones just fetched.
 func (e *Executor) rewindUncommitted(committed map[string]map[int32]kgo.EpochOffset) {
+	heads := e.sess.Client().UncommittedOffsets() // where the consumer is; a partition never polled is at its start
 	set := map[string]map[int32]kgo.EpochOffset{}
 	for _, p := range e.core.Owned() {
 		for _, t := range []string{e.cfg.Names.Intents, e.cfg.Names.Control} {
 			if eo, ok := committed[t][p]; ok && eo.Offset >= 0 {
+				continue
+			}
+			if h, ok := heads[t][p]; !ok || h.Offset <= 0 {
 				continue
 			}
 			if set[t] == nil {

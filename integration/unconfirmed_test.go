@@ -216,6 +216,8 @@ type unconfirmed struct {
 	ex      *executor.Executor
 	ended   chan struct{} // closed when Run returned, with runErr
 	runErr  error
+	stop    context.CancelFunc // ends Run gracefully (a shutdown: it drains)
+	cfg     executor.Config // the executor's, for another member of its group
 }
 
 // newUnconfirmed starts it; extra adds tool entries whose url is a path
@@ -258,12 +260,14 @@ func newUnconfirmed(t *testing.T, prefix, extra string, mods ...func(*executor.C
 	for _, mod := range mods {
 		mod(&cfg)
 	}
+	u.cfg = cfg
 	ex, err := executor.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	u.ex, u.ended = ex, make(chan struct{})
 	runCtx, stop := context.WithCancel(context.Background())
+	u.stop = stop
 	go func() { u.runErr = ex.Run(runCtx); close(u.ended) }()
 	t.Cleanup(func() { stop(); <-u.ended; ex.Close() })
 
