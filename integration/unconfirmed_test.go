@@ -217,7 +217,7 @@ type unconfirmed struct {
 	ended   chan struct{} // closed when Run returned, with runErr
 	runErr  error
 	stop    context.CancelFunc // ends Run gracefully (a shutdown: it drains)
-	cfg     executor.Config // the executor's, for another member of its group
+	cfg     executor.Config    // the executor's, for another member of its group
 }
 
 // newUnconfirmed starts it; extra adds tool entries whose url is a path
