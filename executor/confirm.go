@@ -312,9 +312,38 @@ func (tr *txnRecords) spansOf(ps map[int32]bool) map[int32]span {
 // group's offsets (the offsets commit is another partition, whose marker
 // can commit), and its inputs must be decided again.
 func (e *Executor) rewind(pr *prepared, ps map[int32]bool) {
+	e.rewindTo(pr, func(_ string, p int32) bool { return ps[p] }, "consumer moved back to the aborted tick's inputs")
+}
+
+// rewindUncommitted moves the consumer back to the first record of the
+// tick polled from each intents or control partition that committed
+// (the group's commits, fetched after the tick's end of unknown outcome)
+// has no offset for.
+//
+// Why: the resync after an unknown end moves only the partitions the
+// group has committed, and an end that gave up during its flush (a broker
+// that does not answer, a rebalance waiting) returns without rewinding
+// anything. A partition the group never committed stayed where the
+// aborted tick left it, and the tick's records were never decided again:
+// the chaos harness lost 136 intents of a fresh group whose first
+// transactions a cluster's failover aborted (docs/RELIABILITY.md). A
+// commit fetched after the end includes this tick's if it committed (the
+// abort that followed settled it), so a partition without one had its
+// tick aborted. Only the tick's own records are taken back: its position
+// before the tick is the first of them.
+func (e *Executor) rewindUncommitted(pr *prepared, committed map[string]map[int32]kgo.EpochOffset) {
+	e.rewindTo(pr, func(t string, p int32) bool {
+		eo, ok := committed[t][p]
+		return !ok || eo.Offset < 0
+	}, "consumer moved back to the inputs of a tick whose end is unknown, on partitions the group never committed")
+}
+
+// rewindTo moves the consumer back to the first record of the tick polled
+// from each intents or control partition that back chooses.
+func (e *Executor) rewindTo(pr *prepared, back func(topic string, p int32) bool, why string) {
 	set := map[string]map[int32]kgo.EpochOffset{}
 	for _, r := range pr.records {
-		if !ps[r.Partition] || (r.Topic != e.cfg.Names.Intents && r.Topic != e.cfg.Names.Control) {
+		if (r.Topic != e.cfg.Names.Intents && r.Topic != e.cfg.Names.Control) || !back(r.Topic, r.Partition) {
 			continue
 		}
 		if set[r.Topic] == nil {
@@ -328,5 +357,5 @@ func (e *Executor) rewind(pr *prepared, ps map[int32]bool) {
 		return
 	}
 	e.sess.Client().SetOffsets(set)
-	e.cfg.Logger.Warn("consumer moved back to the aborted tick's inputs", "offsets", set)
+	e.cfg.Logger.Warn(why, "offsets", set)
 }

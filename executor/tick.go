@@ -55,7 +55,7 @@ func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 		return err
 	}
 	if err != nil || !committed {
-		return e.afterAbort(rd, tr, err)
+		return e.afterAbort(rd, tr, pr, err)
 	}
 	if cf := e.confirmCalls(ctx, rd.Calls, tr); cf.err != nil {
 		return e.afterBrokenCommit(rd, tr, pr, cf)
@@ -167,7 +167,7 @@ func (e *Executor) materialise(rd *partition.Ready, tr *txnRecords) error {
 // are fetched again (the session rewound them). An error from End leaves
 // the commit unknown, so the view catches up from the log before it is
 // used again.
-func (e *Executor) afterAbort(rd *partition.Ready, tr *txnRecords, err error) error {
+func (e *Executor) afterAbort(rd *partition.Ready, tr *txnRecords, pr *prepared, err error) error {
 	e.m.Txns.WithLabelValues("aborted").Inc()
 	e.hot.forgetAll() // the view was not written; forget rather than reason about an unknown end
 	e.notePoison(tr)
@@ -185,6 +185,7 @@ func (e *Executor) afterAbort(rd *partition.Ready, tr *txnRecords, err error) er
 		return err2
 	}
 	if err != nil && set != nil {
+		e.rewindUncommitted(pr, set)
 		moved := actedCommitted(tr.tried, set, e.core.Owns)
 		e.cfg.Logger.Info("unconfirmed transaction judged by the group's offsets", "producer_id", tr.txn.pid,
 			"producer_epoch", tr.txn.epoch, "offsets_moved", moved)
@@ -216,7 +217,7 @@ func (e *Executor) afterBrokenCommit(rd *partition.Ready, tr *txnRecords, pr *pr
 			"transactional_id", e.cfg.TransactionalID, "producer_id", tr.txn.pid, "producer_epoch", tr.txn.epoch,
 			"topic", e.cfg.Names.Events, "spans", tr.spansOf(cf.aborted))
 	}
-	if err := e.afterAbort(rd, tr, cf.err); err != nil {
+	if err := e.afterAbort(rd, tr, pr, cf.err); err != nil {
 		return err
 	}
 	if len(cf.aborted) > 0 {

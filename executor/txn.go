@@ -212,9 +212,7 @@ func brokerUnreachable(err error) bool {
 }
 
 // resyncOffsets moves the consumer to the offsets the group really has
-// committed, after a transaction end whose outcome we do not know, and
-// after any abort the partitions the group never committed to their start
-// (rewindUncommitted).
+// committed, after a transaction end whose outcome we do not know.
 //
 // Why: when EndTxn reaches the coordinator but its answer does not reach
 // us (the broker dies in between), the transaction commits while the
@@ -233,11 +231,7 @@ func brokerUnreachable(err error) bool {
 // are blocking) would otherwise make us wait for them while they wait for
 // us.
 func (e *Executor) resyncOffsets() (map[string]map[int32]kgo.EpochOffset, error) {
-	if len(e.core.Owned()) == 0 {
-		return nil, nil
-	}
-	if !e.offsetsUnsure {
-		e.rewindUncommitted(e.sess.Client().CommittedOffsets())
+	if !e.offsetsUnsure || len(e.core.Owned()) == 0 {
 		return nil, nil
 	}
 	deadline := time.Now().Add(e.cfg.BrokerOutage)
@@ -246,7 +240,6 @@ func (e *Executor) resyncOffsets() (map[string]map[int32]kgo.EpochOffset, error)
 		if err == nil {
 			e.sess.Client().SetOffsets(set)
 			e.cfg.Logger.Info("consumer moved to the committed offsets after an unconfirmed transaction end", "offsets", set)
-			e.rewindUncommitted(set)
 			return set, nil
 		}
 		if time.Now().After(deadline) {
@@ -255,44 +248,6 @@ func (e *Executor) resyncOffsets() (map[string]map[int32]kgo.EpochOffset, error)
 		e.cfg.Logger.Warn("fetching committed offsets failed; retrying", "err", err)
 		time.Sleep(resyncRetry)
 	}
-}
-
-// rewindUncommitted moves the consumer of every owned intents and control
-// partition that committed has no offset for back to the partition's
-// start (an offset below the log start is reset there by the client).
-//
-// Why: an end that gives up during its flush (its context ended: a
-// broker that does not answer, a rebalance waiting) returns without
-// rewinding anything, and the resync that follows moves only the
-// partitions the group has committed. A partition it never committed
-// stayed where the aborted tick left it, and the tick's records were
-// never decided again: the chaos harness lost 136 intents of a fresh
-// group whose first transactions a cluster's failover aborted
-// (docs/RELIABILITY.md). committed is the group's commits as known after
-// the abort: the session's own when its last end was certain, else the
-// ones just fetched.
-func (e *Executor) rewindUncommitted(committed map[string]map[int32]kgo.EpochOffset) {
-	heads := e.sess.Client().UncommittedOffsets() // where the consumer is; a partition never polled is at its start
-	set := map[string]map[int32]kgo.EpochOffset{}
-	for _, p := range e.core.Owned() {
-		for _, t := range []string{e.cfg.Names.Intents, e.cfg.Names.Control} {
-			if eo, ok := committed[t][p]; ok && eo.Offset >= 0 {
-				continue
-			}
-			if h, ok := heads[t][p]; !ok || h.Offset <= 0 {
-				continue
-			}
-			if set[t] == nil {
-				set[t] = map[int32]kgo.EpochOffset{}
-			}
-			set[t][p] = kgo.EpochOffset{Epoch: -1, Offset: 0}
-		}
-	}
-	if len(set) == 0 {
-		return
-	}
-	e.sess.Client().SetOffsets(set)
-	e.cfg.Logger.Info("consumer moved back to the start of partitions the group never committed", "partitions", set)
 }
 
 // fetchCommitted returns the group's stable committed offsets of the
