@@ -181,9 +181,9 @@ func (t *Tracker) follow(ctx context.Context, brokers []string, topic string, do
 				return
 			}
 			fs.EachRecord(func(r *kgo.Record) {
-				// A consumer reset (an out-of-range fetch while a
-				// partition's leader moves) reads the topic again from
-				// the start: an answer is counted once, by its offset.
+				// A consumer that resets (an out-of-range fetch) would
+				// read the topic again from the start: an answer is
+				// counted once, by its offset.
 				if r.Offset < next[r.Partition] {
 					return
 				}
