@@ -50,6 +50,10 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "build gateway: %v\n%s", err, out)
 		return 1
 	}
+	if os.Getenv("KAFKA_CLUSTER_BROKERS") != "" && os.Getenv("KAFKA_BROKERS") == "" {
+		fmt.Fprintln(os.Stderr, "KAFKA_CLUSTER_BROKERS is set but KAFKA_BROKERS is not: set both to the cluster's nodes (the suite would run on kfake and skip the cluster tests)")
+		return 1
+	}
 	if env := os.Getenv("KAFKA_BROKERS"); env != "" {
 		brokers, realKafka = strings.Split(env, ","), true
 		fmt.Fprintln(os.Stderr, "integration: real broker at", env)
