@@ -161,22 +161,28 @@ func wantRefusal(t *testing.T, who string, err error, named ...string) {
 }
 
 // The leader of the events partition a key routes to is killed (SIGKILL)
-// while the key's call is inside its tool: the call's outcome is committed
-// through the new leader, the tool is called once, and the intent gets
-// one answer; a duplicate replays it.
+// while the key's call is inside its tool: the tool's effect happens once
+// (one downstream key) and the intent gets one terminal answer, and a
+// duplicate replays it.
 //
 // The key is chosen so that the killed node coordinates neither the
-// member's group nor its transactional id: that is the partition
-// leader's fault alone. A coordinator's death is a fault of its own (the
-// chaos harness's coordinator kills): the member may lose its partitions
-// or its producer, and a call in flight then leaves its key in doubt for
-// the reconciler.
+// member's group nor its transactional id. That does not make it the
+// leader's fault alone: the node also holds replicas of the offsets and
+// transaction logs, whose writes wait for it until the controller fences
+// it, and the group may answer COORDINATOR_NOT_AVAILABLE meanwhile; kgo
+// then reports the member's partitions lost and the call's outcome cannot
+// be recorded. So the tool honours the downstream key (native_key) and a
+// reconciler runs: the outcome is recorded by the member, or the key is in
+// doubt and the reconciler's retry under the same downstream key records
+// it. Either way: one effect, one answer.
 func TestClusterLeaderKilledDuringCall(t *testing.T) {
 	needCluster(t)
 	e := newEnv(t, 6)
 	l := newLedger(t)
+	reg := registry(t, l.toolsYAML(toolEntry("t.nblock", "native_key", l.url("/block"), "10s", "    pending_ttl: 15s\n")))
 	txnID := e.group + "-tx"
-	e.startInproc(registry(t, l.toolsYAML("")), func(cfg *executorConfig) { cfg.TransactionalID = txnID })
+	e.startInproc(reg, func(cfg *executorConfig) { cfg.TransactionalID = txnID })
+	e.startReconciler(reg, "", nil)
 	res := e.collect(e.names.Results)
 	in, p, leader := partitionLedApart(t, e, txnID)
 	id := e.send(in)
@@ -185,8 +191,8 @@ func TestClusterLeaderKilledDuringCall(t *testing.T) {
 		leader, e.names.Events, p, e.names.Intents, p, leaderOf(t, e.adm, e.names.Intents, p))
 	killNode(t, e.adm, leader)
 	l.releaseAll()
-	first := res.waitResult(t, id, 2*time.Minute)
-	if first.Status != topics.StatusSucceeded || first.WasReplay {
+	first := res.waitResult(t, id, 3*time.Minute)
+	if first.Status != topics.StatusSucceeded {
 		t.Fatalf("the answer: %+v", first)
 	}
 	if now := leaderOf(t, e.adm, e.names.Events, p); now == leader {
@@ -197,22 +203,29 @@ func TestClusterLeaderKilledDuringCall(t *testing.T) {
 		t.Fatalf("a duplicate after the failover: %+v", dup)
 	}
 	time.Sleep(3 * time.Second) // an answer sent twice would be here by now
-	if n := len(res.results(id)); n != 1 {
-		t.Fatalf("%d answers to %s, want 1: %+v", n, id, res.results(id))
+	terminal := 0
+	for _, r := range res.results(id) {
+		if topics.Terminal(r.Status) {
+			terminal++
+		}
 	}
-	if n := l.total(); n != 1 {
-		t.Fatalf("tool requests %d, want 1", n)
+	if terminal != 1 {
+		t.Fatalf("%d terminal answers to %s, want 1: %+v", terminal, id, res.results(id))
+	}
+	if keys := l.downstreamKeys(); len(keys) != 1 {
+		t.Fatalf("the tool was called under %d downstream keys, want 1 (one effect): %v", len(keys), keys)
 	}
 	kinds := map[string]int{}
 	for _, ev := range history(t, e, topics.DefaultTenant, in.Key) {
 		kinds[ev.Kind.String()]++
 	}
-	if kinds["started"] != 1 || kinds["outcome"] != 1 {
-		t.Fatalf("the key's events: %v, want one started and one outcome", kinds)
+	t.Logf("the key's events: %v; tool requests: %d", kinds, l.total())
+	if kinds["started"] != 1 {
+		t.Fatalf("the key's events: %v, want one started", kinds)
 	}
 }
 
-// partitionLedApart picks a t.block call whose events partition is led by
+// partitionLedApart picks a t.nblock call whose events partition is led by
 // a node that coordinates neither e's group nor txnID, and returns it,
 // its partition and that leader.
 func partitionLedApart(t *testing.T, e *env, txnID string) (topics.Intent, int32, int32) {
@@ -224,7 +237,7 @@ func partitionLedApart(t *testing.T, e *env, txnID string) (topics.Intent, int32
 		return e.adm.FindTxnCoordinators(ctx, txnID)
 	})
 	for i := 0; i < 100; i++ {
-		in := topics.Intent{Tool: "t.block", Key: fmt.Sprintf("leader-kill-%d", i), Args: map[string]any{"amount": 5}}
+		in := topics.Intent{Tool: "t.nblock", Key: fmt.Sprintf("leader-kill-%d", i), Args: map[string]any{"amount": 5}}
 		p := topics.Partition(topics.RoutingKey(topics.DefaultTenant, in.Key), e.partitions)
 		if leader := leaderOf(t, e.adm, e.names.Events, p); leader != groups[e.group] && leader != txns[txnID] {
 			return in, p, leader
