@@ -150,16 +150,20 @@ func (in *Injector) firstRound() []plan {
 	for _, p := range protocolPoints {
 		rest = append(rest, plan{FaultKill, p})
 	}
+	var cluster []plan
 	if in.cl.cluster != nil {
-		for _, k := range clusterFaults {
-			kinds = append(kinds, plan{k, ""})
+		// After the other kinds, shortest first and the rolling restart
+		// last: a fault in progress when the run ends is finished, so a
+		// short run reaches every kind.
+		for _, k := range clusterFirstRound {
+			cluster = append(cluster, plan{k, ""})
 		}
 		rest = append(rest, plan{FaultLeaderKill, "events"}, plan{FaultLeaderKill, "intents"})
 	}
 	shuffle := func(ps []plan) { in.rng.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] }) }
 	shuffle(kinds)
 	shuffle(rest)
-	return append(kinds, rest...)
+	return append(append(kinds, cluster...), rest...)
 }
 
 func (in *Injector) randomPlan() plan {

@@ -24,6 +24,11 @@ const (
 var clusterFaults = []string{FaultLeaderKill, FaultTxnCoordinatorKill, FaultGroupCoordinatorKill, FaultNodePause,
 	FaultRollingRestart, FaultNodeCut, FaultDiskFull}
 
+// clusterFirstRound is their order in the first round: the quickest
+// first, the rolling restart (three stops and starts) last.
+var clusterFirstRound = []string{FaultNodeCut, FaultDiskFull, FaultNodePause, FaultLeaderKill, FaultTxnCoordinatorKill,
+	FaultGroupCoordinatorKill, FaultRollingRestart}
+
 // Bounds of the node faults.
 const (
 	// inSyncWait bounds the wait for every replica in sync before a node
