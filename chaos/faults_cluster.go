@@ -89,7 +89,7 @@ func (in *Injector) killNode(kind, detail string, n int32) {
 		return
 	}
 	in.count(kind, detail)
-	time.Sleep(time.Duration(1000+in.rng.IntN(3000)) * time.Millisecond)
+	time.Sleep(time.Duration(500+in.rng.IntN(1500)) * time.Millisecond)
 	in.startNode(n)
 }
 
@@ -165,7 +165,7 @@ func (in *Injector) liveTxnID() string {
 func (in *Injector) nodePause() {
 	in.beforeNodeFault(FaultNodePause)
 	n := 1 + in.rng.IntN(clusterNodes)
-	d := brokerSessionTimeout + time.Duration(2000+in.rng.IntN(4000))*time.Millisecond
+	d := brokerSessionTimeout + time.Duration(1000+in.rng.IntN(3000))*time.Millisecond
 	in.logf("fault node_pause: SIGSTOP node %d for %s", n, d)
 	if err := in.cl.cluster.Node("pause", n); err != nil {
 		in.logf("node_pause: %v", err)
@@ -197,7 +197,7 @@ func (in *Injector) rollingRestart() {
 // still replicate among themselves.
 func (in *Injector) nodeCut() {
 	n := 1 + in.rng.IntN(clusterNodes)
-	d := time.Duration(4000+in.rng.IntN(6000)) * time.Millisecond
+	d := time.Duration(3000+in.rng.IntN(4000)) * time.Millisecond
 	proxy := in.cl.cluster.proxy(n)
 	in.logf("fault node_cut: node %d cut from the executors for %s", n, d)
 	for _, stream := range []string{"upstream", "downstream"} {
@@ -250,7 +250,7 @@ func (in *Injector) diskFull() {
 
 // diskFullWait is how long a member with a full disk may go on before it
 // is restarted onto it.
-const diskFullWait = 10 * time.Second
+const diskFullWait = 6 * time.Second
 
 // restartOnFullDisk kill -9s p and starts it again on its full disk.
 func (in *Injector) restartOnFullDisk(p *Proc) string {
