@@ -3,8 +3,8 @@
 // executor itself puts in answers. It is a leaf: no I/O and no import
 // beyond the language, so that the pure state machines (package saga,
 // package executor/partition) can name what they answer without
-// depending on the Kafka client or the msgpack codec. Package topics
-// re-exports the statuses and reasons under their wire-contract names.
+// depending on the Kafka client or the msgpack codec. This is their one
+// spelling: package wire's messages carry them, and nothing re-exports them.
 //
 // docs/wire-format.md documents every value.
 package codes

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/atmostonce/toolexec/overlay"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
-	"github.com/atmostonce/toolexec/view"
 )
 
 // Pending reads (saga/read.go) live in the store's auxiliary space, next to
@@ -73,13 +73,13 @@ func MigrateReadKeys(st *state.Store) (int, error) {
 	return len(moves), b.Commit(state.Sync)
 }
 
-// Writer is the view.Writer of a store batch: records and checkpoints go
+// Writer is the overlay.Writer of a store batch: records and checkpoints go
 // to the store, pending reads to their aux keys (ReadKey), encoded like
 // events.
 type Writer struct{ *state.Batch }
 
 // PutRead stores a pending read.
-func (w Writer) PutRead(id view.ReadID, ev *saga.Event) error {
+func (w Writer) PutRead(id overlay.ReadID, ev *saga.Event) error {
 	v, err := Encode(ev)
 	if err != nil {
 		return err
@@ -88,13 +88,13 @@ func (w Writer) PutRead(id view.ReadID, ev *saga.Event) error {
 }
 
 // DeleteRead removes an answered read.
-func (w Writer) DeleteRead(id view.ReadID) error {
+func (w Writer) DeleteRead(id overlay.ReadID) error {
 	return w.DeleteAux(ReadKey(id.P, id.Tenant, id.Key, id.IntentID))
 }
 
 // ReadPending reports whether the view holds the read id as taken on and
 // not answered.
-func ReadPending(st *state.Store, id view.ReadID) (bool, error) {
+func ReadPending(st *state.Store, id overlay.ReadID) (bool, error) {
 	v, err := st.Aux(ReadKey(id.P, id.Tenant, id.Key, id.IntentID))
 	return v != nil, err
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // Config is the executor's configuration. Zero values take the documented
@@ -81,8 +82,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: tools: a registry is required", ErrConfig)
 	}
 	c.defaults()
-	if c.MaxWaiters > topics.MaxWaitersLimit {
-		return fmt.Errorf("%w: max_waiters (%d) is over %d: a key's record, with its waiters, must fit one snapshot event", ErrConfig, c.MaxWaiters, topics.MaxWaitersLimit)
+	if c.MaxWaiters > wire.MaxWaitersLimit {
+		return fmt.Errorf("%w: max_waiters (%d) is over %d: a key's record, with its waiters, must fit one snapshot event", ErrConfig, c.MaxWaiters, wire.MaxWaitersLimit)
 	}
 	if c.RebalanceTimeout <= c.DrainTimeout {
 		return fmt.Errorf("%w: rebalance_timeout (%s) must exceed drain_timeout (%s): the drain commits outcomes while the group waits for this member", ErrConfig, c.RebalanceTimeout, c.DrainTimeout)

@@ -3,7 +3,7 @@ package executor
 import (
 	"time"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // Every literal bound and timeout of the loop, with the reason for its
@@ -33,10 +33,10 @@ const (
 	// (1 MiB + 12 bytes) less the batch and record overhead, so a record
 	// that passes is never refused for its size by a broker with default
 	// settings.
-	maxRecordBytes = topics.MaxMessageBytes - 1<<10
+	maxRecordBytes = wire.MaxMessageBytes - 1<<10
 	// maxAnswerKeyBytes bounds an answer's Kafka key: a routing key is at
 	// most a 64-byte tenant, "/" and a 256-byte key.
-	maxAnswerKeyBytes = 64 + 1 + topics.MaxKeyBytes
+	maxAnswerKeyBytes = 64 + 1 + wire.MaxKeyBytes
 
 	// restoreSettleMargin is added to the transaction timeout for the
 	// wait of a required restore on the transactions open on its events

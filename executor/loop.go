@@ -29,7 +29,7 @@ func (e *Executor) Run(ctx context.Context) error {
 }
 
 // iteration is one poll and one tick. Between the poll and AllowRebalance
-// no group callback can run (BlockRebalanceOnPoll), so the tick's view of
+// no group callback can run (BlockRebalanceOnPoll), so what the tick knows of
 // ownership cannot change under it.
 func (e *Executor) iteration(ctx context.Context) error {
 	if err := e.resetSessionIfDirty(ctx); err != nil {

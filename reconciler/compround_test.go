@@ -8,7 +8,7 @@ import (
 
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/tools"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // A compensatable call in doubt whose compensating tool never answers
@@ -77,7 +77,7 @@ func TestReconcilerEscalatesACompensationThatNeverReachesItsTool(t *testing.T) {
 func compensationBack(t *testing.T, r *Reconciler, at int64, id string) {
 	t.Helper()
 	off := r.owned[0].next
-	w := &saga.Waiter{IntentID: id, Type: topics.TypeCompensate, At: at}
+	w := &saga.Waiter{IntentID: id, Type: wire.TypeCompensate, At: at}
 	started := saga.Event{Kind: saga.EvCompensationStarted, Tenant: "acme", Key: "k1", At: at, IntentID: id, Tool: "refund",
 		Waiter: w, By: "reconciler", DownstreamKey: "tk2_" + id, PendingTTL: 10}
 	back := saga.Event{Kind: saga.EvCompensationOutcome, Tenant: "acme", Key: "k1", At: at + 1, IntentID: id, CallID: id,

@@ -6,7 +6,7 @@ import (
 
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // clearChunk bounds the records one batch of clearPartition deletes.
@@ -74,7 +74,7 @@ func (r *Reconciler) clearPartition(p int32, next int64) error {
 		var doomed []*saga.Record
 		n, err := r.store.ScanRecords(after.tenant, after.key, clearChunk, func(rec *saga.Record) error {
 			after = doubtPos{tenant: rec.Tenant, key: rec.Key}
-			if topics.Partition(topics.RoutingKey(rec.Tenant, rec.Key), r.nControl) == p {
+			if wire.Partition(wire.RoutingKey(rec.Tenant, rec.Key), r.nControl) == p {
 				doomed = append(doomed, rec)
 			}
 			return nil

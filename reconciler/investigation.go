@@ -45,7 +45,7 @@ type Investigation struct {
 // (synced) before the command is produced, so a restart never sends a
 // second command for the subject while the first may still land.
 type Sent struct {
-	Type    string `msgpack:"type"`              // topics.TypeResolve or TypeCompensate
+	Type    string `msgpack:"type"`              // wire.TypeResolve or TypeCompensate
 	ID      string `msgpack:"id"`                // the command's intent id (deterministic, see commandID)
 	Outcome string `msgpack:"outcome,omitempty"` // resolve only
 	At      int64  `msgpack:"at"`                // unix ms

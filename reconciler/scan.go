@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/atmostonce/toolexec/state"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // walkPage is how many index entries one read of the doubt index returns.
@@ -83,7 +83,7 @@ func (r *Reconciler) scanPartition(ctx context.Context, now int64, p int32, g *g
 	o := r.owned[p]
 	examined, full := 0, false
 	err := r.walkDoubt(p, o.cursor, func(d state.Doubt) (bool, error) {
-		rk := topics.RoutingKey(d.Tenant, d.Key)
+		rk := wire.RoutingKey(d.Tenant, d.Key)
 		if e, ok := o.escalated[rk]; ok {
 			g.add(now, e.subj, true)
 			*rows = append(*rows, rowOf(now, e.subj, &e.inv))

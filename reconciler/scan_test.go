@@ -15,7 +15,7 @@ import (
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
 	"github.com/atmostonce/toolexec/tools"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // scanReconciler is a reconciler with a view, a registry and workers, and
@@ -58,7 +58,7 @@ func fairnessKeys(t *testing.T, r *Reconciler, n int, tool string) []string {
 	var rks []string
 	for i := 0; i < n-1; i++ {
 		putInDoubt(t, r, "a", fmt.Sprintf("k%02d", i), tool)
-		rks = append(rks, topics.RoutingKey("a", fmt.Sprintf("k%02d", i)))
+		rks = append(rks, wire.RoutingKey("a", fmt.Sprintf("k%02d", i)))
 	}
 	putInDoubt(t, r, "z", "last", tool)
 	return append(rks, "z/last")
@@ -74,7 +74,7 @@ func escalatedKeys(t *testing.T, st *state.Store) []string {
 		}
 		if inv.Escalated {
 			tenant, key := splitRK(string(k[len(investigationPrefix):]))
-			out = append(out, topics.RoutingKey(tenant, key))
+			out = append(out, wire.RoutingKey(tenant, key))
 		}
 		return nil
 	})
@@ -132,7 +132,7 @@ func TestReconcilerScanMovesOnPastRunningRetries(t *testing.T) {
 	reg := tools.NewRegistry()
 	slow := func(ctx context.Context, req tools.Request) tools.Outcome {
 		mu.Lock()
-		invoked[topics.RoutingKey(req.Tenant, req.Key)] = true
+		invoked[wire.RoutingKey(req.Tenant, req.Key)] = true
 		mu.Unlock()
 		<-ctx.Done() // never answers while the test runs
 		return tools.Outcome{Status: tools.Unknown, Code: "cancelled"}
@@ -256,7 +256,7 @@ func TestReconcilerRetriesOnlyOnAViewFreshSinceTheDeadline(t *testing.T) {
 }
 
 // splitRK splits "<tenant> 0x00 <key>" (the tail of an investigation
-// key); tenants never hold 0x00 (topics.ValidTenant).
+// key); tenants never hold 0x00 (wire.ValidTenant).
 func splitRK(rk string) (string, string) {
 	for i := 0; i < len(rk); i++ {
 		if rk[i] == 0 {

@@ -9,7 +9,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // baseline is the cost of Kafka exactly-once alone: a GroupTransactSession
@@ -114,15 +116,15 @@ func (b *baseline) recover(cause error) error {
 // answer decodes the intent (the wire contract, like any consumer would)
 // and answers it as succeeded.
 func (b *baseline) answer(r *kgo.Record) *kgo.Record {
-	res := &topics.Result{Status: topics.StatusSucceeded}
-	in, rej := topics.DecodeIntent(r.Value, r.Key, topics.FromIntents)
+	res := &wire.Result{Status: codes.StatusSucceeded}
+	in, rej := wire.DecodeIntent(r.Value, r.Key, wire.FromIntents)
 	if rej != nil {
-		res.IntentID, res.Tenant, res.Key, res.Status = rej.ID, rej.Tenant, rej.Key, topics.StatusRejected
+		res.IntentID, res.Tenant, res.Key, res.Status = rej.ID, rej.Tenant, rej.Key, codes.StatusRejected
 	} else {
 		res.IntentID, res.Tenant, res.Key, res.Tool = in.ID, in.Tenant, in.Key, in.Tool
 	}
-	v, _ := topics.EncodeResult(res)
-	return &kgo.Record{Topic: b.names.Results, Partition: topics.Partition(string(r.Key), b.resultParts), Key: r.Key, Value: v}
+	v, _ := wire.EncodeResult(res)
+	return &kgo.Record{Topic: b.names.Results, Partition: wire.Partition(string(r.Key), b.resultParts), Key: r.Key, Value: v}
 }
 
 func (b *baseline) counters() counters {

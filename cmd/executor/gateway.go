@@ -20,7 +20,7 @@ import (
 	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/internal/httpserve"
 	"github.com/atmostonce/toolexec/tools"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // gatewayFlags configure the gateway embedded in the executor process: on
@@ -100,9 +100,9 @@ func gatewayTenants(f *runFlags, log *slog.Logger) (*gateway.Tenants, error) {
 		return nil, err
 	}
 	fmt.Printf("gateway: tenant %q, token %s (kept in %s)\n  curl -H \"Authorization: Bearer $(cat %s)\" http://%s/v1/tools\n",
-		topics.DefaultTenant, token, path, path, f.gw.addr)
+		wire.DefaultTenant, token, path, path, f.gw.addr)
 	log.Info("gateway serves the default tenant; its token is in the token file", "token_file", path)
-	return gateway.SingleTenant(topics.DefaultTenant, token)
+	return gateway.SingleTenant(wire.DefaultTenant, token)
 }
 
 // defaultToken reads the token file, or writes a new random token to it

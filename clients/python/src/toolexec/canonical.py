@@ -9,7 +9,7 @@ integers take their shortest msgpack form and other floats are float64.
 The msgpack writer here is a small one of our own on purpose: keys are
 computed without the ``[kafka]`` extra (the HTTP transport needs no msgpack),
 and its output is checked byte for byte against the vectors that the Go code
-writes (``topics/testdata/client-vectors.json``).
+writes (``wire/testdata/client-vectors.json``).
 """
 
 from __future__ import annotations

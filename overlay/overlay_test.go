@@ -1,28 +1,28 @@
-package view_test
+package overlay_test
 
 import (
 	"testing"
 
 	"github.com/atmostonce/toolexec/internal/invariants"
+	"github.com/atmostonce/toolexec/overlay"
 	"github.com/atmostonce/toolexec/saga"
-	"github.com/atmostonce/toolexec/view"
 )
 
-type mapBase map[view.Key]*saga.Record
+type mapBase map[overlay.Key]*saga.Record
 
 func (m mapBase) Get(tenant, key string) (*saga.Record, error) {
-	return m[view.Key{Tenant: tenant, Key: key}], nil
+	return m[overlay.Key{Tenant: tenant, Key: key}], nil
 }
 
 type recorder struct {
 	puts        int
-	reads       map[view.ReadID]bool
+	reads       map[overlay.ReadID]bool
 	checkpoints map[int32]int64
 }
 
-func (r *recorder) Put(int32, *saga.Record, *saga.Record) error { r.puts++; return nil }
-func (r *recorder) PutRead(id view.ReadID, _ *saga.Event) error { r.reads[id] = true; return nil }
-func (r *recorder) DeleteRead(id view.ReadID) error             { r.reads[id] = false; return nil }
+func (r *recorder) Put(int32, *saga.Record, *saga.Record) error    { r.puts++; return nil }
+func (r *recorder) PutRead(id overlay.ReadID, _ *saga.Event) error { r.reads[id] = true; return nil }
+func (r *recorder) DeleteRead(id overlay.ReadID) error             { r.reads[id] = false; return nil }
 func (r *recorder) SetCheckpoint(_ string, p int32, next int64) error {
 	r.checkpoints[p] = next
 	return nil
@@ -37,7 +37,7 @@ func started(id string) saga.Event {
 // the records, the pending reads and the checkpoint together.
 func TestOverlayFoldsAndWritesWithItsCheckpoint(t *testing.T) {
 	base := mapBase{}
-	ov := view.New(base)
+	ov := overlay.New(base)
 	ev := started("A")
 	if err := ov.Fold(3, &ev); err != nil {
 		t.Fatal(err)
@@ -53,11 +53,11 @@ func TestOverlayFoldsAndWritesWithItsCheckpoint(t *testing.T) {
 	if len(base) != 0 {
 		t.Fatal("the base was written")
 	}
-	w := &recorder{reads: map[view.ReadID]bool{}, checkpoints: map[int32]int64{}}
+	w := &recorder{reads: map[overlay.ReadID]bool{}, checkpoints: map[int32]int64{}}
 	if err := ov.Write(w, "events", map[int32]int64{3: 2}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if w.puts != 1 || !w.reads[view.ReadIDOf(3, &read)] || w.checkpoints[3] != 2 {
+	if w.puts != 1 || !w.reads[overlay.ReadIDOf(3, &read)] || w.checkpoints[3] != 2 {
 		t.Fatalf("written: %+v", w)
 	}
 }
@@ -68,7 +68,7 @@ func TestStrictOverlayPanicsOnAnIgnoredEvent(t *testing.T) {
 	if !invariants.Enabled {
 		t.Skip("needs -tags invariants or -race")
 	}
-	ov := view.New(mapBase{}, view.Strict())
+	ov := overlay.New(mapBase{}, overlay.Strict())
 	en, err := ov.Load(0, "t", "k")
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ func TestOverlayWritesNoRecordForAuditFactsAlone(t *testing.T) {
 	rec := saga.Apply(nil, ev)
 	rec = saga.Apply(rec, saga.Event{Kind: saga.EvOutcome, Tenant: "t", Key: "k", At: 2, CallID: "A", Status: saga.StatusSucceeded})
 	base := mapBase{{Tenant: "t", Key: "k"}: rec}
-	ov := view.New(base, view.Strict())
+	ov := overlay.New(base, overlay.Strict())
 	en, err := ov.Load(0, "t", "k")
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ func TestOverlayWritesNoRecordForAuditFactsAlone(t *testing.T) {
 	if ov.Changed() {
 		t.Fatal("an overlay of audit facts says it changed something")
 	}
-	w := &recorder{reads: map[view.ReadID]bool{}, checkpoints: map[int32]int64{}}
+	w := &recorder{reads: map[overlay.ReadID]bool{}, checkpoints: map[int32]int64{}}
 	if err := ov.Write(w, "events", map[int32]int64{0: 5}, nil); err != nil {
 		t.Fatal(err)
 	}

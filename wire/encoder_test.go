@@ -1,9 +1,10 @@
-package topics
+package wire
 
 import (
 	"bytes"
 	"testing"
 
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -30,9 +31,9 @@ func checkResultEncoding(t testing.TB, r *Result) {
 // every field set, and the forms where msgpack changes width or leaves a
 // field out, encode to the reflective codec's bytes.
 func TestResultEncodeMatchesReflectionForEveryField(t *testing.T) {
-	full := &Result{V: 1, IntentID: "i", Type: "call", Tenant: "t", Key: "k", Tool: "x", Status: StatusSucceeded,
+	full := &Result{V: 1, IntentID: "i", Type: "call", Tenant: "t", Key: "k", Tool: "x", Status: codes.StatusSucceeded,
 		Result: msgpack.RawMessage{0x81, 0xa1, 'a', 0x01}, Error: &ErrorInfo{Code: "c", Message: "m"}, WasReplay: true,
-		OriginalIntentID: "o", OriginalCalledAt: 5, CompletedAt: -6, PreviousStatus: StatusNotExecuted, Attempt: 300, ReplyToError: "gone"}
+		OriginalIntentID: "o", OriginalCalledAt: 5, CompletedAt: -6, PreviousStatus: codes.StatusNotExecuted, Attempt: 300, ReplyToError: "gone"}
 	for _, r := range []*Result{
 		{}, full, {Error: &ErrorInfo{}, Attempt: -1, Result: msgpack.RawMessage{}}, {Result: msgpack.RawMessage(nil), Attempt: 1 << 40},
 		{IntentID: string(make([]byte, 300)), Result: msgpack.RawMessage(append([]byte{0xc5, 0x01, 0x00}, make([]byte, 256)...))},

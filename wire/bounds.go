@@ -1,10 +1,11 @@
-package topics
+package wire
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
 
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -63,9 +64,9 @@ const (
 func CheckHeaders(traceparent, tracestate string) *Reject {
 	switch {
 	case len(traceparent) > MaxTraceparentBytes:
-		return reject(ReasonOversized, "header traceparent is %d bytes; a W3C traceparent is %d", len(traceparent), MaxTraceparentBytes)
+		return reject(codes.ReasonOversized, "header traceparent is %d bytes; a W3C traceparent is %d", len(traceparent), MaxTraceparentBytes)
 	case len(tracestate) > MaxTracestateBytes:
-		return reject(ReasonOversized, "header tracestate is %d bytes, the limit is %d", len(tracestate), MaxTracestateBytes)
+		return reject(codes.ReasonOversized, "header tracestate is %d bytes, the limit is %d", len(tracestate), MaxTracestateBytes)
 	}
 	return nil
 }
@@ -75,16 +76,16 @@ func checkCopiedFields(in *Intent) *Reject {
 	if in.Scope != nil {
 		switch {
 		case len(in.Scope.RunID) > MaxScopeFieldBytes:
-			return reject(ReasonOversized, "field scope.run_id is %d bytes, the limit is %d", len(in.Scope.RunID), MaxScopeFieldBytes)
+			return reject(codes.ReasonOversized, "field scope.run_id is %d bytes, the limit is %d", len(in.Scope.RunID), MaxScopeFieldBytes)
 		case len(in.Scope.ThreadID) > MaxScopeFieldBytes:
-			return reject(ReasonOversized, "field scope.thread_id is %d bytes, the limit is %d", len(in.Scope.ThreadID), MaxScopeFieldBytes)
+			return reject(codes.ReasonOversized, "field scope.thread_id is %d bytes, the limit is %d", len(in.Scope.ThreadID), MaxScopeFieldBytes)
 		}
 	}
 	switch {
 	case len(in.By) > MaxByBytes:
-		return reject(ReasonOversized, "field by is %d bytes, the limit is %d", len(in.By), MaxByBytes)
+		return reject(codes.ReasonOversized, "field by is %d bytes, the limit is %d", len(in.By), MaxByBytes)
 	case len(in.Reason) > MaxReasonBytes:
-		return reject(ReasonOversized, "field reason is %d bytes, the limit is %d", len(in.Reason), MaxReasonBytes)
+		return reject(codes.ReasonOversized, "field reason is %d bytes, the limit is %d", len(in.Reason), MaxReasonBytes)
 	}
 	return nil
 }
@@ -165,6 +166,6 @@ func decodeShortString(dec *msgpack.Decoder) (string, error) {
 	return s, nil
 }
 
-var errNotShortString = errors.New("topics: not a short string")
+var errNotShortString = errors.New("wire: not a short string")
 
 func isStrCode(c byte) bool { return (c >= 0xa0 && c <= 0xbf) || c == 0xd9 || c == 0xda || c == 0xdb }

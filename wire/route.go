@@ -1,4 +1,4 @@
-package topics
+package wire
 
 import (
 	"strings"
@@ -24,7 +24,7 @@ func SplitRoutingKey(rk string) (tenant, key string, ok bool) {
 // and their intents are forwarded: safety never depends on the producer.
 func Partition(routingKey string, n int32) int32 {
 	if n <= 0 {
-		panic("topics: Partition with no partitions")
+		panic("wire: Partition with no partitions")
 	}
 	return int32((murmur2([]byte(routingKey)) & 0x7fffffff) % uint32(n))
 }

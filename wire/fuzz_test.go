@@ -1,4 +1,4 @@
-package topics_test
+package wire_test
 
 import (
 	"bytes"
@@ -9,16 +9,17 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // fuzzReasons is the closed set of reject reasons (they label a metric).
 var fuzzReasons = map[string]bool{
-	topics.ReasonUndecodable: true, topics.ReasonUnsupportedVersion: true, topics.ReasonMissingField: true,
-	topics.ReasonInvalidField: true, topics.ReasonOversized: true, topics.ReasonWrongTenant: true,
-	topics.ReasonKeyMismatch: true, topics.ReasonUnknownTool: true, topics.ReasonResolveOnIntents: true,
-	topics.ReasonBadReplyTo: true, topics.ReasonInvalidArgs: true, topics.ReasonDeadlineExceeded: true,
-	topics.ReasonInvalidCommand: true,
+	codes.ReasonUndecodable: true, codes.ReasonUnsupportedVersion: true, codes.ReasonMissingField: true,
+	codes.ReasonInvalidField: true, codes.ReasonOversized: true, codes.ReasonWrongTenant: true,
+	codes.ReasonKeyMismatch: true, codes.ReasonUnknownTool: true, codes.ReasonResolveOnIntents: true,
+	codes.ReasonBadReplyTo: true, codes.ReasonInvalidArgs: true, codes.ReasonDeadlineExceeded: true,
+	codes.ReasonInvalidCommand: true,
 }
 
 // fuzzStable encodes v deterministically (sorted map keys), so two
@@ -189,11 +190,11 @@ func fuzzIntentSeeds(f *testing.F) {
 func FuzzDecodeIntent(f *testing.F) {
 	fuzzIntentSeeds(f)
 	f.Fuzz(func(t *testing.T, value, rk []byte, control bool) {
-		src := topics.FromIntents
+		src := wire.FromIntents
 		if control {
-			src = topics.FromControl
+			src = wire.FromControl
 		}
-		in, rej := topics.DecodeIntent(value, rk, src)
+		in, rej := wire.DecodeIntent(value, rk, src)
 		if rej != nil {
 			if in != nil {
 				t.Fatalf("both an intent and a rejection: %+v %v", in, rej)
@@ -204,7 +205,7 @@ func FuzzDecodeIntent(f *testing.F) {
 			if rej.Detail == "" {
 				t.Fatal("empty detail")
 			}
-			if len(rej.ID) > topics.MaxIDBytes || len(rej.ReplyTo) > topics.MaxReplyToBytes {
+			if len(rej.ID) > wire.MaxIDBytes || len(rej.ReplyTo) > wire.MaxReplyToBytes {
 				t.Fatalf("salvaged id or reply_to out of bounds: %d, %d", len(rej.ID), len(rej.ReplyTo))
 			}
 			if rej.Answerable() != (rej.ID != "") {
@@ -216,36 +217,36 @@ func FuzzDecodeIntent(f *testing.F) {
 			t.Fatal("neither an intent nor a rejection")
 		}
 		switch {
-		case in.V != topics.Version:
+		case in.V != wire.Version:
 			t.Fatalf("accepted v=%d", in.V)
-		case !topics.ValidTenant(in.Tenant):
+		case !wire.ValidTenant(in.Tenant):
 			t.Fatalf("accepted tenant %q", in.Tenant)
-		case in.Key == "" || len(in.Key) > topics.MaxKeyBytes || !utf8.ValidString(in.Key):
+		case in.Key == "" || len(in.Key) > wire.MaxKeyBytes || !utf8.ValidString(in.Key):
 			t.Fatalf("accepted key of %d bytes", len(in.Key))
-		case in.ID == "" || len(in.ID) > topics.MaxIDBytes:
+		case in.ID == "" || len(in.ID) > wire.MaxIDBytes:
 			t.Fatalf("accepted id of %d bytes", len(in.ID))
-		case len(in.ReplyTo) > topics.MaxReplyToBytes:
+		case len(in.ReplyTo) > wire.MaxReplyToBytes:
 			t.Fatalf("accepted reply_to of %d bytes", len(in.ReplyTo))
-		case in.Type != topics.TypeCall && in.Type != topics.TypeCompensate && in.Type != topics.TypeResolve:
+		case in.Type != wire.TypeCall && in.Type != wire.TypeCompensate && in.Type != wire.TypeResolve:
 			t.Fatalf("accepted type %q", in.Type)
-		case in.Type == topics.TypeResolve && src == topics.FromIntents:
+		case in.Type == wire.TypeResolve && src == wire.FromIntents:
 			t.Fatal("accepted resolve from the intents topic")
-		case in.Type == topics.TypeResolve && in.Outcome == "":
+		case in.Type == wire.TypeResolve && in.Outcome == "":
 			t.Fatal("accepted resolve without outcome")
-		case in.Type == topics.TypeCall && (in.Tool == "" || len(in.Tool) > topics.MaxToolBytes):
+		case in.Type == wire.TypeCall && (in.Tool == "" || len(in.Tool) > wire.MaxToolBytes):
 			t.Fatalf("accepted call with tool of %d bytes", len(in.Tool))
 		case in.RoutingKey() != string(rk):
 			t.Fatalf("accepted Kafka key %q for %q", rk, in.RoutingKey())
-		case len(value) > topics.MaxMessageBytes:
+		case len(value) > wire.MaxMessageBytes:
 			t.Fatalf("accepted %d bytes", len(value))
 		}
 		// Re-encoding gives an intent that decodes to an equal intent.
 		want := fuzzStable(t, in)
-		b, err := topics.EncodeIntent(in)
+		b, err := wire.EncodeIntent(in)
 		if err != nil {
 			t.Fatalf("re-encode: %v", err)
 		}
-		again, rej := topics.DecodeIntent(b, rk, src)
+		again, rej := wire.DecodeIntent(b, rk, src)
 		if rej != nil {
 			t.Fatalf("re-encoded intent rejected: %v", rej)
 		}
@@ -313,9 +314,9 @@ func FuzzCanonicalArgs(f *testing.F) {
 		if msgpack.Unmarshal(data, &m) != nil {
 			return
 		}
-		norm, enc, err := topics.CanonicalArgs(m)
+		norm, enc, err := wire.CanonicalArgs(m)
 		if err != nil {
-			if !errors.Is(err, topics.ErrArgs) {
+			if !errors.Is(err, wire.ErrArgs) {
 				t.Fatalf("error does not wrap ErrArgs: %v", err)
 			}
 			return
@@ -325,7 +326,7 @@ func FuzzCanonicalArgs(f *testing.F) {
 		if err := msgpack.Unmarshal(enc, &m2); err != nil {
 			t.Fatalf("canonical bytes do not decode: %v", err)
 		}
-		_, enc2, err := topics.CanonicalArgs(m2)
+		_, enc2, err := wire.CanonicalArgs(m2)
 		if err != nil {
 			t.Fatalf("canonical value rejected: %v", err)
 		}
@@ -333,7 +334,7 @@ func FuzzCanonicalArgs(f *testing.F) {
 			t.Fatalf("not idempotent:\n%x\n%x", enc, enc2)
 		}
 		// The normalised value encodes to the same canonical bytes.
-		_, enc3, err := topics.CanonicalArgs(norm)
+		_, enc3, err := wire.CanonicalArgs(norm)
 		if err != nil || !bytes.Equal(enc3, enc) {
 			t.Fatalf("normalised value re-canonicalises differently: %v", err)
 		}
@@ -350,22 +351,22 @@ func FuzzCanonicalArgs(f *testing.F) {
 		if err := msgpack.Unmarshal(buf.Bytes(), &m3); err != nil {
 			t.Fatalf("re-encoded args do not decode: %v", err)
 		}
-		_, enc4, err := topics.CanonicalArgs(m3)
+		_, enc4, err := wire.CanonicalArgs(m3)
 		if err != nil {
 			t.Fatalf("re-encoded args rejected: %v", err)
 		}
-		if !bytes.Equal(topics.ArgsHash(enc4), topics.ArgsHash(enc)) {
+		if !bytes.Equal(wire.ArgsHash(enc4), wire.ArgsHash(enc)) {
 			t.Fatalf("hash depends on the encoder:\n%x\n%x", enc, enc4)
 		}
 	})
 }
 
 func FuzzDecodeResult(f *testing.F) {
-	for _, r := range []*topics.Result{
+	for _, r := range []*wire.Result{
 		{IntentID: "i", Tenant: "a", Key: "k", Status: "succeeded", Result: map[string]any{"x": 1}, WasReplay: true, CompletedAt: 9},
-		{IntentID: "i", Tenant: "a", Key: "k", Status: "failed", Error: &topics.ErrorInfo{Code: "c"}},
+		{IntentID: "i", Tenant: "a", Key: "k", Status: "failed", Error: &wire.ErrorInfo{Code: "c"}},
 	} {
-		b, err := topics.EncodeResult(r)
+		b, err := wire.EncodeResult(r)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -375,19 +376,19 @@ func FuzzDecodeResult(f *testing.F) {
 	f.Add([]byte{0x80})
 	f.Add([]byte{0x91, 0x01})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := topics.DecodeResult(data)
+		r, err := wire.DecodeResult(data)
 		if err != nil {
 			if r != nil {
 				t.Fatal("a result and an error")
 			}
 			return
 		}
-		b, err := topics.EncodeResult(r)
+		b, err := wire.EncodeResult(r)
 		if err != nil {
 			t.Fatalf("re-encode: %v", err)
 		}
 		want := fuzzStable(t, r)
-		again, err := topics.DecodeResult(b)
+		again, err := wire.DecodeResult(b)
 		if err != nil {
 			t.Fatalf("re-encoded result does not decode: %v", err)
 		}
@@ -398,7 +399,7 @@ func FuzzDecodeResult(f *testing.F) {
 }
 
 func FuzzDecodeDeadLetter(f *testing.F) {
-	b, err := topics.EncodeDeadLetter(&topics.DeadLetter{Reason: "undecodable", Detail: "d", Topic: "t", Value: []byte{1, 2}, Headers: map[string]string{"a": "b"}})
+	b, err := wire.EncodeDeadLetter(&wire.DeadLetter{Reason: "undecodable", Detail: "d", Topic: "t", Value: []byte{1, 2}, Headers: map[string]string{"a": "b"}})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -406,15 +407,15 @@ func FuzzDecodeDeadLetter(f *testing.F) {
 	f.Add([]byte{0x80})
 	f.Add([]byte{0xdf, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		d, err := topics.DecodeDeadLetter(data)
+		d, err := wire.DecodeDeadLetter(data)
 		if err != nil {
 			return
 		}
-		again, err := topics.EncodeDeadLetter(d)
+		again, err := wire.EncodeDeadLetter(d)
 		if err != nil {
 			t.Fatalf("re-encode: %v", err)
 		}
-		if _, err := topics.DecodeDeadLetter(again); err != nil {
+		if _, err := wire.DecodeDeadLetter(again); err != nil {
 			t.Fatalf("a re-encoded dead letter does not decode: %v", err)
 		}
 	})
@@ -434,11 +435,11 @@ func TestRepeatedInterfaceKeyIsNotAPanic(t *testing.T) {
 		}
 		return buf.Bytes()
 	}
-	if _, err := topics.DecodeResult(twice("intent_id", "a", "result", 48, "result", 48)); err == nil {
+	if _, err := wire.DecodeResult(twice("intent_id", "a", "result", 48, "result", 48)); err == nil {
 		t.Error("result with \"result\" twice: no error")
 	}
 	in := twice("v", 1, "id", "a", "tenant", "t", "key", "k", "tool", "x", "type", "resolve", "result", 48, "result", 48)
-	if _, rej := topics.DecodeIntent(in, []byte("t/k"), topics.FromControl); rej == nil {
+	if _, rej := wire.DecodeIntent(in, []byte("t/k"), wire.FromControl); rej == nil {
 		t.Error("intent with \"result\" twice: no rejection")
 	}
 }

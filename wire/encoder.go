@@ -1,4 +1,4 @@
-package topics
+package wire
 
 import (
 	"fmt"
@@ -55,7 +55,7 @@ func encodeResult(r *Result) ([]byte, bool, error) {
 	w.OptStr("reply_to_error", r.ReplyToError)
 	b, err := w.Bytes()
 	if err != nil {
-		return nil, true, fmt.Errorf("topics: encode result: %w", err)
+		return nil, true, fmt.Errorf("wire: encode result: %w", err)
 	}
 	return b, true, nil
 }

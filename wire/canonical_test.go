@@ -1,4 +1,4 @@
-package topics_test
+package wire_test
 
 import (
 	"bytes"
@@ -10,16 +10,16 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 func canonHash(t testing.TB, args map[string]any) []byte {
 	t.Helper()
-	_, enc, err := topics.CanonicalArgs(args)
+	_, enc, err := wire.CanonicalArgs(args)
 	if err != nil {
 		t.Fatalf("CanonicalArgs(%v): %v", args, err)
 	}
-	return topics.ArgsHash(enc)
+	return wire.ArgsHash(enc)
 }
 
 func TestCanonicalKeyOrder(t *testing.T) {
@@ -39,7 +39,7 @@ func TestCanonicalKeyOrder(t *testing.T) {
 			m[k] = j // same values whatever the order of insertion
 		}
 		m["inner"] = inner
-		_, enc, err := topics.CanonicalArgs(m)
+		_, enc, err := wire.CanonicalArgs(m)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestCanonicalNumbers(t *testing.T) {
 	if !bytes.Equal(canonHash(t, map[string]any{"n": uint64(math.MaxInt64)}), canonHash(t, map[string]any{"n": int64(math.MaxInt64)})) {
 		t.Error("uint64(MaxInt64) differs from int64(MaxInt64)")
 	}
-	norm, _, err := topics.CanonicalArgs(map[string]any{"big": uint64(math.MaxUint64), "f": 1.25, "i": float32(3)})
+	norm, _, err := wire.CanonicalArgs(map[string]any{"big": uint64(math.MaxUint64), "f": 1.25, "i": float32(3)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestCanonicalNestedAnyKeyMaps(t *testing.T) {
 	if !bytes.Equal(canonHash(t, a), canonHash(t, b)) {
 		t.Error("map[any]any with string keys differs from map[string]any")
 	}
-	norm, _, err := topics.CanonicalArgs(a)
+	norm, _, err := wire.CanonicalArgs(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +143,8 @@ func TestCanonicalRejects(t *testing.T) {
 		"complex":                {"c": complex(1, 2)},
 	}
 	for name, args := range cases {
-		_, _, err := topics.CanonicalArgs(args)
-		if !errors.Is(err, topics.ErrArgs) {
+		_, _, err := wire.CanonicalArgs(args)
+		if !errors.Is(err, wire.ErrArgs) {
 			t.Errorf("%s: err %v, want ErrArgs", name, err)
 		}
 	}
@@ -162,10 +162,10 @@ func TestCanonicalDepthBoundary(t *testing.T) {
 		return root
 	}
 	// The args map itself is depth 0; 32 nested maps below it are allowed.
-	if _, _, err := topics.CanonicalArgs(nest(32)); err != nil {
+	if _, _, err := wire.CanonicalArgs(nest(32)); err != nil {
 		t.Errorf("depth 32: %v", err)
 	}
-	if _, _, err := topics.CanonicalArgs(nest(33)); !errors.Is(err, topics.ErrArgs) {
+	if _, _, err := wire.CanonicalArgs(nest(33)); !errors.Is(err, wire.ErrArgs) {
 		t.Errorf("depth 33: %v", err)
 	}
 }
@@ -293,7 +293,7 @@ func canonEncodeArgs(t *testing.T, style int, amount float64) []byte {
 func canonIntentWithArgs(t *testing.T, args []byte) []byte {
 	t.Helper()
 	m := codecWith(map[string]any{"args": msgpack.RawMessage(args)})
-	in, rej := topics.DecodeIntent(codecMarshal(t, m), []byte("acme/k-1"), topics.FromIntents)
+	in, rej := wire.DecodeIntent(codecMarshal(t, m), []byte("acme/k-1"), wire.FromIntents)
 	if rej != nil {
 		t.Fatalf("DecodeIntent: %v", rej)
 	}
@@ -325,7 +325,7 @@ func TestCanonicalAcrossEncoders(t *testing.T) {
 }
 
 func TestArgsHashIsSHA256(t *testing.T) {
-	h := topics.ArgsHash(nil)
+	h := wire.ArgsHash(nil)
 	// SHA-256 of the empty string.
 	const want = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 	if got := hex.EncodeToString(h); got != want {
@@ -334,7 +334,7 @@ func TestArgsHashIsSHA256(t *testing.T) {
 }
 
 func TestSortedKeys(t *testing.T) {
-	got := topics.SortedKeys(map[string]any{"b": 1, "a": 2, "c": 3})
+	got := wire.SortedKeys(map[string]any{"b": 1, "a": 2, "c": 3})
 	if len(got) != 3 || got[0] != "a" || got[1] != "b" || got[2] != "c" {
 		t.Errorf("SortedKeys = %v", got)
 	}

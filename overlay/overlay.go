@@ -1,5 +1,7 @@
-// Package view holds the one type every fold of the event log into a
-// stored view goes through: the Overlay. The executor's tick, the
+// Package overlay holds the one type every fold of the event log into the
+// stored view goes through: the Overlay. "The view" is, everywhere in this
+// repository, the records a member keeps in Pebble, folded from the event
+// log (package state stores it); an overlay is one batch of changes to it. The executor's tick, the
 // executor's restore (package eventlog) and the reconciler's view each
 // fold a batch of committed events over the records they have stored,
 // and write the result in one batch together with the log position it
@@ -16,7 +18,7 @@
 //
 // The package is pure: it imports the saga only, and reads and writes
 // through the Base and Writer it is given.
-package view
+package overlay
 
 import (
 	"github.com/atmostonce/toolexec/internal/invariants"

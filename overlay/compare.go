@@ -1,4 +1,4 @@
-package view
+package overlay
 
 import (
 	"reflect"

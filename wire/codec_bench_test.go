@@ -1,8 +1,9 @@
-package topics
+package wire
 
 import (
 	"testing"
 
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -45,7 +46,7 @@ func BenchmarkDecodeIntentByReflection(b *testing.B) {
 
 func benchResult() *Result {
 	return &Result{V: Version, IntentID: "u-123456", Type: TypeCall, Tenant: "bench", Key: "k-123456", Tool: "bench.noop",
-		Status: StatusSucceeded, Result: msgpack.RawMessage{0x81, 0xa2, 'o', 'k', 0xc3}, WasReplay: true,
+		Status: codes.StatusSucceeded, Result: msgpack.RawMessage{0x81, 0xa2, 'o', 'k', 0xc3}, WasReplay: true,
 		OriginalIntentID: "u-123455", OriginalCalledAt: 1764660000000, CompletedAt: 1764660000001, Attempt: 1}
 }
 

@@ -1,9 +1,10 @@
-package topics
+package wire
 
 import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -22,7 +23,7 @@ const (
 // input (see FuzzDecodeIntent).
 func DecodeIntent(value []byte, recordKey []byte, src Source) (*Intent, *Reject) {
 	if len(value) > MaxMessageBytes {
-		rej := reject(ReasonOversized, "message is %d bytes, the limit is %d", len(value), MaxMessageBytes)
+		rej := reject(codes.ReasonOversized, "message is %d bytes, the limit is %d", len(value), MaxMessageBytes)
 		salvageLarge(value, rej)
 		return nil, rej
 	}
@@ -43,19 +44,19 @@ func decodeIntentBytes(value []byte) (*Intent, *Reject) {
 	// Wire contract v1 messages are maps; msgpack would otherwise decode an
 	// array positionally into the struct.
 	if len(value) == 0 || !isMapCode(value[0]) {
-		return nil, reject(ReasonUndecodable, "not a msgpack intent map")
+		return nil, reject(codes.ReasonUndecodable, "not a msgpack intent map")
 	}
 	// Refuse what would make the decoder allocate or recurse without
 	// bound before anything decodes it (salvage included).
 	if err := checkShape(value, maxNesting); err != nil {
-		return nil, reject(ReasonUndecodable, "not a msgpack intent map: %v", err)
+		return nil, reject(codes.ReasonUndecodable, "not a msgpack intent map: %v", err)
 	}
 	if in, ok := decodeIntentFast(value); ok {
 		return in, nil
 	}
 	var in Intent
 	if err := unmarshal(value, &in); err != nil {
-		rej := reject(ReasonUndecodable, "not a msgpack intent map: %v", err)
+		rej := reject(codes.ReasonUndecodable, "not a msgpack intent map: %v", err)
 		salvage(value, rej)
 		return nil, rej
 	}
@@ -74,7 +75,7 @@ func salvage(value []byte, rej *Reject) {
 	if partial.Tenant == "" {
 		partial.Tenant = DefaultTenant
 	}
-	rej.Reason = ReasonInvalidField
+	rej.Reason = codes.ReasonInvalidField
 	if f := wrongTypeField(m); f != "" {
 		rej.Detail = fmt.Sprintf("field %s has the wrong type (%s)", f, rej.Detail)
 	}
@@ -131,17 +132,17 @@ func validateIntent(in *Intent, src Source) *Reject {
 func validateHeader(in *Intent, src Source) *Reject {
 	switch {
 	case in.V == 0:
-		return reject(ReasonMissingField, "field v is required (1)")
+		return reject(codes.ReasonMissingField, "field v is required (1)")
 	case in.V != Version:
-		return reject(ReasonUnsupportedVersion, "v=%d is not supported, this executor reads v=%d", in.V, Version)
+		return reject(codes.ReasonUnsupportedVersion, "v=%d is not supported, this executor reads v=%d", in.V, Version)
 	case in.Type == "":
-		return reject(ReasonMissingField, "field type is required")
+		return reject(codes.ReasonMissingField, "field type is required")
 	case in.Type == TypeResolve && src == FromIntents:
-		return reject(ReasonResolveOnIntents, "resolve is accepted only on the control topic")
+		return reject(codes.ReasonResolveOnIntents, "resolve is accepted only on the control topic")
 	case in.Force && src == FromIntents:
-		return reject(ReasonResolveOnIntents, "force is accepted only on the control topic")
+		return reject(codes.ReasonResolveOnIntents, "force is accepted only on the control topic")
 	case in.Type != TypeCall && in.Type != TypeCompensate && in.Type != TypeResolve:
-		return reject(ReasonInvalidField, "field type %q is not call, compensate or resolve", in.Type)
+		return reject(codes.ReasonInvalidField, "field type %q is not call, compensate or resolve", in.Type)
 	}
 	return nil
 }
@@ -152,21 +153,21 @@ func validateIdentity(in *Intent) *Reject {
 	}
 	switch {
 	case in.ID == "":
-		return reject(ReasonMissingField, "field id is required")
+		return reject(codes.ReasonMissingField, "field id is required")
 	case len(in.ID) > MaxIDBytes || !utf8.ValidString(in.ID):
-		return reject(ReasonInvalidField, "field id must be valid UTF-8 of at most %d bytes", MaxIDBytes)
+		return reject(codes.ReasonInvalidField, "field id must be valid UTF-8 of at most %d bytes", MaxIDBytes)
 	case !ValidTenant(in.Tenant):
-		return reject(ReasonInvalidField, "field tenant %q must match [a-z0-9_-]{1,64}", clip(in.Tenant))
+		return reject(codes.ReasonInvalidField, "field tenant %q must match [a-z0-9_-]{1,64}", clip(in.Tenant))
 	case in.Key == "":
-		return reject(ReasonMissingField, "field key is required")
+		return reject(codes.ReasonMissingField, "field key is required")
 	case len(in.Key) > MaxKeyBytes:
-		return reject(ReasonOversized, "field key is %d bytes, the limit is %d", len(in.Key), MaxKeyBytes)
+		return reject(codes.ReasonOversized, "field key is %d bytes, the limit is %d", len(in.Key), MaxKeyBytes)
 	case !utf8.ValidString(in.Key):
-		return reject(ReasonInvalidField, "field key must be valid UTF-8")
+		return reject(codes.ReasonInvalidField, "field key must be valid UTF-8")
 	case len(in.ReplyTo) > MaxReplyToBytes:
-		return reject(ReasonBadReplyTo, "field reply_to is longer than %d bytes", MaxReplyToBytes)
+		return reject(codes.ReasonBadReplyTo, "field reply_to is longer than %d bytes", MaxReplyToBytes)
 	case len(in.CallID) > MaxIDBytes:
-		return reject(ReasonInvalidField, "field call_id is longer than %d bytes", MaxIDBytes)
+		return reject(codes.ReasonInvalidField, "field call_id is longer than %d bytes", MaxIDBytes)
 	}
 	return nil
 }
@@ -174,9 +175,9 @@ func validateIdentity(in *Intent) *Reject {
 func validateCall(in *Intent) *Reject {
 	switch {
 	case in.Tool == "":
-		return reject(ReasonMissingField, "field tool is required for a call")
+		return reject(codes.ReasonMissingField, "field tool is required for a call")
 	case len(in.Tool) > MaxToolBytes:
-		return reject(ReasonInvalidField, "field tool is longer than %d bytes", MaxToolBytes)
+		return reject(codes.ReasonInvalidField, "field tool is longer than %d bytes", MaxToolBytes)
 	}
 	return nil
 }
@@ -184,11 +185,11 @@ func validateCall(in *Intent) *Reject {
 func validateResolve(in *Intent) *Reject {
 	switch in.Outcome {
 	case "":
-		return reject(ReasonMissingField, "field outcome is required for a resolve")
-	case StatusSucceeded, StatusFailed, StatusNotExecuted, StatusCompensated, StatusCompensationFailed:
+		return reject(codes.ReasonMissingField, "field outcome is required for a resolve")
+	case codes.StatusSucceeded, codes.StatusFailed, codes.StatusNotExecuted, codes.StatusCompensated, codes.StatusCompensationFailed:
 		return nil
 	}
-	return reject(ReasonInvalidField, "field outcome %q is not succeeded, failed, not_executed, compensated or compensation_failed", clip(in.Outcome))
+	return reject(codes.ReasonInvalidField, "field outcome %q is not succeeded, failed, not_executed, compensated or compensation_failed", clip(in.Outcome))
 }
 
 // checkRecordKey enforces that the Kafka key names the same tenant and key
@@ -196,16 +197,16 @@ func validateResolve(in *Intent) *Reject {
 // and a mismatch would let a tenant read another tenant's stored answer.
 func checkRecordKey(in *Intent, recordKey []byte) *Reject {
 	if recordKey == nil {
-		return reject(ReasonMissingField, "the record has no Kafka key; it must be %q", in.RoutingKey())
+		return reject(codes.ReasonMissingField, "the record has no Kafka key; it must be %q", in.RoutingKey())
 	}
 	tenant, key, ok := SplitRoutingKey(string(recordKey))
 	switch {
 	case !ok:
-		return reject(ReasonKeyMismatch, "the Kafka key %q is not <tenant>/<key>", clip(string(recordKey)))
+		return reject(codes.ReasonKeyMismatch, "the Kafka key %q is not <tenant>/<key>", clip(string(recordKey)))
 	case tenant != in.Tenant:
-		return reject(ReasonWrongTenant, "the Kafka key names tenant %q but the intent says %q", clip(tenant), clip(in.Tenant))
+		return reject(codes.ReasonWrongTenant, "the Kafka key names tenant %q but the intent says %q", clip(tenant), clip(in.Tenant))
 	case key != in.Key:
-		return reject(ReasonKeyMismatch, "the Kafka key names key %q but the intent says %q", clip(key), clip(in.Key))
+		return reject(codes.ReasonKeyMismatch, "the Kafka key names key %q but the intent says %q", clip(key), clip(in.Key))
 	}
 	return nil
 }
@@ -224,7 +225,7 @@ func EncodeIntent(in *Intent) ([]byte, error) {
 	}
 	b, err := msgpack.Marshal(in)
 	if err != nil {
-		return nil, fmt.Errorf("topics: encode intent: %w", err)
+		return nil, fmt.Errorf("wire: encode intent: %w", err)
 	}
 	return b, nil
 }
@@ -239,7 +240,7 @@ func EncodeResult(r *Result) ([]byte, error) {
 	}
 	b, err := msgpack.Marshal(r)
 	if err != nil {
-		return nil, fmt.Errorf("topics: encode result: %w", err)
+		return nil, fmt.Errorf("wire: encode result: %w", err)
 	}
 	return b, nil
 }
@@ -247,14 +248,14 @@ func EncodeResult(r *Result) ([]byte, error) {
 // DecodeResult decodes an answer; unknown fields are ignored.
 func DecodeResult(b []byte) (*Result, error) {
 	if len(b) == 0 || !isMapCode(b[0]) {
-		return nil, fmt.Errorf("topics: decode result: not a msgpack map")
+		return nil, fmt.Errorf("wire: decode result: not a msgpack map")
 	}
 	if err := checkShape(b, maxNesting); err != nil {
-		return nil, fmt.Errorf("topics: decode result: %w", err)
+		return nil, fmt.Errorf("wire: decode result: %w", err)
 	}
 	var r Result
 	if err := unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("topics: decode result: %w", err)
+		return nil, fmt.Errorf("wire: decode result: %w", err)
 	}
 	return &r, nil
 }
@@ -266,7 +267,7 @@ func EncodeDeadLetter(d *DeadLetter) ([]byte, error) {
 	}
 	b, err := msgpack.Marshal(d)
 	if err != nil {
-		return nil, fmt.Errorf("topics: encode dead letter: %w", err)
+		return nil, fmt.Errorf("wire: encode dead letter: %w", err)
 	}
 	return b, nil
 }
@@ -274,14 +275,14 @@ func EncodeDeadLetter(d *DeadLetter) ([]byte, error) {
 // DecodeDeadLetter decodes a dead-letter record.
 func DecodeDeadLetter(b []byte) (*DeadLetter, error) {
 	if len(b) == 0 || !isMapCode(b[0]) {
-		return nil, fmt.Errorf("topics: decode dead letter: not a msgpack map")
+		return nil, fmt.Errorf("wire: decode dead letter: not a msgpack map")
 	}
 	if err := checkShape(b, maxNesting); err != nil {
-		return nil, fmt.Errorf("topics: decode dead letter: %w", err)
+		return nil, fmt.Errorf("wire: decode dead letter: %w", err)
 	}
 	var d DeadLetter
 	if err := unmarshal(b, &d); err != nil {
-		return nil, fmt.Errorf("topics: decode dead letter: %w", err)
+		return nil, fmt.Errorf("wire: decode dead letter: %w", err)
 	}
 	return &d, nil
 }

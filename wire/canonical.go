@@ -1,4 +1,4 @@
-package topics
+package wire
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 )
 
 // ErrArgs is wrapped by every argument canonicalisation error.
-var ErrArgs = errors.New("topics: invalid args")
+var ErrArgs = errors.New("wire: invalid args")
 
 // maxArgsDepth bounds recursion so a hostile message cannot exhaust the stack.
 const maxArgsDepth = 32

@@ -1,22 +1,4 @@
-package topics
-
-import "github.com/atmostonce/toolexec/codes"
-
-// Result statuses, under their wire-contract names. They are defined in
-// package codes, a leaf, so that the pure state machines can name them
-// without importing this package's codec.
-const (
-	StatusSucceeded           = codes.StatusSucceeded
-	StatusFailed              = codes.StatusFailed
-	StatusNotExecuted         = codes.StatusNotExecuted
-	StatusConflict            = codes.StatusConflict
-	StatusPending             = codes.StatusPending
-	StatusRejected            = codes.StatusRejected
-	StatusCompensated         = codes.StatusCompensated
-	StatusCompensationFailed  = codes.StatusCompensationFailed
-	StatusCompensationPending = codes.StatusCompensationPending
-	StatusResolved            = codes.StatusResolved
-)
+package wire
 
 // ErrorInfo is a machine-readable code and a human message.
 type ErrorInfo struct {
@@ -48,9 +30,6 @@ type Result struct {
 	// while the answer was owed).
 	ReplyToError string `msgpack:"reply_to_error,omitempty" json:"reply_to_error,omitempty"`
 }
-
-// Terminal reports whether s ends the intent's conversation.
-func Terminal(status string) bool { return codes.Terminal(status) }
 
 // DeadLetter is what lands on the dead-letter topic: the reason and the
 // original bytes, so nothing is dropped silently.
