@@ -20,7 +20,7 @@ import (
 // tenants alice and bob who each sent id req-1 to a read-only tool on the
 // same partition shared one entry, and only one of them was answered.
 
-var readPrefix = []byte("read/")
+var readPrefix = []byte(state.AuxReads)
 
 // ReadPrefix is the aux prefix of partition p's pending reads.
 func ReadPrefix(p int32) []byte {

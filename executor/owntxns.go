@@ -33,7 +33,7 @@ type abortedTxns struct {
 	at    map[txnKey]time.Time
 }
 
-var abortedTxnPrefix = []byte("txn/")
+var abortedTxnPrefix = []byte(state.AuxAbortedTxns)
 
 func abortedTxnKey(k txnKey) []byte {
 	b := binary.BigEndian.AppendUint64(append([]byte(nil), abortedTxnPrefix...), uint64(k.pid))

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/atmostonce/toolexec/state"
 )
 
 // ErrCorrupt marks a stored investigation that fails its read-side check.
@@ -75,8 +77,8 @@ func investigationKey(tenant, key string, phase Phase) []byte {
 // investigationPrefix and compensationInvestigationPrefix start the keys
 // of call and compensation investigations.
 var (
-	investigationPrefix             = []byte("inv/")
-	compensationInvestigationPrefix = []byte("invc/")
+	investigationPrefix             = []byte(state.AuxInvestigations)
+	compensationInvestigationPrefix = []byte(state.AuxCompensationInvestigations)
 )
 
 func encodeInvestigation(inv *Investigation) ([]byte, error) {
