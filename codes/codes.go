@@ -60,3 +60,18 @@ const (
 	// reached its tool.
 	ErrDrained = "drained"
 )
+
+// Refusals of a command that a caller acts on. The wire has one code for
+// every command the key's state does not allow (ReasonInvalidCommand), so
+// the kind travels in the answer's message: the saga writes these texts
+// from here, and wire.Result.Refusal reads them back into sentinel errors,
+// so that no caller matches text of its own.
+const (
+	// RefusalNoRecord: a compensate of a key that has no record (never
+	// called, or expired).
+	RefusalNoRecord = "nothing to compensate: the key has no record"
+	// RefusalMayStillLand: a compensate or resolve before the call's (or
+	// compensation's) pending_ttl passed, without force: the call may still
+	// reach its tool.
+	RefusalMayStillLand = "its call may still reach the tool"
+)

@@ -30,7 +30,7 @@ type Config struct {
 	// Bounds.
 	MaxInFlight    int // calls running at once across tools; default 256
 	MaxQueued      int // started calls waiting for a slot before polling pauses; default 4*MaxInFlight
-	MaxPollRecords int // records decided per tick; default 1000
+	MaxPollRecords int // records decided per tick; default DefaultMaxPollRecords
 	MaxWaiters     int // intents waiting on one key; default 64
 
 	DrainTimeout       time.Duration // calls in flight get this long on revocation and shutdown; default 10s
@@ -91,6 +91,9 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// DefaultMaxPollRecords is Config.MaxPollRecords' default.
+const DefaultMaxPollRecords = 1000
+
 func (c *Config) defaults() {
 	if c.Names.Intents == "" {
 		c.Names = topics.NamesWithPrefix(topics.DefaultPrefix)
@@ -98,7 +101,7 @@ func (c *Config) defaults() {
 	defaults.Set(&c.Group, "tool-executor")
 	defaults.Set(&c.MaxInFlight, 256)
 	defaults.Set(&c.MaxQueued, 4*c.MaxInFlight)
-	defaults.Set(&c.MaxPollRecords, 1000)
+	defaults.Set(&c.MaxPollRecords, DefaultMaxPollRecords)
 	defaults.Set(&c.MaxWaiters, 64)
 	defaults.Set(&c.DrainTimeout, 10*time.Second)
 	defaults.Set(&c.SessionTimeout, 10*time.Second)

@@ -11,10 +11,10 @@ import (
 // the partition core's own are in partition/limits.go.
 
 const (
-	// pollWait bounds how long one poll waits for records; a finished
+	// PollWait bounds how long one poll waits for records; a finished
 	// call wakes the poll earlier, so outcomes are not held back by idle
-	// input.
-	pollWait = 200 * time.Millisecond
+	// input. Exported for the bench's baseline, which polls alike.
+	PollWait = 200 * time.Millisecond
 	// retryTickPause is the wait after a tick that could not be built (a
 	// restore that did not settle, a gap): long enough not to spin on
 	// the broker, short enough that the partition's records wait little.

@@ -51,9 +51,9 @@ func (e *Executor) iteration(ctx context.Context) error {
 }
 
 // poll returns the next records, or nothing when the dispatcher's queue is
-// full (backpressure) or no record came within pollWait.
+// full (backpressure) or no record came within PollWait.
 func (e *Executor) poll(ctx context.Context) kgo.Fetches {
-	pctx, cancel := context.WithTimeout(ctx, pollWait)
+	pctx, cancel := context.WithTimeout(ctx, PollWait)
 	defer cancel()
 	e.wakeMu.Lock()
 	e.wakeFn = cancel

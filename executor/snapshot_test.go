@@ -1,11 +1,13 @@
 package executor
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"
 	"github.com/atmostonce/toolexec/wire"
 )
@@ -38,7 +40,16 @@ func TestLargestRecordFitsOneSnapshot(t *testing.T) {
 	if n := recordSize(r); n > maxRecordBytes {
 		t.Fatalf("the largest record's snapshot is %d bytes, over the %d a record may have", n, maxRecordBytes)
 	}
-	if wire.MaxArgsLimit != 256<<10 {
-		t.Fatalf("tools.maxArgsLimit (256 KiB) no longer matches topics.MaxArgsLimit (%d)", wire.MaxArgsLimit)
+	// The record above holds arguments of wire.MaxArgsLimit bytes: the
+	// tools' configuration must refuse any larger max_args_bytes.
+	for _, c := range []struct {
+		bytes int
+		ok    bool
+	}{{wire.MaxArgsLimit, true}, {wire.MaxArgsLimit + 1, false}} {
+		_, err := tools.Parse(fmt.Appendf(nil, "tools:\n  - name: a\n    class: read_only\n    max_args_bytes: %d\n", c.bytes))
+		if (err == nil) != c.ok {
+			t.Fatalf("tools accept max_args_bytes %d: %v, want %v (the largest record fits one snapshot only up to wire.MaxArgsLimit, %d): %v",
+				c.bytes, err == nil, c.ok, wire.MaxArgsLimit, err)
+		}
 	}
 }

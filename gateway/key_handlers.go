@@ -1,10 +1,10 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -105,12 +105,11 @@ func (g *Gateway) writeCompensateReply(w http.ResponseWriter, t *tool, rep reply
 			writeAnswer(w, http.StatusOK, rep.res)
 			return
 		}
-		msg := errMessage(rep.res, "the compensation was refused")
-		if strings.Contains(msg, "has no record") { // expired since the lookup
+		if errors.Is(rep.res.Refusal(), wire.ErrNoRecord) { // expired since the lookup
 			writeProblem(w, http.StatusNotFound, codeUnknownKey, "no such key")
 			return
 		}
-		p := newProblem(http.StatusConflict, codeNotCompensatable, msg)
+		p := newProblem(http.StatusConflict, codeNotCompensatable, errMessage(rep.res, "the compensation was refused"))
 		p.IntentID = rep.res.IntentID
 		p.write(w)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -264,8 +263,7 @@ func listenForAnswer(ctx context.Context, adm *kadm.Client, req ResolveRequest, 
 // command that came before the call's pending_ttl passed: the call may
 // still reach its tool, and only a forced command settles it then.
 func StillLanding(res *wire.Result) bool {
-	return res != nil && res.Status == codes.StatusRejected && res.Error != nil &&
-		res.Error.Code == codes.ReasonInvalidCommand && strings.Contains(res.Error.Message, "pending_ttl")
+	return errors.Is(res.Refusal(), wire.ErrMayStillLand)
 }
 
 func awaitAnswer(ctx context.Context, cl *kgo.Client, id string) (*wire.Result, error) {

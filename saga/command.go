@@ -11,7 +11,7 @@ import (
 // its own. Allowed when the effect happened or may have happened.
 func decideCompensate(rec *Record, in Input, env Env) Decision {
 	if rec == nil || rec.expired(env.Now) {
-		return rejectInput(in, codes.ReasonInvalidCommand, "nothing to compensate: the key has no record")
+		return rejectInput(in, codes.ReasonInvalidCommand, codes.RefusalNoRecord)
 	}
 	switch {
 	case rec.Status == StatusCompensated || rec.Status == StatusCompensationFailed:
@@ -179,6 +179,6 @@ func stillLanding(rec *Record, env Env, what string) string {
 	if rec.Comp != nil && (rec.Status == StatusCompensating || rec.Status == StatusCompensationUnknown) {
 		until = compensationPendingUntil(rec.Comp, env)
 	}
-	return fmt.Sprintf("the key is %s and its call may still reach the tool for %d ms (until its pending_ttl passes); "+
+	return fmt.Sprintf("the key is %s and "+codes.RefusalMayStillLand+" for %d ms (until its pending_ttl passes); "+
 		"%s after that, or force it (an operator, on the control topic)", rec.Status, until-env.Now, what)
 }

@@ -136,7 +136,6 @@ const (
 	maxURLBytes      = 2048
 	maxInFlightLimit = 10000
 	maxRetriesLimit  = 20
-	maxArgsLimit     = 256 << 10 // wire.MaxArgsLimit: a record must fit one snapshot event
 	// maxDescriptionBytes keeps a tool list (sent to a model on every
 	// turn by MCP hosts) readable; longer prose belongs in the schema's
 	// own descriptions.

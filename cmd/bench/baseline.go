@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/executor"
 	"github.com/atmostonce/toolexec/topics"
 	"github.com/atmostonce/toolexec/wire"
 )
@@ -28,11 +29,6 @@ type baseline struct {
 	records, txns, aborts atomic.Int64
 	endNanos              atomic.Int64 // time spent in End
 }
-
-const (
-	baselinePollWait = 200 * time.Millisecond // executor/loop.go pollWait
-	baselineMaxPoll  = 1000                   // executor.Config MaxPollRecords default
-)
 
 func newBaseline(ctx context.Context, o memberOpts) (*baseline, error) {
 	b := &baseline{names: topics.NamesWithPrefix(o.prefix)}
@@ -74,8 +70,8 @@ func (b *baseline) run(ctx context.Context) error {
 
 // iteration is one poll and, if it returned records, one transaction.
 func (b *baseline) iteration(ctx context.Context) error {
-	pctx, cancel := context.WithTimeout(ctx, baselinePollWait)
-	fs := b.sess.PollRecords(pctx, baselineMaxPoll)
+	pctx, cancel := context.WithTimeout(ctx, executor.PollWait)
+	fs := b.sess.PollRecords(pctx, executor.DefaultMaxPollRecords)
 	cancel()
 	defer b.sess.AllowRebalance()
 	if fs.NumRecords() == 0 {
