@@ -101,15 +101,6 @@ func (f *keyFilter) grow(full *bloomLayer) {
 	f.layers.Store(&next)
 }
 
-// totalBits is the size of the filter, in bits.
-func (f *keyFilter) totalBits() int64 {
-	var n int64
-	for _, l := range *f.layers.Load() {
-		n += int64(len(l.blocks)) * 256
-	}
-	return n
-}
-
 // add sets h's bits and reports whether the layer is now full.
 func (l *bloomLayer) add(h uint64) bool {
 	b := &l.blocks[l.block(h)]

@@ -53,16 +53,6 @@ func OpenHTTP(spec Spec, client *http.Client) (*HTTP, error) {
 	}, nil
 }
 
-// NewHTTP is OpenHTTP for a spec known to load (no headers or TLS files,
-// or ones checked already); it panics when OpenHTTP would fail.
-func NewHTTP(spec Spec, client *http.Client) *HTTP {
-	h, err := OpenHTTP(spec, client)
-	if err != nil {
-		panic(err)
-	}
-	return h
-}
-
 // Spec returns the spec the adapter was built with, defaults applied.
 func (h *HTTP) Spec() Spec { return h.spec }
 

@@ -7,7 +7,7 @@ import (
 
 // Spec is one tool's configuration. YAML field names are in parentheses.
 // Parse fills unset fields with the defaults below; Registry.Register and
-// NewHTTP fill zero Timeout, PendingTTL, Retention, MaxInFlight and
+// OpenHTTP fill zero Timeout, PendingTTL, Retention, MaxInFlight and
 // MaxArgsBytes, but take Retries as given, since zero retries is a
 // meaningful choice there.
 type Spec struct {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -181,14 +180,4 @@ func normaliseFloat(f float64) (any, error) {
 		}
 	}
 	return f, nil
-}
-
-// SortedKeys returns m's keys in order; a helper for stable output.
-func SortedKeys(m map[string]any) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

@@ -332,10 +332,3 @@ func TestArgsHashIsSHA256(t *testing.T) {
 		t.Errorf("ArgsHash(nil) = %s", got)
 	}
 }
-
-func TestSortedKeys(t *testing.T) {
-	got := wire.SortedKeys(map[string]any{"b": 1, "a": 2, "c": 3})
-	if len(got) != 3 || got[0] != "a" || got[1] != "b" || got[2] != "c" {
-		t.Errorf("SortedKeys = %v", got)
-	}
-}

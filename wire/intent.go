@@ -20,7 +20,6 @@ const (
 	MaxToolBytes     = 128
 	MaxReplyToBytes  = 249 // Kafka's own topic-name limit
 	MaxMessageBytes  = 1 << 20
-	DefaultMaxArgs   = 64 << 10
 	DefaultTenant    = "default"
 	MaxResolveResult = MaxResultBytes // one bound for every stored result (bounds.go)
 )

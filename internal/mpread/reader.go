@@ -136,19 +136,6 @@ func (r *Reader) strLen(c byte) (uint64, bool) {
 	return 0, false
 }
 
-// binLen reads a bin header.
-func (r *Reader) binLen(c byte) (uint64, bool) {
-	switch c {
-	case 0xc4:
-		return r.n(1)
-	case 0xc5:
-		return r.n(2)
-	case 0xc6:
-		return r.n(4)
-	}
-	return 0, false
-}
-
 // Key reads a map key that is a msgpack str, without copying it: the
 // result aliases the input and is valid only while it is.
 func (r *Reader) Key() ([]byte, bool) {
