@@ -7,7 +7,7 @@ import (
 	"github.com/atmostonce/toolexec/wire"
 )
 
-// checkHostile judges the hostile waves (issue 12): every record whose id
+// checkHostile judges the hostile waves: every record whose id
 // can be read has exactly one terminal answer (checkIntents, which counts
 // them with the load's intents), of the kind its poison calls for; a
 // record with no readable id is dead-lettered; an answer owed to a deleted

@@ -16,7 +16,7 @@ import (
 	"github.com/atmostonce/toolexec/wire"
 )
 
-// Poison kinds: what a hostile wave sends (issue 12 §1, §2, §4). Each is
+// Poison kinds: what a hostile wave sends. Each is
 // counted in the report's fault detail as hostile:<kind> once sent, so
 // --require-all-faults proves a run sent every one of them.
 const (

@@ -46,7 +46,7 @@ const (
 	ReasonInvalidCommand     = "invalid_command"
 	// ReasonUnproducible: a record the executor produced for this input
 	// was refused (too large, or its destination vanished), so the input
-	// is answered on its own (issue 12).
+	// is answered on its own.
 	ReasonUnproducible = "unproducible"
 )
 

@@ -15,7 +15,7 @@ import (
 // read_answered has not been seen, under "read/" + partition + the length
 // of the routing key (2 bytes) + the routing key + the intent id.
 //
-// Why the routing key (issue 12): intent ids are unique per emission of
+// Why the routing key: intent ids are unique per emission of
 // one agent, not across tenants. Keyed by partition and intent id alone,
 // tenants alice and bob who each sent id req-1 to a read-only tool on the
 // same partition shared one entry, and only one of them was answered.
@@ -39,8 +39,8 @@ func ReadKey(p int32, tenant, key, intentID string) []byte {
 func ReadKeyOf(p int32, ev *saga.Event) []byte { return ReadKey(p, ev.Tenant, ev.Key, ev.IntentID) }
 
 // MigrateReadKeys rewrites pending reads stored under the first layout
-// (partition + intent id) to ReadKey's, so that a store written before
-// issue 12 keeps its obligations. Idempotent; pending reads are few (they
+// (partition + intent id) to ReadKey's, so that a store written under it
+// keeps its obligations. Idempotent; pending reads are few (they
 // live from a read's start to its answer).
 func MigrateReadKeys(st *state.Store) (int, error) {
 	type move struct{ from, to, v []byte }

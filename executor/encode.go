@@ -109,7 +109,7 @@ func (e *Executor) encodeEvent(ev *partition.Event) (*kgo.Record, error) {
 }
 
 // encodeAnswer encodes one answer, to its reply_to when that can take it,
-// else to the results topic with the reason (issue 12: a reply_to that is
+// else to the results topic with the reason (a reply_to that is
 // missing or was deleted while the answer was owed, or an answer of an
 // isolated origin). It runs on several goroutines at once: the reply
 // topics' cache has its own lock.
@@ -304,7 +304,7 @@ func (tr *txnRecords) checkpoints() map[int32]int64 {
 }
 
 // encodeToolResult encodes a tool's result as msgpack.Marshal does: by
-// hand when it has the shapes a JSON body decodes to (issue 17), else by
+// hand when it has the shapes a JSON body decodes to, else by
 // reflection.
 func encodeToolResult(v any) ([]byte, error) {
 	if b, ok := mpwrite.AppendJSONValue(v); ok {

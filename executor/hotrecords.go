@@ -12,7 +12,7 @@ import (
 // hotRecords keeps the records the loop materialised last, so that the
 // next tick that reads one (the outcome of a call started a tick ago, a
 // duplicate soon after its original) skips Pebble's Get and the record's
-// decode (issue 17: two Gets per call, the second for a key written one
+// decode (two Gets per call, the second for a key written one
 // tick earlier).
 //
 // It mirrors the store exactly for the keys it holds, and is never staler
@@ -54,7 +54,7 @@ const (
 	hotRecordsMax = 16384
 	// hotRecordsMaxBytes bounds their estimated size (hotSize): records
 	// may carry results up to a Kafka record (1 MiB), and the member's
-	// memory is budgeted (256 MB with a million keys, issue 17).
+	// memory is budgeted (256 MB with a million keys).
 	hotRecordsMaxBytes = 16 << 20
 	// hotRecordOverhead is the estimated size of a record's fixed fields,
 	// strings and map and list entries, beyond its byte slices.

@@ -13,7 +13,7 @@ import (
 	"github.com/atmostonce/toolexec/wire"
 )
 
-// TestPoisonSuite (issue 12 §1): hostile records, and a record over every
+// TestPoisonSuite: hostile records, and a record over every
 // bound of a copied field, go in among 200 normal intents spread over all
 // partitions. Every normal intent is answered, every hostile record whose
 // id can be read is answered (rejected, or answered on the results topic
@@ -158,8 +158,9 @@ func intentMap(id, tenant, key, tool string, extra map[string]any) map[string]an
 	return m
 }
 
-// poisonRecords lists the hostile records: every way in that issue 12
-// reproduced, and one record over each bound of a copied field.
+// poisonRecords lists the hostile records: every known way to wedge a
+// member with one record, and one record over each bound of a copied
+// field.
 func poisonRecords(t *testing.T, e *env, gone string) []poisonRecord {
 	call := func(id string, extra map[string]any) []byte {
 		return mustMsgpack(t, intentMap(id, "default", "k-"+id, "t.ok", extra))
@@ -247,7 +248,7 @@ func deleteTopic(t *testing.T, e *env, name string) {
 	}
 }
 
-// TestReadsOfTwoTenantsWithOneIntentID (issue 12 §2): tenants alice and bob
+// TestReadsOfTwoTenantsWithOneIntentID: tenants alice and bob
 // each send intent id req-1 to a read-only tool on the same partition;
 // both are answered. Before the fix the pending reads shared one entry
 // keyed by partition and intent id, and only bob was answered.
@@ -279,7 +280,7 @@ func answeredTenants(c *collector, id string) map[string]bool {
 	return out
 }
 
-// TestCompensateBeforeDeadlineIsRefused (issue 12 §4): a call timed out
+// TestCompensateBeforeDeadlineIsRefused: a call timed out
 // (outcome unknown: the request may still be processed), no call runs in
 // the executor any more, and the tool's pending_ttl has not passed. An
 // agent's compensate is refused: the undo must never run before the

@@ -173,7 +173,7 @@ func (h *propHistory) removeMember() {
 
 // check waits for the system to settle and compares it with the model.
 // The verdict is the last snapshot the wait loop took, never a fresh read
-// (issue 18: a second read after the loop saw a key leave doubt before
+// (a second read after the loop saw a key leave doubt before
 // its answer was in, and reported an answered intent as lost).
 func (h *propHistory) check() {
 	deadline := time.Now().Add(60 * time.Second)

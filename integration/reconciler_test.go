@@ -485,7 +485,7 @@ func TestReconcileProbeNotExecuted(t *testing.T) {
 // its key, and find the effect. Under the key of the first call (which
 // never reached the tool) the probe answers 404, and the reconciler
 // settled the second call not_executed although it acted, freeing the key
-// for a second effect (issue 12: "the downstream key is reused").
+// for a second effect ("the downstream key is reused").
 func TestReconcileProbeAfterNotExecutedAsksTheNewCall(t *testing.T) {
 	e := newEnv(t, 2)
 	fx := newEffects(t)
@@ -544,7 +544,7 @@ func TestReconcileCompensatableCompensatesOnce(t *testing.T) {
 // compensatable, with a compensating tool that refuses every connection:
 // each compensation comes back not_executed and the call is in doubt
 // again. The reconciler counts those rounds and escalates the key after
-// MaxAttempts; the first version compensated again for ever (issue 12).
+// MaxAttempts instead of compensating again for ever.
 func TestReconcileCompensationNeverReachingItsToolEscalates(t *testing.T) {
 	e := newEnv(t, 2)
 	fx := newEffects(t)
@@ -632,7 +632,7 @@ func TestReconcileIrreversibleEscalatesUntilResolved(t *testing.T) {
 // An operator's resolve before the call's pending_ttl passed is refused
 // (the call may still reach its tool), and the CLI says so and names
 // --force; with --force the key is settled, and the event log records
-// that it was forced (issue 12 §4).
+// that it was forced.
 func TestReconcilerResolveBeforePendingTTLNeedsForce(t *testing.T) {
 	e := newEnv(t, 2)
 	fx := newEffects(t)

@@ -14,7 +14,7 @@ import (
 	"github.com/atmostonce/toolexec/wire"
 )
 
-// Routine Kafka operations must never re-run a key (issue 12 §3).
+// Routine Kafka operations must never re-run a key.
 
 // TestLogStartPastALiveKeyIsRefused: the event log's start moves past a
 // completed key's events (DeleteRecords, as retention would), and a member
@@ -36,7 +36,7 @@ func TestLogStartPastALiveKeyIsRefused(t *testing.T) {
 	}
 	end := endOffset(t, e, e.names.Events, 0)
 	// Another key's events after the cut, so that what is left of the log
-	// can be folded: the first version did, and forgot gap-1.
+	// can be folded: a restore that folds it must not forget gap-1.
 	if r := e.call(c, wire.Intent{Tool: "t.irrev", Key: "gap-2", Args: map[string]any{"n": 2}}, 30*time.Second); r.Status != codes.StatusSucceeded {
 		t.Fatalf("second key: %+v", r)
 	}

@@ -30,7 +30,7 @@ type Key struct{ Tenant, Key string }
 
 // ReadID names one pending read (saga/read.go): a read-only call taken on
 // and not yet answered. Intent ids are unique per agent, not across
-// tenants, so the key is part of it (issue 12).
+// tenants, so the key is part of it.
 type ReadID struct {
 	P                     int32
 	Tenant, Key, IntentID string
@@ -222,7 +222,7 @@ func (o *Overlay) Len() int { return len(o.entries) }
 // Write puts every changed entry (Changed), every pending read and the
 // checkpoints of the log positions they reflect into w (topic -> next
 // offset per partition), in one batch the caller then commits. An entry
-// that no event changed is not put again (issue 17: a replay rewrote its
+// that no event changed is not put again (a replay rewrote its
 // record for its time alone). each, when not nil, runs after each entry,
 // put or not, for writes of the caller's own that must commit with it.
 // Call it only for positions the log has committed: that is how the view

@@ -84,7 +84,7 @@ func TestStrictOverlayPanicsOnAnIgnoredEvent(t *testing.T) {
 
 // An entry given only audit facts (replayed, conflicted), or only loaded,
 // is not written again, and an overlay of such entries has nothing but
-// checkpoints to write (issue 17: a replay rewrote and synced its record
+// checkpoints to write (a replay rewrote and synced its record
 // for its time alone).
 func TestOverlayWritesNoRecordForAuditFactsAlone(t *testing.T) {
 	ev := started("A")

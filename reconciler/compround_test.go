@@ -13,10 +13,9 @@ import (
 
 // A compensatable call in doubt whose compensating tool never answers
 // (connection refused, so every compensation comes back not_executed and
-// the call is in doubt again): the first version started a fresh
-// investigation each time and compensated for ever. Each return is now a
-// failed round, and the key is escalated after MaxAttempts of them
-// (issue 12, "a compensation whose tool keeps answering not_executed").
+// the call is in doubt again) must not start a fresh investigation each
+// time and compensate for ever: each return is a failed round, and the
+// key is escalated after MaxAttempts of them.
 func TestReconcilerEscalatesACompensationThatNeverReachesItsTool(t *testing.T) {
 	reg := tools.NewRegistry()
 	never := tools.Func(func(context.Context, tools.Request) tools.Outcome { return tools.Outcome{Status: tools.NotExecuted} })

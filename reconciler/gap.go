@@ -17,7 +17,7 @@ const clearChunk = 4096
 // after it (the log's retention, or an operator's DeleteRecords, moved
 // the log start past it), the log start, after the view of p was cleared.
 //
-// Why clear (issue 12, routine operations): the lost events may have
+// Why clear: the lost events may have
 // settled a key the view still holds in doubt, and expired it. Folding
 // what is left onto the stale view would keep that key in doubt for ever,
 // and the reconciler would retry its call under a downstream key the

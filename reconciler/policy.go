@@ -252,7 +252,7 @@ const codeResultNotStored = codes.ErrResultNotStored
 // stored result (wire.MaxResolveResult, the one constant both sides
 // check), else none and the executor's result_not_stored code.
 //
-// Why (issue 12, "one meaning for each bound"): a retry may answer up to
+// Why: a retry may answer up to
 // the HTTP adapter's 1 MiB, and the executor refused a resolve carrying
 // more than 256 KiB: the command was rejected, the investigation tried
 // again, and the key stayed in doubt although the tool had answered.

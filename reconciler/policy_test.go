@@ -220,8 +220,8 @@ func TestReconcilerJudge(t *testing.T) {
 // A retry may answer a result larger than the executor keeps. The resolve
 // then says succeeded without it, with the executor's result_not_stored
 // code, instead of carrying it and being rejected by the executor (which
-// left the key in doubt although the tool had answered; issue 12, "one
-// meaning for each bound"). A result within the bound is carried whole.
+// would leave the key in doubt although the tool had answered). A result
+// within the bound is carried whole.
 func TestReconcilerResolveCarriesNoResultOverTheStoredBound(t *testing.T) {
 	big := tools.Outcome{Status: tools.Succeeded, Result: map[string]any{"blob": strings.Repeat("x", wire.MaxResolveResult)}}
 	s := Judge(t0, subj(tools.NativeKey, PhaseCall), *inv(nil), StepRetry, big, testPolicy)

@@ -86,10 +86,10 @@ func escalatedKeys(t *testing.T, st *state.Store) []string {
 }
 
 // Escalated keys stay in the doubt index until an operator acts. With
-// more of them than MaxScan, the first version read the same first
-// MaxScan keys on every scan and never planned the others: here tenant
-// z's key was never escalated, and no new key behind the pile would ever
-// have been investigated (issue 12, reconciler fairness).
+// more of them than MaxScan, a scan that read the same first MaxScan keys
+// every time would never plan the others: here tenant z's key would never
+// be escalated, and no new key behind the pile would ever be
+// investigated.
 func TestReconcilerScanReachesEveryKeyPastMaxScan(t *testing.T) {
 	reg := tools.NewRegistry()
 	if err := reg.Register(tools.Spec{Name: "page", Class: tools.Irreversible, URL: "http://127.0.0.1:1/page"},
@@ -124,8 +124,9 @@ func TestReconcilerScanReachesEveryKeyPastMaxScan(t *testing.T) {
 }
 
 // Keys whose retry is still running are examined again by the next scan
-// (and skipped); with more of them than MaxScan the first version never
-// got past them. Each scan must start where the last one stopped.
+// (and skipped); with more of them than MaxScan, a scan from the start
+// would never get past them. Each scan must start where the last one
+// stopped.
 func TestReconcilerScanMovesOnPastRunningRetries(t *testing.T) {
 	var mu sync.Mutex
 	invoked := map[string]bool{}
@@ -216,8 +217,7 @@ func counterValue(t *testing.T, c interface{ Write(*dto.Metric) error }) float64
 // folded the log as it stood after the call's deadline: an outcome the
 // executor committed meanwhile (not_executed: its attempt was never
 // sent) must be seen first, or the tool acts for a call the log says never
-// reached it and the key's next call acts again (issue 12; four keys in
-// a short chaos run).
+// reached it and the key's next call acts again.
 func TestReconcilerRetriesOnlyOnAViewFreshSinceTheDeadline(t *testing.T) {
 	reg := tools.NewRegistry()
 	calls := make(chan string, 4)

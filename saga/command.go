@@ -141,7 +141,7 @@ func movedOn(rec *Record, in Input) string {
 // that budget, see tools.Request.Decided), and no command may settle or
 // undo it before then without Force.
 //
-// Why (issue 12): the saga's only guard was env.InFlight, which covers
+// Why: the saga's only guard was env.InFlight, which covers
 // this process alone. After a drain timeout, or on a zombie, a call can
 // land until its decision time plus pending_ttl. An agent's compensate
 // then ran the undo before the effect, and an operator's "resolve

@@ -141,4 +141,3 @@ func (c *Config) Lookup(name string) (Spec, bool) {
 	}
 	return Spec{}, false
 }
-

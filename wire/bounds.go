@@ -16,9 +16,9 @@ import (
 // the audit trail. Why each value:
 const (
 	// MaxTraceparentBytes: a W3C Trace Context version-00 traceparent is
-	// exactly 55 characters ("00-" 32 hex "-" 16 hex "-" 2 hex). Issue 12:
-	// a 600 KB traceparent, copied twice into the started event, made it
-	// larger than the producer's batch limit and wedged the member.
+	// exactly 55 characters ("00-" 32 hex "-" 16 hex "-" 2 hex). A longer
+	// one, copied twice into the started event, could make it larger than
+	// the producer's batch limit and wedge the member.
 	MaxTraceparentBytes = 55
 	// MaxTracestateBytes: W3C asks vendors to propagate at least 512
 	// characters of tracestate; more is not required of anyone.
@@ -101,7 +101,7 @@ func DeadLetterValue(d *DeadLetter, value []byte) {
 
 // salvageLarge reads the identifying string fields at the top level of a
 // value too large to decode, so that its rejection can still be answered
-// (issue 12: every intent whose id can be read gets an answer). It decodes
+// (every intent whose id can be read gets an answer). It decodes
 // only short strings and skips everything else; the shape walk first
 // bounds what skipping can cost.
 func salvageLarge(value []byte, rej *Reject) {

@@ -32,7 +32,7 @@ func TestCheckHeadersBounds(t *testing.T) {
 	}
 }
 
-// TestDeadLetterKeepsABoundedPrefix (issue 12): a dead letter keeps at
+// TestDeadLetterKeepsABoundedPrefix: a dead letter keeps at
 // most MaxDeadLetterPrefix bytes of the value, with its length and SHA-256.
 func TestDeadLetterKeepsABoundedPrefix(t *testing.T) {
 	for _, n := range []int{0, 10, wire.MaxDeadLetterPrefix, wire.MaxDeadLetterPrefix + 1, 3 << 20} {

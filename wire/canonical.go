@@ -36,7 +36,7 @@ func CanonicalArgs(args map[string]any) (norm map[string]any, enc []byte, err er
 		return nil, nil, err
 	}
 	norm = v.(map[string]any)
-	// Written by hand (issue 17), byte for byte the reflective canonical
+	// Written by hand, byte for byte the reflective canonical
 	// encoding (FuzzCanonicalEncodeMatchesReflection): the bytes are
 	// hashed, so a change would make a retry look like a conflict.
 	w := mpwrite.Get()

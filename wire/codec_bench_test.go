@@ -8,7 +8,7 @@ import (
 )
 
 // The per-intent codec work of cmd/bench's load, by hand and by
-// reflection (issue 17; docs/PERFORMANCE.md). Run with
+// reflection (docs/PERFORMANCE.md). Run with
 // go test ./topics -run '^$' -bench 'Intent|Result' -benchmem.
 
 func benchIntent(b *testing.B) []byte {

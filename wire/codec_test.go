@@ -148,7 +148,7 @@ func TestDecodeIntentTable(t *testing.T) {
 			reason: codes.ReasonBadReplyTo, detail: "field reply_to", answerable: true},
 		{name: "tool too long", value: codecMarshal(t, codecWith(map[string]any{"tool": strings.Repeat("t", wire.MaxToolBytes+1)})), rk: rk,
 			reason: codes.ReasonInvalidField, detail: "field tool", answerable: true},
-		// Issue 12: every intent whose id can be read gets an answer, even
+		// every intent whose id can be read gets an answer, even
 		// one too large to decode.
 		{name: "message over 1 MiB", value: codecBigMessage(t, wire.MaxMessageBytes), rk: rk,
 			reason: codes.ReasonOversized, detail: "message", answerable: true,

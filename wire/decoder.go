@@ -3,7 +3,7 @@ package wire
 import "github.com/atmostonce/toolexec/internal/mpread"
 
 // The intent's msgpack, read field by field instead of by reflection
-// (issue 17: the reflective decode of every intent was 5 to 7% of the
+// (the reflective decode of every intent was 5 to 7% of the
 // executor's CPU, and most of its allocations). It reads the forms a
 // client writes; a form whose reflective result is not plain (an ext
 // value, a map key that is not a str, a field of an unexpected type, a

@@ -9,7 +9,7 @@ import (
 )
 
 // The answer's msgpack, written field by field instead of by reflection
-// (issue 17: encoding every answer reflectively was 4% of the executor's
+// (encoding every answer reflectively was 4% of the executor's
 // CPU). The bytes are the reflective encoder's own
 // (FuzzResultEncodeMatchesReflection); the order and names are Result's.
 // A Result whose result is anything but nil or a msgpack.RawMessage (the

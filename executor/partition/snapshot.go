@@ -7,7 +7,7 @@ import (
 )
 
 // Snapshot rounds: every record outlives the retention of the events it
-// was folded from (issue 12; eventlog/gap.go has the restore side).
+// was folded from (eventlog/gap.go has the restore side).
 //
 // The event log is deleted by time. A key in doubt for longer than the
 // log's retention, or escalated and waiting for an operator, keeps only

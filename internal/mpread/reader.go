@@ -1,7 +1,7 @@
 // Package mpread reads msgpack from a byte slice value by value, as the
 // reflective decoder of github.com/vmihailenco/msgpack/v5 (default options)
 // would decode it into the caller's fields, without reflection and without
-// its per-value interface calls (issue 17: reflective decoding of intents
+// its per-value interface calls (reflective decoding of intents
 // and records was a tenth of the executor's CPU).
 //
 // A reader handles only the forms whose reflective result is plain and
