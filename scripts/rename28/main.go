@@ -308,6 +308,11 @@ func (r *rewriter) comments() {
 				return "wire." + name
 			})
 			text = commentView.ReplaceAllString(text, "overlay.$1")
+			text = strings.ReplaceAll(text, " a overlay.", " an overlay.")
+			text = strings.ReplaceAll(text, " a [overlay.", " an [overlay.")
+			if text == "// tick is the work of one Step." {
+				text = "// stepper holds the work of one Step: the decisions of one tick (the\n// executor loop's poll, decide, commit) while it is being made."
+			}
 			if text != c.Text {
 				c.Text = text
 				r.changed = true
@@ -398,6 +403,7 @@ func rewriteDoc(path string) error {
 		return "wire." + name
 	})
 	text = commentView.ReplaceAllString(text, "overlay.$1")
+	text = strings.ReplaceAll(text, "a `overlay.", "an `overlay.")
 	if text == string(src) {
 		return nil
 	}
