@@ -33,8 +33,8 @@ run "ls -d view overlay executor/view.go reconciler/view.go 2>/dev/null"
 run "grep -rnE 'func \\(e \\*Executor\\) tick\\(|^type tick struct' --include=*.go ."
 echo; echo "## Status and reason spellings"
 run "grep -rhoE '\\bcodes\\.(Status|Reason)\\w*' --include=*.go . | wc -l"
-run "grep -rhoE '\\b(topics|wire)\\.(Status|Reason|Terminal\\b)\\w*' --include=*.go . | wc -l"
-run "grep -rn '= codes\\.' --include=*.go topics wire 2>/dev/null | wc -l"
+run "grep -rhoE '\\b(topics|wire)\\.(Status|Reason|Terminal\\b)\\w*' --include=*.go . --exclude-dir=scripts | wc -l"
+run "grep -rnE '^\\s+[A-Z]\\w*\\s+= codes\\.|return codes\\.Terminal' --include=*.go topics wire 2>/dev/null | wc -l"   # re-exports
 
 echo; echo "## Pebble key spaces: files that define one"
 run "grep -rlnE '(space[A-Z][a-z]+\\s+= '\"'\"'.'\"'\"'|[a-zA-Z]*[pP]refix\\s+= \\[\\]byte\\(\")' --include=*.go . | grep -v _test.go | sort"
