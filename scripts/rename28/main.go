@@ -294,20 +294,27 @@ var (
 	commentView   = regexp.MustCompile(`\bview\.([A-Z][A-Za-z0-9]*)`)
 )
 
+// renameRefs renames topics.X (but the names that stay, and
+// topicadmin's Ensure, which prose calls topics.Ensure) and view.X in
+// prose: a comment or a Markdown file.
+func renameRefs(text string) string {
+	text = commentTopics.ReplaceAllStringFunc(text, func(m string) string {
+		name := m[len("topics."):]
+		switch {
+		case stayInTopics[name] || name == "Ensure":
+			return m
+		case toCodes(name):
+			return "codes." + name
+		}
+		return "wire." + name
+	})
+	return commentView.ReplaceAllString(text, "overlay.$1")
+}
+
 func (r *rewriter) comments() {
 	for _, cg := range r.f.Comments {
 		for _, c := range cg.List {
-			text := commentTopics.ReplaceAllStringFunc(c.Text, func(m string) string {
-				name := m[len("topics."):]
-				switch {
-				case stayInTopics[name]:
-					return m
-				case toCodes(name):
-					return "codes." + name
-				}
-				return "wire." + name
-			})
-			text = commentView.ReplaceAllString(text, "overlay.$1")
+			text := renameRefs(c.Text)
 			text = strings.ReplaceAll(text, " a overlay.", " an overlay.")
 			text = strings.ReplaceAll(text, " a [overlay.", " an [overlay.")
 			if text == "// tick is the work of one Step." {
@@ -392,17 +399,7 @@ func rewriteDoc(path string) error {
 	})
 	text = docViewPath.ReplaceAllString(text, "overlay/$1")
 	text = docStepper.ReplaceAllString(text, "stepper.$1")
-	text = commentTopics.ReplaceAllStringFunc(text, func(m string) string {
-		name := m[len("topics."):]
-		switch {
-		case stayInTopics[name] || name == "Ensure":
-			return m
-		case toCodes(name):
-			return "codes." + name
-		}
-		return "wire." + name
-	})
-	text = commentView.ReplaceAllString(text, "overlay.$1")
+	text = renameRefs(text)
 	text = strings.ReplaceAll(text, "a `overlay.", "an `overlay.")
 	if text == string(src) {
 		return nil
