@@ -103,10 +103,10 @@ def journaled(req: CallRequest, step: Step | None) -> Result | None:
     then not sent again); None when the call must be sent."""
     if step is None:
         return None
-    step.bind_tool(req.tool)
     if not step.completed:
-        step.sending(req.tool)
+        step.sending(req.tool, req.args)
         return None
+    step.bind_call(req.tool, req.args)
     answer = step.answer
     if answer is None:
         raise InvalidRequest(f"step {step.name!r} was completed without an answer; "
