@@ -1,4 +1,4 @@
-"""A local journal of steps and their keys (SOP OP-8), in SQLite.
+"""A local journal of steps and their keys, in SQLite.
 
 ``with journal.step("refund-7") as step:`` gives the step's idempotency key,
 the same one after a crash and a restart of the process, because the key is
