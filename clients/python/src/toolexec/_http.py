@@ -105,9 +105,8 @@ def refused_token(resp: httpx.Response, ep: Endpoint) -> Unauthorized | None:
         return None
     said = _detail(_json(resp)) or resp.reason_phrase
     return Unauthorized(f"gateway {ep.url} refused the token ({resp.status_code}: {said}). This client's token came "
-                        f"from {ep.token_source}. The embedded executor prints its token at start and keeps it in "
-                        f"<data-dir>/gateway.token: export {ENV_TOKEN_FILE}=<that file> (the start banner prints "
-                        f"the line), set {ENV_TOKEN}, or pass token=")
+                        f"from {ep.token_source}: export {ENV_TOKEN_FILE}=<the executor's <data-dir>/gateway.token> "
+                        f"(its start banner prints the line), set {ENV_TOKEN}, or pass token=")
 
 
 @dataclass(frozen=True)
