@@ -8,6 +8,17 @@ import (
 	"github.com/atmostonce/toolexec/tools"
 )
 
+// demoRegistry is a fresh set of demo tools: a new registry stands for a
+// restarted process.
+func demoRegistry(t *testing.T) *tools.Registry {
+	t.Helper()
+	reg, err := demoTools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
 // invokeDemo calls tool with downstreamKey and returns its result; a
 // lost answer (demo.lost_refund's first) is asked for again with the same
 // key, as the reconciler does.
@@ -32,14 +43,7 @@ func invokeDemo(t *testing.T, reg *tools.Registry, tool, downstreamKey string) m
 // A restart (a new registry) must not hand a new key the id that an old
 // key's replay carries: ids come from the call's downstream key.
 func TestDemoIDsAreUniqueAcrossRestarts(t *testing.T) {
-	before, err := demoTools()
-	if err != nil {
-		t.Fatal(err)
-	}
-	after, err := demoTools()
-	if err != nil {
-		t.Fatal(err)
-	}
+	before, after := demoRegistry(t), demoRegistry(t)
 	for _, c := range []struct{ tool, field, prefix string }{{"demo.refund", "refund_id", "rf_"}, {"demo.lost_refund", "refund_id", "rf_lost_"}} {
 		old := invokeDemo(t, before, c.tool, "tk2_old")[c.field].(string)
 		fresh := invokeDemo(t, after, c.tool, "tk2_new")[c.field].(string)
@@ -53,14 +57,7 @@ func TestDemoIDsAreUniqueAcrossRestarts(t *testing.T) {
 // demo.echo's "call" counts runs of one call: 1 for every first run, in
 // every process, and 2 only if the body ran twice for the same call.
 func TestDemoEchoCountsRunsPerCall(t *testing.T) {
-	reg, err := demoTools()
-	if err != nil {
-		t.Fatal(err)
-	}
-	restarted, err := demoTools()
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, restarted := demoRegistry(t), demoRegistry(t)
 	calls := []int64{
 		invokeDemo(t, reg, "demo.echo", "tk2_a")["call"].(int64),
 		invokeDemo(t, reg, "demo.echo", "tk2_b")["call"].(int64),
