@@ -83,7 +83,7 @@ CREATE TABLE IF NOT EXISTS toolexec_steps (
     updated_at   REAL NOT NULL
 )
 """
-#: The column added since toolexec 0.1.0; _add_args_hash adds it to older files.
+#: The column added in toolexec 0.2.0; _add_args_hash adds it to older files.
 _ARGS_HASH_COLUMN = "ALTER TABLE toolexec_steps ADD COLUMN args_hash TEXT"
 _SELECT = "SELECT name, key, status, tool, args_hash, answer, entries FROM toolexec_steps"
 
