@@ -45,7 +45,7 @@ _CONNECT_SLICE_S = 0.5
 #: How long no broker may be reachable (refused, not resolved) at connect
 #: before connect() gives up, however long connect_timeout is. Why not at
 #: once: a broker that is starting next to the client gets this long.
-_UNREACHABLE_GRACE_S = 3.0
+_UNREACHABLE_GRACE_S = 10.0
 #: librdkafka errors that mean no broker could be reached at all.
 _UNREACHABLE_CODES = frozenset({"_TRANSPORT", "_ALL_BROKERS_DOWN", "_RESOLVE"})
 #: The Python logger that librdkafka's log lines go to once connected.
