@@ -16,7 +16,7 @@ import (
 func (g *Gateway) postCall(w http.ResponseWriter, r *http.Request, tenant string) {
 	t, ok := g.toolFor(tenant, r.PathValue("tool"))
 	if !ok {
-		writeProblem(w, http.StatusNotFound, codeUnknownTool, fmt.Sprintf("no tool %q", r.PathValue("tool")))
+		g.unknownTool(w, tenant, r.PathValue("tool"))
 		return
 	}
 	key, p := requestKey(r, t)

@@ -43,7 +43,7 @@ func (g *Gateway) getCall(w http.ResponseWriter, r *http.Request, tenant string)
 func (g *Gateway) knownKeyRequest(w http.ResponseWriter, r *http.Request, tenant string) (*tool, string, bool) {
 	t, ok := g.toolFor(tenant, r.PathValue("tool"))
 	if !ok {
-		writeProblem(w, http.StatusNotFound, codeUnknownTool, fmt.Sprintf("no tool %q", r.PathValue("tool")))
+		g.unknownTool(w, tenant, r.PathValue("tool"))
 		return nil, "", false
 	}
 	key, ok := pathKey(r)

@@ -133,7 +133,8 @@ func mcpDescription(t *tool) string {
 }
 
 // mcpSchema is the tool's input schema, plus the required idempotency_key
-// argument for every tool that keeps a record (the SOP's OP-7).
+// argument for every tool that keeps a record: the agent chooses the key,
+// keeps it and sends it again on every retry, so it must be an argument.
 func mcpSchema(t *tool) map[string]any {
 	var s map[string]any
 	b, _ := json.Marshal(t.schemaJSON)
