@@ -55,6 +55,9 @@ func decodeIntentBytes(value []byte) (*Intent, *Reject) {
 	if in, ok := decodeIntentFast(value); ok {
 		return in, nil
 	}
+	if mpread.ExtUnder(value, "args") {
+		return nil, reject(codes.ReasonUndecodable, "not a msgpack intent map: args is a msgpack extension, not a map")
+	}
 	var in Intent
 	if err := unmarshal(value, &in); err != nil {
 		rej := reject(codes.ReasonUndecodable, "not a msgpack intent map: %v", err)
@@ -253,6 +256,9 @@ func DecodeResult(b []byte) (*Result, error) {
 	}
 	if err := mpread.CheckShape(b, maxNesting); err != nil {
 		return nil, fmt.Errorf("wire: decode result: %w", err)
+	}
+	if mpread.ExtUnder(b, "headers") {
+		return nil, fmt.Errorf("wire: decode result: headers is a msgpack extension, not a map")
 	}
 	var r Result
 	if err := unmarshal(b, &r); err != nil {

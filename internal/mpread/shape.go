@@ -110,3 +110,34 @@ func CheckShape(b []byte, maxDepth int) error {
 
 // IsMapCode reports whether c starts a msgpack map.
 func IsMapCode(c byte) bool { return c&0xf0 == 0x80 || c == 0xde || c == 0xdf }
+
+// IsExtCode reports whether c starts a msgpack extension value.
+func IsExtCode(c byte) bool { return c == 0xc7 || c == 0xc8 || c == 0xc9 || (c >= 0xd4 && c <= 0xd8) }
+
+// ExtUnder reports whether the map in b holds an extension value under
+// key. vmihailenco/msgpack decodes a map-typed Go field from an extension
+// by skipping the extension's header and reading its payload as the map's
+// header (Decoder.DecodeMapLen), with no bound: CheckShape, which treats an
+// extension as an opaque payload, cannot see that header, so a 5-byte
+// extension would be a fatal out of memory. A caller that decodes a
+// map-typed field by reflection refuses such a value first.
+func ExtUnder(b []byte, key string) bool {
+	r := New(b)
+	n, ok := r.MapLen()
+	if !ok {
+		return false
+	}
+	for range n {
+		k, ok := r.Key()
+		if !ok && !r.Skip() { // a key that is not a str
+			return false
+		}
+		if c, ok := r.peek(); ok && string(k) == key && IsExtCode(c) {
+			return true
+		}
+		if !r.Skip() {
+			return false
+		}
+	}
+	return false
+}
