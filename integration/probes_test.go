@@ -118,30 +118,32 @@ func TestGatewayNotReadyWhileKafkaIsDown(t *testing.T) {
 	}
 }
 
-func ensureTopics(t *testing.T, addr string) {
+// adminOn is an admin client of the broker at addr, closed when the test
+// ends.
+func adminOn(t *testing.T, addr string) *kadm.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
+func ensureTopics(t *testing.T, addr string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := topicadmin.Ensure(ctx, kadm.NewClient(cl), topics.NamesWithPrefix(topics.DefaultPrefix), topicadmin.Settings{Partitions: 2, MinEventRetention: 48 * time.Hour}); err != nil {
+	if _, err := topicadmin.Ensure(ctx, adminOn(t, addr), topics.NamesWithPrefix(topics.DefaultPrefix), topicadmin.Settings{Partitions: 2, MinEventRetention: 48 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func hasTopic(t *testing.T, addr, topic string) bool {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	td, err := adminOn(t, addr).ListTopics(ctx, topic)
 	return err == nil && td.Has(topic)
 }
 
