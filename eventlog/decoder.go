@@ -7,7 +7,7 @@ import (
 )
 
 // The event's msgpack, read field by field instead of by reflection
-// (issue 17: the reflective decoder was a quarter of a restore's CPU),
+// (the reflective decoder was a quarter of a restore's CPU),
 // with internal/mpread, the reader the state record's and the topics'
 // decoders use. It is the inverse of encoder.go, and it reads what the
 // reflective decoder reads, value for value, including nil and empty: a

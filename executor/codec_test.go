@@ -9,7 +9,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/atmostonce/toolexec/internal/mpread"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // checkDecodeArgs: decodeArgs returns what msgpack.Unmarshal into a
@@ -35,7 +35,7 @@ func checkDecodeArgs(t *testing.T, b []byte) {
 func TestDecodeArgsMatchesReflectionForEveryKind(t *testing.T) {
 	args := map[string]any{"i": 1, "neg": -40, "u16": 300, "f": 1.25, "big": math.MaxInt64, "s": "x", "b": []byte{1},
 		"nil": nil, "t": true, "a": []any{1, "y", []any{}}, "m": map[string]any{"k": map[string]any{}}}
-	_, canon, err := topics.CanonicalArgs(args)
+	_, canon, err := wire.CanonicalArgs(args)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -185,7 +185,7 @@ func decodeArgs(b []byte) (map[string]any, error) {
 	if len(b) == 0 {
 		return map[string]any{}, nil
 	}
-	// By hand first (issue 17); the reflective decoder reads what the
+	// By hand first; the reflective decoder reads what the
 	// reader leaves to it (an ext value, a key that is not a str), with
 	// the same result either way (FuzzDecodeArgsMatchesReflection).
 	r := mpread.New(b)

@@ -47,6 +47,11 @@ type Config struct {
 	// DefaultWait and MaxWait bound Prefer: wait (defaults DefaultWait,
 	// MaxWait).
 	DefaultWait, MaxWait time.Duration
+	// TokenHint is added to the 401 answer of a token that is not known:
+	// where a caller finds the right one (the embedded executor says where
+	// it keeps its token). Empty: no hint. It is shown to anyone who
+	// sends a wrong token, so it must name no secret.
+	TokenHint string
 	// Logger, default slog.Default().
 	Logger *slog.Logger
 	// Registerer takes the gateway's metrics; nil: not registered.

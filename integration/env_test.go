@@ -23,10 +23,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/executor"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // env is one test's private world on the shared broker.
@@ -320,7 +322,7 @@ func (e *env) client() *client.Client {
 }
 
 // call runs one intent through the client and fails the test on error.
-func (e *env) call(c *client.Client, in topics.Intent, within time.Duration) *topics.Result {
+func (e *env) call(c *client.Client, in wire.Intent, within time.Duration) *wire.Result {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
@@ -333,7 +335,7 @@ func (e *env) call(c *client.Client, in topics.Intent, within time.Duration) *to
 
 // callPending expects the key to be in doubt: a pending answer and no
 // terminal one within the wait.
-func (e *env) callPending(c *client.Client, in topics.Intent, within time.Duration) *topics.Result {
+func (e *env) callPending(c *client.Client, in wire.Intent, within time.Duration) *wire.Result {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
@@ -341,7 +343,7 @@ func (e *env) callPending(c *client.Client, in topics.Intent, within time.Durati
 	if err == nil {
 		e.t.Fatalf("want the key in doubt, got a terminal answer %+v", res)
 	}
-	if res == nil || res.Status != topics.StatusPending {
+	if res == nil || res.Status != codes.StatusPending {
 		e.t.Fatalf("want a pending answer, got %+v (err %v)", res, err)
 	}
 	return res

@@ -8,7 +8,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/atmostonce/toolexec/tools"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // job is one retry or probe of a subject.
@@ -22,7 +22,7 @@ type job struct {
 	epoch       uint64
 }
 
-func (j *job) routingKey() string { return topics.RoutingKey(j.subj.Tenant, j.subj.Key) }
+func (j *job) routingKey() string { return wire.RoutingKey(j.subj.Tenant, j.subj.Key) }
 
 // result is a job's outcome, handed back to the loop.
 type result struct {

@@ -8,7 +8,7 @@ import (
 )
 
 // The record's msgpack, read field by field instead of by reflection
-// (issue 17: every Pebble read of a record, which the replays of cold keys
+// (every Pebble read of a record, which the replays of cold keys
 // and a restore are made of, decoded it reflectively). It reads what
 // writeRecord writes; any other form (a field given twice, an ext, an
 // unexpected type, a struct given as an array: a record of an older
