@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -43,12 +44,12 @@ func DecodeIntent(value []byte, recordKey []byte, src Source) (*Intent, *Reject)
 func decodeIntentBytes(value []byte) (*Intent, *Reject) {
 	// Wire contract v1 messages are maps; msgpack would otherwise decode an
 	// array positionally into the struct.
-	if len(value) == 0 || !isMapCode(value[0]) {
+	if len(value) == 0 || !mpread.IsMapCode(value[0]) {
 		return nil, reject(codes.ReasonUndecodable, "not a msgpack intent map")
 	}
 	// Refuse what would make the decoder allocate or recurse without
 	// bound before anything decodes it (salvage included).
-	if err := checkShape(value, maxNesting); err != nil {
+	if err := mpread.CheckShape(value, maxNesting); err != nil {
 		return nil, reject(codes.ReasonUndecodable, "not a msgpack intent map: %v", err)
 	}
 	if in, ok := decodeIntentFast(value); ok {
@@ -247,10 +248,10 @@ func EncodeResult(r *Result) ([]byte, error) {
 
 // DecodeResult decodes an answer; unknown fields are ignored.
 func DecodeResult(b []byte) (*Result, error) {
-	if len(b) == 0 || !isMapCode(b[0]) {
+	if len(b) == 0 || !mpread.IsMapCode(b[0]) {
 		return nil, fmt.Errorf("wire: decode result: not a msgpack map")
 	}
-	if err := checkShape(b, maxNesting); err != nil {
+	if err := mpread.CheckShape(b, maxNesting); err != nil {
 		return nil, fmt.Errorf("wire: decode result: %w", err)
 	}
 	var r Result
@@ -274,10 +275,10 @@ func EncodeDeadLetter(d *DeadLetter) ([]byte, error) {
 
 // DecodeDeadLetter decodes a dead-letter record.
 func DecodeDeadLetter(b []byte) (*DeadLetter, error) {
-	if len(b) == 0 || !isMapCode(b[0]) {
+	if len(b) == 0 || !mpread.IsMapCode(b[0]) {
 		return nil, fmt.Errorf("wire: decode dead letter: not a msgpack map")
 	}
-	if err := checkShape(b, maxNesting); err != nil {
+	if err := mpread.CheckShape(b, maxNesting); err != nil {
 		return nil, fmt.Errorf("wire: decode dead letter: %w", err)
 	}
 	var d DeadLetter

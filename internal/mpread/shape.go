@@ -1,26 +1,24 @@
-package wire
+package mpread
 
 import (
 	"errors"
 	"fmt"
 )
 
-// maxNesting bounds how deep maps and arrays may nest in one message: the
-// intent map, args (CanonicalArgs allows 32 levels below it) and headroom,
-// so that args nested 33 to 63 deep still get an answerable invalid_args.
-const maxNesting = 64
+// ErrShape is CheckShape's refusal.
+var ErrShape = errors.New("bad msgpack shape")
 
-var errShape = errors.New("bad msgpack shape")
-
-// checkShape walks the msgpack value in b without decoding it. It refuses
+// CheckShape walks the msgpack value in b without decoding it. It refuses
 // what would make the decoder allocate far more than len(b) or recurse
 // without bound: a map or array that declares more elements than bytes
 // remain, or nesting deeper than maxDepth. vmihailenco/msgpack v5
 // preallocates a map[string]any of the declared length with no limit
 // (Decoder.DecodeMap) and a []any of up to 1e6 elements per header, so
 // without this walk a 5-byte map32 header is a fatal out-of-memory.
-// Strings, binaries and extensions are skipped as opaque payloads.
-func checkShape(b []byte, maxDepth int) error {
+// Strings, binaries and extensions are skipped as opaque payloads. Every
+// reflective decode of bytes this process did not just write itself (the
+// wire's messages, the event log, the store's records) runs it first.
+func CheckShape(b []byte, maxDepth int) error {
 	open := []uint64{1} // values still to read, per open container
 	i := 0
 	for len(open) > 0 {
@@ -31,7 +29,7 @@ func checkShape(b []byte, maxDepth int) error {
 		}
 		open[top]--
 		if i >= len(b) {
-			return fmt.Errorf("%w: truncated at byte %d", errShape, i)
+			return fmt.Errorf("%w: truncated at byte %d", ErrShape, i)
 		}
 		c := b[i]
 		i++
@@ -74,11 +72,11 @@ func checkShape(b []byte, maxDepth int) error {
 		case c == 0xde, c == 0xdf:
 			w, container = 2<<(c-0xde), true
 		default: // 0xc1 is never used
-			return fmt.Errorf("%w: invalid code 0x%x at byte %d", errShape, c, i-1)
+			return fmt.Errorf("%w: invalid code 0x%x at byte %d", ErrShape, c, i-1)
 		}
 		if w > 0 {
 			if len(b)-i < w {
-				return fmt.Errorf("%w: truncated at byte %d", errShape, i)
+				return fmt.Errorf("%w: truncated at byte %d", ErrShape, i)
 			}
 			var l uint64
 			for _, x := range b[i : i+w] {
@@ -94,21 +92,21 @@ func checkShape(b []byte, maxDepth int) error {
 		rest := uint64(len(b) - i)
 		if container {
 			if n > rest {
-				return fmt.Errorf("%w: a container at byte %d declares %d elements but %d bytes remain", errShape, i, n, rest)
+				return fmt.Errorf("%w: a container at byte %d declares %d elements but %d bytes remain", ErrShape, i, n, rest)
 			}
 			if len(open) > maxDepth {
-				return fmt.Errorf("%w: nested deeper than %d", errShape, maxDepth)
+				return fmt.Errorf("%w: nested deeper than %d", ErrShape, maxDepth)
 			}
 			open = append(open, n)
 			continue
 		}
 		if size > rest {
-			return fmt.Errorf("%w: a value at byte %d declares %d bytes but %d remain", errShape, i, size, rest)
+			return fmt.Errorf("%w: a value at byte %d declares %d bytes but %d remain", ErrShape, i, size, rest)
 		}
 		i += int(size)
 	}
 	return nil
 }
 
-// isMapCode reports whether c starts a msgpack map.
-func isMapCode(c byte) bool { return c&0xf0 == 0x80 || c == 0xde || c == 0xdf }
+// IsMapCode reports whether c starts a msgpack map.
+func IsMapCode(c byte) bool { return c&0xf0 == 0x80 || c == 0xde || c == 0xdf }
