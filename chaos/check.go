@@ -10,7 +10,7 @@ import (
 
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/tools"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // Report is the run's verdict; its JSON is the last line of the output.
@@ -93,7 +93,7 @@ type checkInput struct {
 	// The hostile waves' records, the dead letters by the record they are
 	// about, the executors' aborted transactions and the faults injected.
 	hostile     []hostileRec
-	deadLetters map[deadLetterAt]*topics.DeadLetter
+	deadLetters map[deadLetterAt]*wire.DeadLetter
 	aborted     int
 	faults      int
 }
@@ -136,7 +136,7 @@ func checkLedger(in checkInput, r *Report) {
 	for _, dk := range slices.Sorted(maps.Keys(in.ledger.Keys)) {
 		k := in.ledger.Keys[dk]
 		r.EffectsMaxPerKey = max(r.EffectsMaxPerKey, k.Effects)
-		rk := topics.RoutingKey(k.Tenant, k.Key)
+		rk := wire.RoutingKey(k.Tenant, k.Key)
 		if k.Effects > 1 {
 			r.DuplicateEffects += k.Effects - 1
 			r.violate("duplicate_effect: %s %s downstream key %s: %d effects, %d requests", k.Path, rk, dk, k.Effects, k.Calls)
@@ -227,7 +227,7 @@ func checkIntents(in checkInput, r *Report) {
 			continue
 		}
 		r.Intents++
-		rk := topics.RoutingKey(it.Tenant, it.Key)
+		rk := wire.RoutingKey(it.Tenant, it.Key)
 		keys[rk] = true
 		for _, s := range it.Terminal {
 			r.Statuses[s]++

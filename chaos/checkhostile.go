@@ -3,10 +3,11 @@ package chaos
 import (
 	"fmt"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/wire"
 )
 
-// checkHostile judges the hostile waves (issue 12): every record whose id
+// checkHostile judges the hostile waves: every record whose id
 // can be read has exactly one terminal answer (checkIntents, which counts
 // them with the load's intents), of the kind its poison calls for; a
 // record with no readable id is dead-lettered; an answer owed to a deleted
@@ -31,7 +32,7 @@ func checkHostile(in checkInput, r *Report) {
 			continue // checkIntents reported it: lost, unanswered or answered twice
 		}
 		if why := judgeHostile(h, it.Answers[0]); why != "" {
-			r.violate("hostile_%s: %s intent %s of %s: %s", h.Kind, wantName(h.Want), h.ID, topics.RoutingKey(h.Tenant, h.Key), why)
+			r.violate("hostile_%s: %s intent %s of %s: %s", h.Kind, wantName(h.Want), h.ID, wire.RoutingKey(h.Tenant, h.Key), why)
 		}
 	}
 	r.AbortedTransactions, r.AbortedBound = in.aborted, abortsBase+abortsPerFault*in.faults
@@ -62,9 +63,9 @@ const maxDeadLetterValue = 4 << 10
 // answer, "" when nothing is.
 func judgeHostile(h hostileRec, a answerRec) string {
 	switch {
-	case h.Want == wantOversized && (a.Status != topics.StatusRejected || a.Code != codeOversized):
+	case h.Want == wantOversized && (a.Status != codes.StatusRejected || a.Code != codeOversized):
 		return fmt.Sprintf("answered %s/%s, want rejected/%s", a.Status, a.Code, codeOversized)
-	case h.Want == wantRejected && a.Status != topics.StatusRejected:
+	case h.Want == wantRejected && a.Status != codes.StatusRejected:
 		return fmt.Sprintf("answered %s/%s, want rejected", a.Status, a.Code)
 	case h.Want == wantOnResults && (a.Topic == h.ReplyTo || a.ReplyToError == ""):
 		return fmt.Sprintf("answered %s on %s with reply_to_error %q; want it on the results topic with the reason", a.Status, a.Topic, a.ReplyToError)

@@ -23,7 +23,7 @@ const (
 var watchedCounters = []string{abortedMetric, unconfirmedMetric, abortedAfterCommitMetric}
 
 // Bound on aborted transactions: a member that aborts the same work over
-// and over (a record that cannot be produced, issue 12) shows hundreds a
+// and over (a record that cannot be produced) shows hundreds a
 // minute; a broker bounce, a fenced zombie or a network fault costs a few
 // each. The bound is abortsBase plus abortsPerFault for every fault.
 const (

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // deadLetterAt names the record a dead letter is about: its partition and
@@ -19,7 +20,7 @@ type deadLetterAt struct {
 
 // readDeadLetters reads the dead-letter topic to its stable end and
 // returns the dead letters of intents records, by where the record was.
-func readDeadLetters(ctx context.Context, brokers []string, names topics.Names) (map[deadLetterAt]*topics.DeadLetter, error) {
+func readDeadLetters(ctx context.Context, brokers []string, names topics.Names) (map[deadLetterAt]*wire.DeadLetter, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(names.DeadLetter),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		// Dead letters are written in transactions: the last offset below
@@ -39,7 +40,7 @@ func readDeadLetters(ctx context.Context, brokers []string, names topics.Names) 
 			left[o.Partition] = o.Offset
 		}
 	})
-	out := map[deadLetterAt]*topics.DeadLetter{}
+	out := map[deadLetterAt]*wire.DeadLetter{}
 	for len(left) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -47,7 +48,7 @@ func readDeadLetters(ctx context.Context, brokers []string, names topics.Names) 
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			if !r.Attrs.IsControl() {
-				if d, err := topics.DecodeDeadLetter(r.Value); err == nil && d.Topic == names.Intents {
+				if d, err := wire.DecodeDeadLetter(r.Value); err == nil && d.Topic == names.Intents {
 					out[deadLetterAt{d.Partition, d.Offset}] = d
 				}
 			}

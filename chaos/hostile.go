@@ -13,9 +13,10 @@ import (
 
 	"github.com/atmostonce/toolexec/client"
 	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
-// Poison kinds: what a hostile wave sends (issue 12 §1, §2, §4). Each is
+// Poison kinds: what a hostile wave sends. Each is
 // counted in the report's fault detail as hostile:<kind> once sent, so
 // --require-all-faults proves a run sent every one of them.
 const (
@@ -249,7 +250,7 @@ func (h *Hostile) sameID(ctx context.Context, tag string) {
 	ka := tag + "-same-a"
 	kb := samePartitionKey("hx", ka, "hy", tag+"-same-b", h.partitions)
 	for _, tk := range [][2]string{{"hx", ka}, {"hy", kb}} {
-		in := &topics.Intent{V: topics.Version, Type: topics.TypeCall, ID: id, Tenant: tk[0], Key: tk[1], Tool: ToolRead,
+		in := &wire.Intent{V: wire.Version, Type: wire.TypeCall, ID: id, Tenant: tk[0], Key: tk[1], Tool: ToolRead,
 			Args: map[string]any{"q": tag}}
 		h.sendIntent(ctx, in, PoisonSameID, wantAnswered)
 	}
@@ -258,10 +259,10 @@ func (h *Hostile) sameID(ctx context.Context, tag string) {
 // samePartitionKey returns a key of tenant b, starting with prefix, that
 // routes to the partition of a's key.
 func samePartitionKey(ta, ka, tb, prefix string, partitions int32) string {
-	want := topics.Partition(topics.RoutingKey(ta, ka), partitions)
+	want := wire.Partition(wire.RoutingKey(ta, ka), partitions)
 	for i := 0; ; i++ {
 		k := fmt.Sprintf("%s-%d", prefix, i)
-		if topics.Partition(topics.RoutingKey(tb, k), partitions) == want {
+		if wire.Partition(wire.RoutingKey(tb, k), partitions) == want {
 			return k
 		}
 	}
@@ -275,13 +276,13 @@ func samePartitionKey(ta, ka, tb, prefix string, partitions int32) string {
 // no undo before the effect at the ledger.
 func (h *Hostile) earlyUndo(ctx context.Context, tag string) {
 	key := SlowKeyPrefix + tag + "-undo"
-	call := &topics.Intent{V: topics.Version, Type: topics.TypeCall, ID: client.NewID(), Tenant: "hx", Key: key, Tool: ToolComp,
+	call := &wire.Intent{V: wire.Version, Type: wire.TypeCall, ID: client.NewID(), Tenant: "hx", Key: key, Tool: ToolComp,
 		Args: map[string]any{"amount": 7}}
 	if !h.sendIntent(ctx, call, PoisonEarlyUndo, wantAnswered) {
 		return
 	}
 	h.waitAnswer(ctx, call.Tenant, call.ID, hostilePendingWait+2*time.Second, false)
-	undo := &topics.Intent{V: topics.Version, Type: topics.TypeCompensate, ID: client.NewID(), Tenant: "hx", Key: key}
+	undo := &wire.Intent{V: wire.Version, Type: wire.TypeCompensate, ID: client.NewID(), Tenant: "hx", Key: key}
 	h.sendIntent(ctx, undo, PoisonEarlyUndo, wantAnswered)
 }
 
@@ -303,11 +304,11 @@ func (h *Hostile) replyGone(ctx context.Context, tag string) {
 		h.logf("hostile: follow %s: %v", x, err)
 		return
 	}
-	first := &topics.Intent{V: topics.Version, Type: topics.TypeCall, ID: client.NewID(), Tenant: "hy", Key: tag + "-reply-first",
+	first := &wire.Intent{V: wire.Version, Type: wire.TypeCall, ID: client.NewID(), Tenant: "hy", Key: tag + "-reply-first",
 		Tool: ToolRead, Args: map[string]any{"q": 1}, ReplyTo: x}
 	h.sendIntent(ctx, first, PoisonReplyGone, wantAnswered)
 	h.waitAnswer(ctx, first.Tenant, first.ID, hostileAnswerWait, true)
-	owed := &topics.Intent{V: topics.Version, Type: topics.TypeCall, ID: client.NewID(), Tenant: "hy", Key: SlowKeyPrefix + tag + "-reply-owed",
+	owed := &wire.Intent{V: wire.Version, Type: wire.TypeCall, ID: client.NewID(), Tenant: "hy", Key: SlowKeyPrefix + tag + "-reply-owed",
 		Tool: ToolComp, Args: map[string]any{"amount": 3}, ReplyTo: x}
 	h.sendIntent(ctx, owed, PoisonReplyGone, wantOnResults)
 	h.waitAnswer(ctx, owed.Tenant, owed.ID, hostilePendingWait, false)
@@ -332,7 +333,7 @@ func (h *Hostile) replyGone(ctx context.Context, tag string) {
 	}
 	sent := true
 	for _, tool := range []string{ToolRead, ToolNative} {
-		in := &topics.Intent{V: topics.Version, Type: topics.TypeCall, ID: client.NewID(), Tenant: "hy", Key: tag + "-reply-late-" + tool,
+		in := &wire.Intent{V: wire.Version, Type: wire.TypeCall, ID: client.NewID(), Tenant: "hy", Key: tag + "-reply-late-" + tool,
 			Tool: tool, Args: map[string]any{"q": 2}, ReplyTo: x}
 		sent = h.sendIntent(ctx, in, PoisonReplyGone, wantOnResults) && sent
 	}
@@ -371,10 +372,10 @@ func (h *Hostile) answeredOn(tenant, id, topic string) bool {
 // sendIntent encodes and sends in (tracked, so its answers are matched)
 // as a record of kind; the records of a reply_to deletion are counted
 // once, when the whole sequence was sent.
-func (h *Hostile) sendIntent(ctx context.Context, in *topics.Intent, kind string, w want) bool {
+func (h *Hostile) sendIntent(ctx context.Context, in *wire.Intent, kind string, w want) bool {
 	ok := false
 	retrySend(ctx, func() bool {
-		b, err := topics.EncodeIntent(in)
+		b, err := wire.EncodeIntent(in)
 		if err != nil {
 			panic(fmt.Sprintf("chaos: encode intent: %v", err))
 		}
@@ -391,10 +392,10 @@ func (h *Hostile) send(ctx context.Context, rec hostileRec, value []byte, header
 }
 
 func (h *Hostile) sendCounted(ctx context.Context, rec hostileRec, value []byte, headers []kgo.RecordHeader, big, count bool) bool {
-	rk := topics.RoutingKey(rec.Tenant, rec.Key)
-	rec.Partition = topics.Partition(rk, h.partitions)
+	rk := wire.RoutingKey(rec.Tenant, rec.Key)
+	rec.Partition = wire.Partition(rk, h.partitions)
 	if rec.ID != "" {
-		h.tr.addHostile(&topics.Intent{ID: rec.ID, Tenant: rec.Tenant, Key: rec.Key, Tool: rec.Tool, Type: rec.Kind}, rec.Kind)
+		h.tr.addHostile(&wire.Intent{ID: rec.ID, Tenant: rec.Tenant, Key: rec.Key, Tool: rec.Tool, Type: rec.Kind}, rec.Kind)
 	}
 	cl := h.prod
 	if big {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/atmostonce/toolexec/client"
 	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // toolMix is the weight of each tool in new keys.
@@ -117,10 +118,10 @@ func (l *Load) retryTimedOut(cutoff time.Time) {
 	open := l.tr.open(cutoff)
 	byKey := map[string]bool{}
 	for _, r := range open {
-		byKey[topics.RoutingKey(r.Tenant, r.Key)] = true
+		byKey[wire.RoutingKey(r.Tenant, r.Key)] = true
 	}
 	for _, k := range l.recent {
-		if !k.retried && byKey[topics.RoutingKey(k.tenant, k.key)] {
+		if !k.retried && byKey[wire.RoutingKey(k.tenant, k.key)] {
 			k.retried = true
 			l.emit(k, "call", nil, "retry")
 		}
@@ -168,17 +169,17 @@ func (l *Load) emit(k *agentKey, typ string, args map[string]any, why string) {
 	if args == nil {
 		args = k.args
 	}
-	in := &topics.Intent{V: topics.Version, Type: typ, ID: client.NewID(), Tenant: k.tenant, Key: k.key, Tool: k.tool, Args: args,
-		Scope: &topics.Scope{RunID: "chaos", ThreadID: k.key}}
+	in := &wire.Intent{V: wire.Version, Type: typ, ID: client.NewID(), Tenant: k.tenant, Key: k.key, Tool: k.tool, Args: args,
+		Scope: &wire.Scope{RunID: "chaos", ThreadID: k.key}}
 	if k.firstID == "" {
 		k.firstID = in.ID
 	}
-	b, err := topics.EncodeIntent(in)
+	b, err := wire.EncodeIntent(in)
 	if err != nil {
 		panic(fmt.Sprintf("chaos: encode intent: %v", err))
 	}
 	rk := in.RoutingKey()
-	p := topics.Partition(rk, l.partitions)
+	p := wire.Partition(rk, l.partitions)
 	if l.rng.IntN(100) < 5 { // another client's partitioner: the executor must forward it
 		p = (p + 1 + l.rng.Int32N(l.partitions)) % l.partitions
 		l.counts["misrouted"]++

@@ -19,6 +19,7 @@ import (
 
 	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // Run runs one chaos run: it starts the broker (when owned), the ledger,
@@ -398,14 +399,14 @@ func (rn *run) settle(ctx context.Context) (map[string]bool, error) {
 		busy := 0
 		for _, w := range rows {
 			if w.State == "escalated" {
-				escalated[topics.RoutingKey(w.Tenant, w.Key)] = true
+				escalated[wire.RoutingKey(w.Tenant, w.Key)] = true
 			} else {
 				busy++
 			}
 		}
 		open := 0
 		for _, r := range rn.tr.open(time.Now()) {
-			if !escalated[topics.RoutingKey(r.Tenant, r.Key)] {
+			if !escalated[wire.RoutingKey(r.Tenant, r.Key)] {
 				open++
 			}
 		}

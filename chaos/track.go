@@ -7,7 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // intentRec is what the harness knows of one produced intent.
@@ -56,20 +57,20 @@ func newTracker(results string) *Tracker {
 	return t
 }
 
-func (t *Tracker) add(in *topics.Intent) { t.addHostile(in, "") }
+func (t *Tracker) add(in *wire.Intent) { t.addHostile(in, "") }
 
 // addHostile tracks an intent of a hostile wave; kind names its poison.
-func (t *Tracker) addHostile(in *topics.Intent, kind string) {
+func (t *Tracker) addHostile(in *wire.Intent, kind string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	tenant := in.Tenant
 	if tenant == "" {
-		tenant = topics.DefaultTenant
+		tenant = wire.DefaultTenant
 	}
 	k := intentKey(tenant, in.ID)
 	t.mu.intents[k] = &intentRec{ID: in.ID, Tenant: tenant, Key: in.Key, Tool: in.Tool, Type: in.Type, Hostile: kind, Sent: time.Now()}
 	t.mu.byID[in.ID] = append(t.mu.byID[in.ID], k)
-	rk := topics.RoutingKey(tenant, in.Key)
+	rk := wire.RoutingKey(tenant, in.Key)
 	t.mu.keys[rk] = append(t.mu.keys[rk], in.ID)
 }
 
@@ -84,7 +85,7 @@ func (t *Tracker) produced(tenant, id string, err error) {
 // findLocked returns the intent an answer is for: by tenant and id, or
 // by id alone when only one intent has it (an answer to a record whose
 // tenant could not be read). t.mu must be held.
-func (t *Tracker) findLocked(res *topics.Result) *intentRec {
+func (t *Tracker) findLocked(res *wire.Result) *intentRec {
 	if r := t.mu.intents[intentKey(res.Tenant, res.IntentID)]; r != nil {
 		return r
 	}
@@ -94,7 +95,7 @@ func (t *Tracker) findLocked(res *topics.Result) *intentRec {
 	return nil
 }
 
-func (t *Tracker) answer(res *topics.Result, topic string) {
+func (t *Tracker) answer(res *wire.Result, topic string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.mu.answers++
@@ -103,7 +104,7 @@ func (t *Tracker) answer(res *topics.Result, topic string) {
 		t.mu.strays[res.Status]++
 		return
 	}
-	if !topics.Terminal(res.Status) {
+	if !codes.Terminal(res.Status) {
 		r.Pending++
 		return
 	}
@@ -188,7 +189,7 @@ func (t *Tracker) follow(ctx context.Context, brokers []string, topic string, do
 					return
 				}
 				next[r.Partition] = r.Offset + 1
-				if res, err := topics.DecodeResult(r.Value); err == nil {
+				if res, err := wire.DecodeResult(r.Value); err == nil {
 					t.answer(res, topic)
 				}
 			})

@@ -12,8 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/kafkaconfig"
 	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 var (
@@ -31,7 +33,7 @@ type Config struct {
 	// topic. A dedicated topic per service keeps its consumer small.
 	ReplyTo string
 	// OnPending is called for every pending answer, if set.
-	OnPending func(*topics.Result)
+	OnPending func(*wire.Result)
 	// KafkaConfig is the path of a Kafka client properties file
 	// (security.protocol, sasl.*, ssl.*; package kafkaconfig), the same
 	// file the commands take with --kafka-config. Its bootstrap.servers
@@ -54,7 +56,7 @@ type Client struct {
 
 	mu struct {
 		sync.Mutex
-		waiters map[string]chan *topics.Result
+		waiters map[string]chan *wire.Result
 		closed  bool
 	}
 }
@@ -66,7 +68,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		cfg.Prefix = topics.DefaultPrefix
 	}
 	c := &Client{cfg: cfg, names: topics.NamesWithPrefix(cfg.Prefix), done: make(chan struct{})}
-	c.mu.waiters = map[string]chan *topics.Result{}
+	c.mu.waiters = map[string]chan *wire.Result{}
 	c.replyTo = cfg.ReplyTo
 	if c.replyTo == "" {
 		c.replyTo = c.names.Results
@@ -146,14 +148,14 @@ func (c *Client) readAnswers() {
 			return
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			if res, err := topics.DecodeResult(r.Value); err == nil {
+			if res, err := wire.DecodeResult(r.Value); err == nil {
 				c.deliver(res)
 			}
 		})
 	}
 }
 
-func (c *Client) deliver(res *topics.Result) {
+func (c *Client) deliver(res *wire.Result) {
 	c.mu.Lock()
 	ch, ok := c.mu.waiters[res.IntentID]
 	c.mu.Unlock()
@@ -169,7 +171,7 @@ func (c *Client) deliver(res *topics.Result) {
 // Call produces in and waits for its terminal answer. See the package doc
 // for the meaning of each status. in.ID is filled when empty; in.V and
 // in.Type default to 1 and "call".
-func (c *Client) Call(ctx context.Context, in topics.Intent, opts ...CallOption) (*topics.Result, error) {
+func (c *Client) Call(ctx context.Context, in wire.Intent, opts ...CallOption) (*wire.Result, error) {
 	p, err := c.Start(ctx, in, opts...)
 	if err != nil {
 		return nil, err
@@ -195,14 +197,14 @@ func WithTraceparent(tp string) CallOption {
 // methods are not safe for concurrent use; Close it when done.
 type Pending struct {
 	c  *Client
-	in topics.Intent
-	ch chan *topics.Result
+	in wire.Intent
+	ch chan *wire.Result
 }
 
 // Start produces in (filled as for Call) and returns once the broker took
 // it, so that waiting can be bounded apart from producing. ctx bounds the
 // produce only.
-func (c *Client) Start(ctx context.Context, in topics.Intent, opts ...CallOption) (*Pending, error) {
+func (c *Client) Start(ctx context.Context, in wire.Intent, opts ...CallOption) (*Pending, error) {
 	fill(&in, c.replyTo, c.names.Results)
 	ch, err := c.register(in.ID)
 	if err != nil {
@@ -216,25 +218,25 @@ func (c *Client) Start(ctx context.Context, in topics.Intent, opts ...CallOption
 }
 
 // Intent is the intent as produced (with its id).
-func (p *Pending) Intent() topics.Intent { return p.in }
+func (p *Pending) Intent() wire.Intent { return p.in }
 
 // Wait waits for the terminal answer, as Call does: when ctx ends first it
 // returns the last pending answer with an error wrapping ErrInDoubt, or nil
 // and ctx's error when no answer came at all.
-func (p *Pending) Wait(ctx context.Context) (*topics.Result, error) { return p.c.await(ctx, p.ch) }
+func (p *Pending) Wait(ctx context.Context) (*wire.Result, error) { return p.c.await(ctx, p.ch) }
 
 // Close stops listening for the intent's answers. Idempotent.
 func (p *Pending) Close() { p.c.unregister(p.in.ID) }
 
-func fill(in *topics.Intent, replyTo, results string) {
+func fill(in *wire.Intent, replyTo, results string) {
 	if in.V == 0 {
-		in.V = topics.Version
+		in.V = wire.Version
 	}
 	if in.Type == "" {
-		in.Type = topics.TypeCall
+		in.Type = wire.TypeCall
 	}
 	if in.Tenant == "" {
-		in.Tenant = topics.DefaultTenant
+		in.Tenant = wire.DefaultTenant
 	}
 	if in.ID == "" {
 		in.ID = NewID()
@@ -244,7 +246,7 @@ func fill(in *topics.Intent, replyTo, results string) {
 	}
 }
 
-func (c *Client) register(id string) (chan *topics.Result, error) {
+func (c *Client) register(id string) (chan *wire.Result, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mu.closed {
@@ -253,7 +255,7 @@ func (c *Client) register(id string) (chan *topics.Result, error) {
 	if _, dup := c.mu.waiters[id]; dup {
 		return nil, fmt.Errorf("client: a call with intent id %q is already waiting", id)
 	}
-	ch := make(chan *topics.Result, 4)
+	ch := make(chan *wire.Result, 4)
 	c.mu.waiters[id] = ch
 	return ch, nil
 }
@@ -264,13 +266,13 @@ func (c *Client) unregister(id string) {
 	delete(c.mu.waiters, id)
 }
 
-func (c *Client) produce(ctx context.Context, in *topics.Intent, opts []CallOption) error {
-	b, err := topics.EncodeIntent(in)
+func (c *Client) produce(ctx context.Context, in *wire.Intent, opts []CallOption) error {
+	b, err := wire.EncodeIntent(in)
 	if err != nil {
 		return err
 	}
 	rk := in.RoutingKey()
-	r := &kgo.Record{Topic: c.names.Intents, Partition: topics.Partition(rk, c.nIntents), Key: []byte(rk), Value: b}
+	r := &kgo.Record{Topic: c.names.Intents, Partition: wire.Partition(rk, c.nIntents), Key: []byte(rk), Value: b}
 	for _, o := range opts {
 		o(r)
 	}
@@ -280,12 +282,12 @@ func (c *Client) produce(ctx context.Context, in *topics.Intent, opts []CallOpti
 	return nil
 }
 
-func (c *Client) await(ctx context.Context, ch chan *topics.Result) (*topics.Result, error) {
-	var last *topics.Result
+func (c *Client) await(ctx context.Context, ch chan *wire.Result) (*wire.Result, error) {
+	var last *wire.Result
 	for {
 		select {
 		case res := <-ch:
-			if topics.Terminal(res.Status) {
+			if codes.Terminal(res.Status) {
 				return res, nil
 			}
 			last = res

@@ -9,7 +9,7 @@
 //     The key must be stable across every retry of the same logical call:
 //     derive it from the agent run and the step (for example
 //     "run-42/step-7/refund"), never from a timestamp or a fresh UUID.
-//  3. Call(ctx, topics.Intent{Tool: "payments.refund", Key: key,
+//  3. Call(ctx, wire.Intent{Tool: "payments.refund", Key: key,
 //     Args: args}). Tenant defaults to "default"; set it per customer.
 //     ID is filled with a fresh emission id when empty.
 //  4. Read the answer:

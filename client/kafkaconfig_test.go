@@ -15,6 +15,7 @@ import (
 	"github.com/atmostonce/toolexec/internal/testpki"
 	"github.com/atmostonce/toolexec/kafkaconfig"
 	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // Config.KafkaConfig takes the same properties file as --kafka-config: its
@@ -45,7 +46,7 @@ func TestKafkaConfigReachesASecuredCluster(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New with the agent's file: %v", err)
 	}
-	if err := cl.produce(ctx, &topics.Intent{V: 1, Type: topics.TypeCall, ID: "i1", Tenant: "default", Key: "k", Tool: "x"}, nil); err != nil {
+	if err := cl.produce(ctx, &wire.Intent{V: 1, Type: wire.TypeCall, ID: "i1", Tenant: "default", Key: "k", Tool: "x"}, nil); err != nil {
 		t.Fatalf("produce over SASL_SSL: %v", err)
 	}
 	cl.Close()

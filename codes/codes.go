@@ -3,8 +3,8 @@
 // executor itself puts in answers. It is a leaf: no I/O and no import
 // beyond the language, so that the pure state machines (package saga,
 // package executor/partition) can name what they answer without
-// depending on the Kafka client or the msgpack codec. Package topics
-// re-exports the statuses and reasons under their wire-contract names.
+// depending on the Kafka client or the msgpack codec. This is their one
+// spelling: package wire's messages carry them, and nothing re-exports them.
 //
 // docs/wire-format.md documents every value.
 package codes
@@ -46,7 +46,7 @@ const (
 	ReasonInvalidCommand     = "invalid_command"
 	// ReasonUnproducible: a record the executor produced for this input
 	// was refused (too large, or its destination vanished), so the input
-	// is answered on its own (issue 12).
+	// is answered on its own.
 	ReasonUnproducible = "unproducible"
 )
 
@@ -59,4 +59,19 @@ const (
 	// ErrDrained: a call queued when its partition was released never
 	// reached its tool.
 	ErrDrained = "drained"
+)
+
+// Refusals of a command that a caller acts on. The wire has one code for
+// every command the key's state does not allow (ReasonInvalidCommand), so
+// the kind travels in the answer's message: the saga writes these texts
+// from here, and wire.Result.Refusal reads them back into sentinel errors,
+// so that no caller matches text of its own.
+const (
+	// RefusalNoRecord: a compensate of a key that has no record (never
+	// called, or expired).
+	RefusalNoRecord = "nothing to compensate: the key has no record"
+	// RefusalMayStillLand: a compensate or resolve before the call's (or
+	// compensation's) pending_ttl passed, without force: the call may still
+	// reach its tool.
+	RefusalMayStillLand = "its call may still reach the tool"
 )

@@ -14,7 +14,7 @@ import msgpack
 VERSION = 1
 TERMINAL_EXCLUDED = ("pending", "compensation_pending")
 
-# Reject reason codes (topics/reject.go).
+# Reject reason codes (codes/codes.go).
 REASONS = {
     "undecodable", "unsupported_version", "missing_field", "invalid_field",
     "oversized", "wrong_tenant", "key_mismatch", "unknown_tool",
@@ -69,7 +69,7 @@ def routing_key(tenant: str, key: str) -> str:
 
 
 def canonical(value):
-    """Normalise args as topics.CanonicalArgs does: integral floats become
+    """Normalise args as wire.CanonicalArgs does: integral floats become
     ints, maps get sorted keys (recursively)."""
     if isinstance(value, dict):
         return {k: canonical(value[k]) for k in sorted(value)}

@@ -16,7 +16,7 @@
 //     target (Read), starting at a complete snapshot round instead when
 //     the log no longer reaches back to the checkpoint, or refusing with
 //     a *GapError (gap.go).
-//  3. Fold each event into a view.Overlay and write it with the new
+//  3. Fold each event into an overlay.Overlay and write it with the new
 //     checkpoint, in one batch (Writer).
 //
 // RestoreInto does all three with a state.Store.

@@ -8,7 +8,7 @@ import (
 )
 
 // The event's msgpack, written field by field instead of by reflection
-// (issue 17: the reflective encoder, with its per-encode list of the
+// (the reflective encoder, with its per-encode list of the
 // omitempty fields, was an eighth of the member's CPU). The bytes are the
 // reflective encoder's own, field for field and integer width for
 // integer width (FuzzEncodeMatchesReflection): the log's format does not

@@ -11,7 +11,7 @@ import (
 )
 
 // reflective is the encoding the hand-written one must equal: the
-// reflective codec's, as Encode wrote every event before issue 17.
+// reflective codec's, which decides the bytes of every event.
 func reflective(t testing.TB, ev *saga.Event) []byte {
 	t.Helper()
 	b, err := msgpack.Marshal(&envelope{V: Version, Event: *ev})

@@ -9,9 +9,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/overlay"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
-	"github.com/atmostonce/toolexec/view"
 )
 
 // RestoreStats describes one restore.
@@ -48,7 +48,7 @@ const (
 
 // RestoreInto brings the store's view of one events partition up to date:
 // from its checkpoint to the target of Target, folding every committed
-// event with saga.Apply through a view.Overlay. When the log no longer
+// event with saga.Apply through an overlay.Overlay. When the log no longer
 // starts at or below the checkpoint it begins at a complete snapshot round
 // instead, or refuses with a *GapError (gap.go). Intermediate batches are
 // not synced; the last one is, with the final checkpoint, so a crash
@@ -91,7 +91,7 @@ type folder struct {
 	topic      string
 	partition  int32
 	flushEvery int
-	ov         *view.Overlay
+	ov         *overlay.Overlay
 	base       *flushedBase
 	events     int
 	pending    int
@@ -114,7 +114,7 @@ func newFolder(st *state.Store, topic string, p int32, every int, fresh bool) *f
 		// and a map lookup costs less than a Get that the filter ends.
 		base.flushed, base.seed = map[uint64]struct{}{}, maphash.MakeSeed()
 	}
-	return &folder{st: st, topic: topic, partition: p, flushEvery: every, ov: view.New(base), base: base}
+	return &folder{st: st, topic: topic, partition: p, flushEvery: every, ov: overlay.New(base), base: base}
 }
 
 func (f *folder) apply(offset int64, r *kgo.Record) error {
@@ -138,7 +138,7 @@ func (f *folder) apply(offset int64, r *kgo.Record) error {
 
 func (f *folder) flush(next int64, d state.Durability) error {
 	b := f.st.NewBatch()
-	err := f.ov.Write(Writer{b}, f.topic, map[int32]int64{f.partition: next}, func(en *view.Entry) error {
+	err := f.ov.Write(Writer{b}, f.topic, map[int32]int64{f.partition: next}, func(en *overlay.Entry) error {
 		f.base.stored(en.Cur)
 		return nil
 	})

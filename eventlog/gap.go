@@ -13,7 +13,7 @@ import (
 	"github.com/atmostonce/toolexec/state"
 )
 
-// Gaps between the view and the log (issue 12).
+// Gaps between the view and the log.
 //
 // The event log is deleted by time (and an operator may move a partition's
 // start with DeleteRecords). A view whose checkpoint lies below the log

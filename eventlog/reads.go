@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/atmostonce/toolexec/overlay"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
-	"github.com/atmostonce/toolexec/view"
 )
 
 // Pending reads (saga/read.go) live in the store's auxiliary space, next to
@@ -15,12 +15,12 @@ import (
 // read_answered has not been seen, under "read/" + partition + the length
 // of the routing key (2 bytes) + the routing key + the intent id.
 //
-// Why the routing key (issue 12): intent ids are unique per emission of
+// Why the routing key: intent ids are unique per emission of
 // one agent, not across tenants. Keyed by partition and intent id alone,
 // tenants alice and bob who each sent id req-1 to a read-only tool on the
 // same partition shared one entry, and only one of them was answered.
 
-var readPrefix = []byte("read/")
+var readPrefix = []byte(state.AuxReads)
 
 // ReadPrefix is the aux prefix of partition p's pending reads.
 func ReadPrefix(p int32) []byte {
@@ -39,8 +39,8 @@ func ReadKey(p int32, tenant, key, intentID string) []byte {
 func ReadKeyOf(p int32, ev *saga.Event) []byte { return ReadKey(p, ev.Tenant, ev.Key, ev.IntentID) }
 
 // MigrateReadKeys rewrites pending reads stored under the first layout
-// (partition + intent id) to ReadKey's, so that a store written before
-// issue 12 keeps its obligations. Idempotent; pending reads are few (they
+// (partition + intent id) to ReadKey's, so that a store written under it
+// keeps its obligations. Idempotent; pending reads are few (they
 // live from a read's start to its answer).
 func MigrateReadKeys(st *state.Store) (int, error) {
 	type move struct{ from, to, v []byte }
@@ -73,13 +73,13 @@ func MigrateReadKeys(st *state.Store) (int, error) {
 	return len(moves), b.Commit(state.Sync)
 }
 
-// Writer is the view.Writer of a store batch: records and checkpoints go
+// Writer is the overlay.Writer of a store batch: records and checkpoints go
 // to the store, pending reads to their aux keys (ReadKey), encoded like
 // events.
 type Writer struct{ *state.Batch }
 
 // PutRead stores a pending read.
-func (w Writer) PutRead(id view.ReadID, ev *saga.Event) error {
+func (w Writer) PutRead(id overlay.ReadID, ev *saga.Event) error {
 	v, err := Encode(ev)
 	if err != nil {
 		return err
@@ -88,13 +88,13 @@ func (w Writer) PutRead(id view.ReadID, ev *saga.Event) error {
 }
 
 // DeleteRead removes an answered read.
-func (w Writer) DeleteRead(id view.ReadID) error {
+func (w Writer) DeleteRead(id overlay.ReadID) error {
 	return w.DeleteAux(ReadKey(id.P, id.Tenant, id.Key, id.IntentID))
 }
 
 // ReadPending reports whether the view holds the read id as taken on and
 // not answered.
-func ReadPending(st *state.Store, id view.ReadID) (bool, error) {
+func ReadPending(st *state.Store, id overlay.ReadID) (bool, error) {
 	v, err := st.Aux(ReadKey(id.P, id.Tenant, id.Key, id.IntentID))
 	return v != nil, err
 }

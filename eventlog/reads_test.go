@@ -7,7 +7,7 @@ import (
 	"github.com/atmostonce/toolexec/state"
 )
 
-// TestReadKeysNameTheirTenantAndKey (issue 12): two tenants' reads with one
+// TestReadKeysNameTheirTenantAndKey: two tenants' reads with one
 // intent id on one partition are two pending reads.
 func TestReadKeysNameTheirTenantAndKey(t *testing.T) {
 	a := ReadKey(3, "alice", "k", "req-1")

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // ErrRestoreTimeout is returned when the partition's open transactions did
@@ -159,7 +160,7 @@ const RoundKey = "~round"
 
 // EncodeRecord builds the Kafka record of ev for the events partition.
 func EncodeRecord(names topics.Names, partition int32, evBytes []byte, tenant, key, traceparent string) *kgo.Record {
-	rk := topics.RoutingKey(tenant, key)
+	rk := wire.RoutingKey(tenant, key)
 	if tenant == "" && key == "" {
 		rk = RoundKey
 	}

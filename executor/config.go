@@ -16,6 +16,7 @@ import (
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // Config is the executor's configuration. Zero values take the documented
@@ -30,7 +31,7 @@ type Config struct {
 	// Bounds.
 	MaxInFlight    int // calls running at once across tools; default 256
 	MaxQueued      int // started calls waiting for a slot before polling pauses; default 4*MaxInFlight
-	MaxPollRecords int // records decided per tick; default 1000
+	MaxPollRecords int // records decided per tick; default DefaultMaxPollRecords
 	MaxWaiters     int // intents waiting on one key; default 64
 
 	DrainTimeout       time.Duration // calls in flight get this long on revocation and shutdown; default 10s
@@ -91,14 +92,17 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: tools: a registry is required", ErrConfig)
 	}
 	c.defaults()
-	if c.MaxWaiters > topics.MaxWaitersLimit {
-		return fmt.Errorf("%w: max_waiters (%d) is over %d: a key's record, with its waiters, must fit one snapshot event", ErrConfig, c.MaxWaiters, topics.MaxWaitersLimit)
+	if c.MaxWaiters > wire.MaxWaitersLimit {
+		return fmt.Errorf("%w: max_waiters (%d) is over %d: a key's record, with its waiters, must fit one snapshot event", ErrConfig, c.MaxWaiters, wire.MaxWaitersLimit)
 	}
 	if c.RebalanceTimeout <= c.DrainTimeout {
 		return fmt.Errorf("%w: rebalance_timeout (%s) must exceed drain_timeout (%s): the drain commits outcomes while the group waits for this member", ErrConfig, c.RebalanceTimeout, c.DrainTimeout)
 	}
 	return nil
 }
+
+// DefaultMaxPollRecords is Config.MaxPollRecords' default.
+const DefaultMaxPollRecords = 1000
 
 func (c *Config) defaults() {
 	if c.Names.Intents == "" {
@@ -107,7 +111,7 @@ func (c *Config) defaults() {
 	defaults.Set(&c.Group, "tool-executor")
 	defaults.Set(&c.MaxInFlight, 256)
 	defaults.Set(&c.MaxQueued, 4*c.MaxInFlight)
-	defaults.Set(&c.MaxPollRecords, 1000)
+	defaults.Set(&c.MaxPollRecords, DefaultMaxPollRecords)
 	defaults.Set(&c.MaxWaiters, 64)
 	defaults.Set(&c.DrainTimeout, 10*time.Second)
 	defaults.Set(&c.SessionTimeout, 10*time.Second)

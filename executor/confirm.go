@@ -23,11 +23,11 @@ import (
 //
 // Why: EndTxn succeeds once the coordinator has logged PrepareCommit; the
 // markers on the data partitions come afterwards. Kafka 4.4 with
-// transaction version 2 was seen (RELIABILITY.md, seed 20261204) to lose
-// the COMMIT marker on events-0 across a hard broker kill and to abort the
-// started event later with the producer's next ABORT marker. The call had
-// run by then: an effect with no committed started event, and its intents
-// unanswered. So the member reads, with read_committed isolation, from the
+// transaction version 2 can lose the COMMIT marker on a partition across a
+// hard broker kill and abort the started event later with the producer's
+// next ABORT marker (docs/RELIABILITY.md). A call dispatched on EndTxn's
+// word would then have run with no committed started event, and its
+// intents would stay unanswered. So the member reads, with read_committed isolation, from the
 // first event it wrote on each such partition: once the partition's last
 // stable offset has passed its last event, the transaction's marker there
 // is written, and the fetch's aborted-transaction list says whether it was
@@ -324,9 +324,9 @@ func (e *Executor) rewind(pr *prepared, ps map[int32]bool) {
 // group has committed, and an end that gave up during its flush (a broker
 // that does not answer, a rebalance waiting) returns without rewinding
 // anything. A partition the group never committed stayed where the
-// aborted tick left it, and the tick's records were never decided again:
-// the chaos harness lost 136 intents of a fresh group whose first
-// transactions a cluster's failover aborted (docs/RELIABILITY.md). A
+// aborted tick left it, and the tick's records were never decided again
+// (found by the chaos harness on a cluster: a fresh group's first
+// transactions, aborted by a failover, lost their intents). A
 // commit fetched after the end includes this tick's if it committed (the
 // abort that followed settled it), so a partition without one had its
 // tick aborted. Only the tick's own records are taken back: its position

@@ -9,11 +9,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/executor/partition"
 	"github.com/atmostonce/toolexec/internal/mpwrite"
 	"github.com/atmostonce/toolexec/saga"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // Encode: the core's Ready becomes the records of one transaction. Every
@@ -108,12 +109,12 @@ func (e *Executor) encodeEvent(ev *partition.Event) (*kgo.Record, error) {
 }
 
 // encodeAnswer encodes one answer, to its reply_to when that can take it,
-// else to the results topic with the reason (issue 12: a reply_to that is
+// else to the results topic with the reason (a reply_to that is
 // missing or was deleted while the answer was owed, or an answer of an
 // isolated origin). It runs on several goroutines at once: the reply
 // topics' cache has its own lock.
 func (e *Executor) encodeAnswer(a *partition.Answer) *kgo.Record {
-	res := &topics.Result{
+	res := &wire.Result{
 		IntentID: a.To.IntentID, Type: a.To.Type, Tenant: a.Tenant, Key: a.Key, Tool: a.Tool, Status: a.Status,
 		WasReplay: a.WasReplay, OriginalIntentID: a.OriginalIntentID, OriginalCalledAt: a.OriginalCalledAt,
 		CompletedAt: a.CompletedAt, PreviousStatus: a.PreviousStatus, Attempt: a.Attempt, ReplyToError: a.ReplyToError,
@@ -122,18 +123,18 @@ func (e *Executor) encodeAnswer(a *partition.Answer) *kgo.Record {
 		res.Result = msgpack.RawMessage(a.Result)
 	}
 	if a.Err != nil {
-		res.Error = &topics.ErrorInfo{Code: a.Err.Code, Message: a.Err.Message}
+		res.Error = &wire.ErrorInfo{Code: a.Err.Code, Message: a.Err.Message}
 	}
 	key := a.RecordKey
 	if !a.RawKey {
-		key = []byte(topics.RoutingKey(a.Tenant, a.Key))
+		key = []byte(wire.RoutingKey(a.Tenant, a.Key))
 	}
 	return e.resultRecord(res, e.replyTopic(res, a.To.ReplyTo), a.To.Traceparent, key)
 }
 
 // replyTopic is where res goes: its reply_to when that can take it, else
 // the results topic, with the reason in the answer.
-func (e *Executor) replyTopic(res *topics.Result, replyTo string) string {
+func (e *Executor) replyTopic(res *wire.Result, replyTo string) string {
 	if replyTo == "" || res.ReplyToError != "" {
 		return e.cfg.Names.Results
 	}
@@ -144,18 +145,18 @@ func (e *Executor) replyTopic(res *topics.Result, replyTo string) string {
 	return replyTo
 }
 
-func (e *Executor) resultRecord(res *topics.Result, topic, traceparent string, key []byte) *kgo.Record {
-	b, err := topics.EncodeResult(res)
+func (e *Executor) resultRecord(res *wire.Result, topic, traceparent string, key []byte) *kgo.Record {
+	b, err := wire.EncodeResult(res)
 	if err != nil {
 		e.cfg.Logger.Error("cannot encode result; answering with an error instead", "intent", res.IntentID, "err", err)
-		res.Result, res.Status = nil, topics.StatusFailed
-		res.Error = &topics.ErrorInfo{Code: "result_not_encodable", Message: err.Error()}
-		b, _ = topics.EncodeResult(res)
+		res.Result, res.Status = nil, codes.StatusFailed
+		res.Error = &wire.ErrorInfo{Code: "result_not_encodable", Message: err.Error()}
+		b, _ = wire.EncodeResult(res)
 	}
 	if len(key) > maxAnswerKeyBytes {
 		key = key[:maxAnswerKeyBytes] // a rejected record's own Kafka key, which may be anything
 	}
-	r := &kgo.Record{Topic: topic, Partition: topics.Partition(string(key), e.replies.partitions(topic)), Key: key, Value: b}
+	r := &kgo.Record{Topic: topic, Partition: wire.Partition(string(key), e.replies.partitions(topic)), Key: key, Value: b}
 	if traceparent != "" {
 		r.Headers = []kgo.RecordHeader{{Key: "traceparent", Value: []byte(traceparent)}}
 	}
@@ -166,25 +167,25 @@ func (e *Executor) resultRecord(res *topics.Result, topic, traceparent string, k
 // reason: nothing is dropped silently.
 func (e *Executor) encodeDeadLetter(tr *txnRecords, d partition.DeadLetter, r *kgo.Record) {
 	e.m.DeadLetters.WithLabelValues(d.Reason).Inc()
-	dl := &topics.DeadLetter{Reason: d.Reason, Detail: d.Detail, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+	dl := &wire.DeadLetter{Reason: d.Reason, Detail: d.Detail, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 		IntentID: d.ID, Tenant: d.Tenant, Key: d.Key, At: d.At}
-	topics.DeadLetterValue(dl, r.Value)
+	wire.DeadLetterValue(dl, r.Value)
 	dl.Headers = deadLetterHeaders(r.Headers)
 	if d.Bare {
 		// Even the isolated answer failed: keep only the facts.
 		dl.Value, dl.Headers = nil, nil
 	}
-	b, err := topics.EncodeDeadLetter(dl)
+	b, err := wire.EncodeDeadLetter(dl)
 	if err != nil {
 		dl.Value, dl.Detail = nil, fmt.Sprintf("%s (original value not encodable: %v)", d.Detail, err)
-		b, _ = topics.EncodeDeadLetter(dl)
+		b, _ = wire.EncodeDeadLetter(dl)
 	}
 	rk := r.Key
-	if len(rk) > topics.MaxDeadLetterPrefix {
-		rk = rk[:topics.MaxDeadLetterPrefix]
+	if len(rk) > wire.MaxDeadLetterPrefix {
+		rk = rk[:wire.MaxDeadLetterPrefix]
 	}
 	n := e.layout.DeadLetterPartitions
-	tr.produce(&kgo.Record{Topic: e.cfg.Names.DeadLetter, Partition: topics.Partition(string(rk), n), Key: rk, Value: b}, d.Origin)
+	tr.produce(&kgo.Record{Topic: e.cfg.Names.DeadLetter, Partition: wire.Partition(string(rk), n), Key: rk, Value: b}, d.Origin)
 }
 
 // deadLetterHeaders keeps a bounded copy of a record's headers.
@@ -194,15 +195,15 @@ func deadLetterHeaders(hs []kgo.RecordHeader) map[string]string {
 	}
 	out := map[string]string{}
 	for _, h := range hs {
-		if len(out) == topics.MaxDeadLetterHeaders {
+		if len(out) == wire.MaxDeadLetterHeaders {
 			break
 		}
 		k, v := h.Key, h.Value
-		if len(k) > topics.MaxDeadLetterHeaderValue {
-			k = k[:topics.MaxDeadLetterHeaderValue]
+		if len(k) > wire.MaxDeadLetterHeaderValue {
+			k = k[:wire.MaxDeadLetterHeaderValue]
 		}
-		if len(v) > topics.MaxDeadLetterHeaderValue {
-			v = v[:topics.MaxDeadLetterHeaderValue]
+		if len(v) > wire.MaxDeadLetterHeaderValue {
+			v = v[:wire.MaxDeadLetterHeaderValue]
 		}
 		out[k] = string(v)
 	}
@@ -303,7 +304,7 @@ func (tr *txnRecords) checkpoints() map[int32]int64 {
 }
 
 // encodeToolResult encodes a tool's result as msgpack.Marshal does: by
-// hand when it has the shapes a JSON body decodes to (issue 17), else by
+// hand when it has the shapes a JSON body decodes to, else by
 // reflection.
 func encodeToolResult(v any) ([]byte, error) {
 	if b, ok := mpwrite.AppendJSONValue(v); ok {

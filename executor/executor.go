@@ -18,7 +18,7 @@ import (
 	"github.com/atmostonce/toolexec/state"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topicadmin"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // Executor is one member of the executor group. Run it once; it is not
@@ -56,6 +56,8 @@ type Executor struct {
 	crashed          atomic.Bool
 	runDone          chan struct{}
 	ready            atomic.Bool
+	assigned         bool        // an assignment was applied (loop goroutine)
+	warm             atomic.Bool // the partitions of an assignment were all restored (noteWarm)
 	wakeMu           sync.Mutex
 	wakeFn           context.CancelFunc
 	endMu            sync.Mutex
@@ -156,9 +158,9 @@ func (e *Executor) clientOpts() []kgo.Opt {
 		kgo.RebalanceTimeout(e.cfg.RebalanceTimeout),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		// Every record names its partition: routing is ours, not the
-		// client's, so that it cannot drift from topics.Partition.
+		// client's, so that it cannot drift from wire.Partition.
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchMaxBytes(topics.MaxMessageBytes + producerBatchOverhead),
+		kgo.ProducerBatchMaxBytes(wire.MaxMessageBytes + producerBatchOverhead),
 		kgo.WithLogger(kgoLogger{l: e.cfg.Logger, level: e.cfg.KafkaLogLevel}),
 	}
 	opts = append(opts, e.cfg.Connect...)
@@ -178,11 +180,12 @@ func (e *Executor) ensureTopics(ctx context.Context) (topicadmin.Layout, error) 
 }
 
 // Ready reports whether the loop runs and decides: false before Run,
-// after it, and while the member refuses to decide because the topics'
-// partitions changed (layout.go) or a partition's log has a gap
+// after it, until the partitions of the member's first assignment are
+// restored (noteWarm), and while the member refuses to decide because the
+// topics' partitions changed (layout.go) or a partition's log has a gap
 // (restore.go).
 func (e *Executor) Ready() bool {
-	return e.ready.Load() && !e.layoutRefused.Load() && e.gapCount.Load() == 0
+	return e.ready.Load() && e.warm.Load() && !e.layoutRefused.Load() && e.gapCount.Load() == 0
 }
 
 // Store exposes the view, read-only by convention (history, tests).
@@ -221,7 +224,7 @@ func (e *Executor) Crash() {
 	<-e.runDone
 }
 
-// policy is the saga's view of a tool: its class's behaviour and its
+// policy is what the saga knows of a tool: its class's behaviour and its
 // configured bounds.
 func (e *Executor) policy(tool string) (saga.Policy, bool) {
 	spec, _, ok := e.cfg.Tools.Lookup(tool)
@@ -248,5 +251,5 @@ func (e *Executor) snapshotInterval() time.Duration {
 
 // partitionOf is the owner partition of (tenant, key).
 func (e *Executor) partitionOf(tenant, key string) int32 {
-	return topics.Partition(topics.RoutingKey(tenant, key), e.layout.Partitions)
+	return wire.Partition(wire.RoutingKey(tenant, key), e.layout.Partitions)
 }

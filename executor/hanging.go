@@ -16,39 +16,36 @@ import (
 // partition, agents reading results), and on __consumer_offsets every
 // stable offset fetch of the group's partitions answers
 // UNSTABLE_OFFSET_COMMIT for ever, which leaves a member waiting in its
-// assignment with nothing to poll. The chaos harness produced them on
-// every topic the executor writes (Kafka 4.4, transaction.version 2,
-// after broker kills and network faults), including for a transaction
-// whose End had reported a commit to its executor.
+// assignment with nothing to poll. Broker kills and network faults leave
+// them on every topic the executor writes (Kafka 4.4, transaction.version
+// 2), including for a transaction whose End had reported a commit.
 //
 // Kafka's tool closes them with an abort marker. Here the executor closes
 // them with a commit marker instead, on purpose. An abort hides what the
 // transaction wrote; if its executor had been told "committed" it has
 // already made the calls whose started events would vanish, and the next
-// owner calls again: the first version aborted, and a 36-minute chaos run
-// found 32 keys with two effects, all from one such transaction. A commit
-// only reveals: a started event without a call leaves its key in doubt
-// (the reconciler settles it by its class's path), offsets already passed
-// are re-read and decided against the view, and an answer may reach an
-// agent twice (the second is a replay). Revealing can cost an extra
-// answer, hiding can cost an extra effect; at most once needs the first.
+// owner would call again: a second effect. A commit only reveals: a
+// started event without a call leaves its key in doubt (the reconciler
+// settles it by its class's path), offsets already passed are re-read and
+// decided against the view, and an answer may reach an agent twice (the
+// second is a replay). Revealing can cost an extra answer, hiding can
+// cost an extra effect; at most once needs the first.
 //
 // Two exceptions, both transactions known to have been aborted, whose
 // intents were therefore redone: revealing them would answer those
-// intents a second time (a short chaos run saw seven such answers, long
-// ones 59 and 10). They are closed with an abort marker.
+// intents a second time. They are closed with an abort marker.
 //   - The writer treated it as aborted (End answered "not committed", or
 //     failed and the group's offsets had not moved). Only the writer's
 //     data dir knows (owntxns.go).
 //   - Its coordinator aborted it and nothing followed: the transactional
 //     id's last state is CompleteAbort at the epoch after the remnant's.
 //     A writer killed with its transaction open leaves exactly that (the
-//     coordinator times the transaction out), and no data dir records it;
-//     the seed 2031 run showed the abort markers missing from every
-//     partition of such a transaction (coordinatorAborted).
+//     coordinator times the transaction out, and its abort markers may be
+//     missing from every partition), and no data dir records it
+//     (coordinatorAborted).
 // Any other member waits unknownHangingAge times longer before it
 // commits, leaving the writer, or its restarted process, time to decide
-// first.
+// first. docs/RELIABILITY.md (findings) has the runs that showed each case.
 //
 // An open transaction its coordinator still runs is never touched.
 

@@ -92,11 +92,11 @@ func TestActedCommitted(t *testing.T) {
 	}
 }
 
-// How a hanging remnant is closed. The seed 2031 chaos run: producer
-// 21008's transaction at epoch 50 stayed open on four partitions after
-// its writer was killed, while its coordinator had aborted it (last state
-// CompleteAbort, epoch 51) without the markers landing; the intents were
-// redone, and committing the remnant answered ten of them twice.
+// How a hanging remnant is closed. The case: producer 21008's transaction
+// at epoch 50 stays open on four partitions after its writer was killed,
+// while its coordinator has aborted it (last state CompleteAbort, epoch
+// 51) without the markers landing; the intents were redone, so committing
+// the remnant would answer them twice.
 func TestCloseMarker(t *testing.T) {
 	age := time.Minute // the hanging age: every candidate is at least this old
 	now := time.UnixMilli(10_000_000)

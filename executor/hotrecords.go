@@ -5,14 +5,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/atmostonce/toolexec/overlay"
 	"github.com/atmostonce/toolexec/saga"
-	"github.com/atmostonce/toolexec/view"
 )
 
 // hotRecords keeps the records the loop materialised last, so that the
 // next tick that reads one (the outcome of a call started a tick ago, a
 // duplicate soon after its original) skips Pebble's Get and the record's
-// decode (issue 17: two Gets per call, the second for a key written one
+// decode (two Gets per call, the second for a key written one
 // tick earlier).
 //
 // It mirrors the store exactly for the keys it holds, and is never staler
@@ -32,7 +32,7 @@ import (
 // overlay keeps the stored record as Prev, read-only, and folds a clone).
 // Not safe for concurrent use: the loop owns it.
 type hotRecords struct {
-	byKey map[view.Key]*list.Element
+	byKey map[overlay.Key]*list.Element
 	lru   *list.List // of *hotRecord, most recently written in front
 	bytes int
 	hit   prometheus.Counter // lookups answered here
@@ -40,7 +40,7 @@ type hotRecords struct {
 }
 
 type hotRecord struct {
-	k    view.Key
+	k    overlay.Key
 	p    int32
 	rec  *saga.Record
 	size int
@@ -54,7 +54,7 @@ const (
 	hotRecordsMax = 16384
 	// hotRecordsMaxBytes bounds their estimated size (hotSize): records
 	// may carry results up to a Kafka record (1 MiB), and the member's
-	// memory is budgeted (256 MB with a million keys, issue 17).
+	// memory is budgeted (256 MB with a million keys).
 	hotRecordsMaxBytes = 16 << 20
 	// hotRecordOverhead is the estimated size of a record's fixed fields,
 	// strings and map and list entries, beyond its byte slices.
@@ -64,12 +64,12 @@ const (
 )
 
 func newHotRecords(lookups *prometheus.CounterVec) *hotRecords {
-	return &hotRecords{byKey: map[view.Key]*list.Element{}, lru: list.New(),
+	return &hotRecords{byKey: map[overlay.Key]*list.Element{}, lru: list.New(),
 		hit: lookups.WithLabelValues("hit"), miss: lookups.WithLabelValues("miss")}
 }
 
 // get returns the record of k if it is held (shared: do not modify).
-func (h *hotRecords) get(k view.Key) (*saga.Record, bool) {
+func (h *hotRecords) get(k overlay.Key) (*saga.Record, bool) {
 	el, ok := h.byKey[k]
 	if !ok {
 		h.miss.Inc()
@@ -85,7 +85,7 @@ func (h *hotRecords) get(k view.Key) (*saga.Record, bool) {
 // In the steady state it allocates nothing: a key held already is
 // updated in place, and a full map reuses the element of the record it
 // evicts.
-func (h *hotRecords) put(p int32, k view.Key, rec *saga.Record) {
+func (h *hotRecords) put(p int32, k overlay.Key, rec *saga.Record) {
 	size := hotSize(rec)
 	if size > hotRecordsMaxBytes/4 {
 		h.drop(k)
@@ -114,7 +114,7 @@ func (h *hotRecords) put(p int32, k view.Key, rec *saga.Record) {
 }
 
 // drop forgets k (its record was deleted, or is not known).
-func (h *hotRecords) drop(k view.Key) {
+func (h *hotRecords) drop(k overlay.Key) {
 	if el, ok := h.byKey[k]; ok {
 		h.remove(el)
 	}
@@ -163,9 +163,9 @@ func hotSize(rec *saga.Record) int {
 
 // materialised takes the records of a view write that committed: the
 // current record of each entry the write put, the stored one (Prev) of
-// each it did not (view.Entry.Changed).
-func (h *hotRecords) materialised(ov *view.Overlay) {
-	ov.Entries(func(en *view.Entry) {
+// each it did not (overlay.Entry.Changed).
+func (h *hotRecords) materialised(ov *overlay.Overlay) {
+	ov.Entries(func(en *overlay.Entry) {
 		rec := en.Cur
 		if !en.Changed() {
 			rec = en.Prev

@@ -8,8 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/atmostonce/toolexec/overlay"
 	"github.com/atmostonce/toolexec/saga"
-	"github.com/atmostonce/toolexec/view"
 )
 
 func newTestHot() (*hotRecords, *prometheus.CounterVec) {
@@ -23,7 +23,7 @@ func hotRec(tenant, key string, result int) *saga.Record {
 
 func TestHotRecordsAnswerWhatWasMaterialisedAndCountLookups(t *testing.T) {
 	h, lookups := newTestHot()
-	k := view.Key{Tenant: "a", Key: "k"}
+	k := overlay.Key{Tenant: "a", Key: "k"}
 	if _, ok := h.get(k); ok {
 		t.Fatal("an empty cache answered")
 	}
@@ -44,11 +44,11 @@ func TestHotRecordsAnswerWhatWasMaterialisedAndCountLookups(t *testing.T) {
 func TestHotRecordsForgetAPartitionAndEverything(t *testing.T) {
 	h, _ := newTestHot()
 	for i := range 10 {
-		h.put(int32(i%2), view.Key{Tenant: "a", Key: fmt.Sprint(i)}, hotRec("a", fmt.Sprint(i), 0))
+		h.put(int32(i%2), overlay.Key{Tenant: "a", Key: fmt.Sprint(i)}, hotRec("a", fmt.Sprint(i), 0))
 	}
 	h.forgetPartition(1)
 	for i := range 10 {
-		_, ok := h.get(view.Key{Tenant: "a", Key: fmt.Sprint(i)})
+		_, ok := h.get(overlay.Key{Tenant: "a", Key: fmt.Sprint(i)})
 		if ok != (i%2 == 0) {
 			t.Fatalf("key %d held = %v after partition 1 was forgotten", i, ok)
 		}
@@ -62,35 +62,35 @@ func TestHotRecordsForgetAPartitionAndEverything(t *testing.T) {
 func TestHotRecordsStayWithinTheirBoundsAndKeepTheNewest(t *testing.T) {
 	h, _ := newTestHot()
 	for i := range hotRecordsMax + 100 {
-		h.put(0, view.Key{Tenant: "a", Key: fmt.Sprint(i)}, hotRec("a", fmt.Sprint(i), 0))
+		h.put(0, overlay.Key{Tenant: "a", Key: fmt.Sprint(i)}, hotRec("a", fmt.Sprint(i), 0))
 	}
 	if h.len() != hotRecordsMax || len(h.byKey) != hotRecordsMax {
 		t.Fatalf("%d records held (%d in the map); the bound is %d", h.len(), len(h.byKey), hotRecordsMax)
 	}
 	checkHotConsistent(t, h)
-	if _, ok := h.get(view.Key{Tenant: "a", Key: "0"}); ok {
+	if _, ok := h.get(overlay.Key{Tenant: "a", Key: "0"}); ok {
 		t.Fatal("the oldest record was not the one evicted")
 	}
-	if _, ok := h.get(view.Key{Tenant: "a", Key: fmt.Sprint(hotRecordsMax + 99)}); !ok {
+	if _, ok := h.get(overlay.Key{Tenant: "a", Key: fmt.Sprint(hotRecordsMax + 99)}); !ok {
 		t.Fatal("the newest record was evicted")
 	}
 	big := 1 << 20
 	for i := range 40 {
-		h.put(0, view.Key{Tenant: "b", Key: fmt.Sprint(i)}, hotRec("b", fmt.Sprint(i), big))
+		h.put(0, overlay.Key{Tenant: "b", Key: fmt.Sprint(i)}, hotRec("b", fmt.Sprint(i), big))
 	}
 	if h.bytes > hotRecordsMaxBytes {
 		t.Fatalf("%d bytes held; the bound is %d", h.bytes, hotRecordsMaxBytes)
 	}
 	checkHotConsistent(t, h)
-	h.put(0, view.Key{Tenant: "c", Key: "huge"}, hotRec("c", "huge", hotRecordsMaxBytes))
-	if _, ok := h.get(view.Key{Tenant: "c", Key: "huge"}); ok {
+	h.put(0, overlay.Key{Tenant: "c", Key: "huge"}, hotRec("c", "huge", hotRecordsMaxBytes))
+	if _, ok := h.get(overlay.Key{Tenant: "c", Key: "huge"}); ok {
 		t.Fatal("a record of a quarter of the budget or more was held")
 	}
 }
 
 func TestHotRecordsReplacingAKeyKeepsOneCopyAndItsSize(t *testing.T) {
 	h, _ := newTestHot()
-	k := view.Key{Tenant: "a", Key: "k"}
+	k := overlay.Key{Tenant: "a", Key: "k"}
 	h.put(0, k, hotRec("a", "k", 100))
 	h.put(0, k, hotRec("a", "k", 10))
 	if h.len() != 1 || h.bytes != hotSize(hotRec("a", "k", 10)) {

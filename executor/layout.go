@@ -10,7 +10,7 @@ import (
 	"github.com/atmostonce/toolexec/topicadmin"
 )
 
-// The partition-count guard (issue 12; topicadmin/layout.go has the why).
+// The partition-count guard (topicadmin/layout.go has the why).
 //
 // A member decides only while the topics have the partition count keys
 // are routed by, recorded in the meta topic when they were first seen,
@@ -25,9 +25,8 @@ import (
 // "Adding partitions"). An assignment that breaks the rule is judged
 // afresh at every assignment: right after a broker restart the group can
 // assign intents partitions while the control topic's metadata is not
-// loaded yet, which the next assignment repairs (a chaos run found a
-// member that had refused for good on such an assignment: 3,686 intents
-// never decided). An assignment beyond the recorded count also comes from
+// loaded yet, which the next assignment repairs (refused for good, such a
+// member would never decide its intents again). An assignment beyond the recorded count also comes from
 // added partitions and keeps the member refusing for as long as the group
 // keeps assigning it.
 

@@ -26,9 +26,9 @@ func layoutMember(t *testing.T, partitions int32) *Executor {
 
 // TestLayoutRefusalFollowsTheAssignment: an assignment that breaks the
 // routing rule stops the member deciding, and the next assignment that
-// keeps it lets it decide again. A chaos run found a member that, given
-// intents partitions and no control partition right after a broker
-// restart, refused for good: 3,686 intents never decided.
+// keeps it lets it decide again: a member given intents partitions and no
+// control partition right after a broker restart must not refuse for
+// good, or its intents are never decided.
 func TestLayoutRefusalFollowsTheAssignment(t *testing.T) {
 	e := layoutMember(t, 4)
 	n := e.cfg.Names

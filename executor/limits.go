@@ -3,7 +3,7 @@ package executor
 import (
 	"time"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // Every literal bound and timeout of the loop, with the reason for its
@@ -11,10 +11,10 @@ import (
 // the partition core's own are in partition/limits.go.
 
 const (
-	// pollWait bounds how long one poll waits for records; a finished
+	// PollWait bounds how long one poll waits for records; a finished
 	// call wakes the poll earlier, so outcomes are not held back by idle
-	// input.
-	pollWait = 200 * time.Millisecond
+	// input. Exported for the bench's baseline, which polls alike.
+	PollWait = 200 * time.Millisecond
 	// retryTickPause is the wait after a tick that could not be built (a
 	// restore that did not settle, a gap): long enough not to spin on
 	// the broker, short enough that the partition's records wait little.
@@ -39,10 +39,10 @@ const (
 	// (1 MiB + 12 bytes) less the batch and record overhead, so a record
 	// that passes is never refused for its size by a broker with default
 	// settings.
-	maxRecordBytes = topics.MaxMessageBytes - 1<<10
+	maxRecordBytes = wire.MaxMessageBytes - 1<<10
 	// maxAnswerKeyBytes bounds an answer's Kafka key: a routing key is at
 	// most a 64-byte tenant, "/" and a 256-byte key.
-	maxAnswerKeyBytes = 64 + 1 + topics.MaxKeyBytes
+	maxAnswerKeyBytes = 64 + 1 + wire.MaxKeyBytes
 
 	// restoreSettleMargin is added to the transaction timeout for the
 	// wait of a required restore on the transactions open on its events

@@ -27,6 +27,7 @@ func (e *Executor) Run(ctx context.Context) error {
 		if err := e.iteration(ctx); err != nil {
 			return err
 		}
+		e.noteWarm()
 	}
 	if e.crashed.Load() {
 		return nil
@@ -35,7 +36,7 @@ func (e *Executor) Run(ctx context.Context) error {
 }
 
 // iteration is one poll and one tick. Between the poll and AllowRebalance
-// no group callback can run (BlockRebalanceOnPoll), so the tick's view of
+// no group callback can run (BlockRebalanceOnPoll), so what the tick knows of
 // ownership cannot change under it.
 func (e *Executor) iteration(ctx context.Context) error {
 	if err := e.resetSessionIfDirty(ctx); err != nil {
@@ -57,9 +58,9 @@ func (e *Executor) iteration(ctx context.Context) error {
 }
 
 // poll returns the next records, or nothing when the dispatcher's queue is
-// full (backpressure) or no record came within pollWait.
+// full (backpressure) or no record came within PollWait.
 func (e *Executor) poll(ctx context.Context) kgo.Fetches {
-	pctx, cancel := context.WithTimeout(ctx, pollWait)
+	pctx, cancel := context.WithTimeout(ctx, PollWait)
 	defer cancel()
 	e.wakeMu.Lock()
 	e.wakeFn = cancel

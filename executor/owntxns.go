@@ -22,9 +22,9 @@ import (
 // Why in the store and not only in memory: every executor process gets a
 // new transactional id, so after a kill -9 no live producer owns the old
 // producer id, and the restarted process on the same data dir is the only
-// one that can know (a long chaos run: 59 intents answered twice, after
-// another member committed the remnant of a transaction its writer had
-// redone and then been killed). Kept for abortedTxnsTTL, far beyond the
+// one that can know. Without the record, another member could commit the
+// remnant of a transaction whose writer had redone it and then been
+// killed, and its intents would be answered twice. Kept for abortedTxnsTTL, far beyond the
 // age at which a remnant is judged hanging. Only aborts are written,
 // which are rare (rebalances, broker faults); a committed tick writes
 // nothing more.
@@ -33,7 +33,7 @@ type abortedTxns struct {
 	at    map[txnKey]time.Time
 }
 
-var abortedTxnPrefix = []byte("txn/")
+var abortedTxnPrefix = []byte(state.AuxAbortedTxns)
 
 func abortedTxnKey(k txnKey) []byte {
 	b := binary.BigEndian.AppendUint64(append([]byte(nil), abortedTxnPrefix...), uint64(k.pid))

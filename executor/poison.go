@@ -41,9 +41,9 @@ func isMissingTopic(err error) bool {
 // as invalid, or sent to a reply_to topic that is gone or not ours to
 // write. Every other error (the broker restarting, a lost connection, a
 // fenced producer, a timeout) fails whatever the tick held and passes; its
-// records are redone as usual. Why the distinction matters: a chaos run
-// with broker bounces found intents isolated for a broker's restart, and
-// answered `unproducible` (or, isolated twice, not at all).
+// records are redone as usual. Why the distinction matters: isolated for
+// a broker's restart, an intent would be answered `unproducible` (or,
+// isolated twice, not at all).
 func recordAtFault(err error, topic string, n topics.Names) bool {
 	switch {
 	case errors.Is(err, errRecordTooLarge), errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge),

@@ -13,9 +13,8 @@ import (
 )
 
 // TestRecordAtFault: only errors about the record itself isolate its
-// origin. A chaos run with broker bounces found intents isolated for a
-// broker restart and answered `unproducible`, or, isolated twice, not at
-// all.
+// origin; an error of a broker's restart must not, or its intents are
+// answered `unproducible` (or, isolated twice, not at all).
 func TestRecordAtFault(t *testing.T) {
 	n := topics.NamesWithPrefix("tool.")
 	cases := []struct {

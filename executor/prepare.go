@@ -10,7 +10,7 @@ import (
 	"github.com/atmostonce/toolexec/executor/partition"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/tools"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // Prepare: everything a tick needs before the core decides, none of
@@ -60,16 +60,16 @@ func (e *Executor) prepare(fs kgo.Fetches) *prepared {
 func (e *Executor) decode(r *kgo.Record) partition.Input {
 	in := partition.Input{Origin: partition.Origin{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset},
 		Traceparent: header(r, "traceparent"), RecordKey: r.Key}
-	src := topics.FromIntents
+	src := wire.FromIntents
 	if r.Topic == e.cfg.Names.Control {
-		src = topics.FromControl
+		src = wire.FromControl
 	}
-	ti, rej := topics.DecodeIntent(r.Value, r.Key, src)
+	ti, rej := wire.DecodeIntent(r.Value, r.Key, src)
 	if rej != nil {
 		in.Reject, in.Salvage = rej, *rej
 		return in
 	}
-	in.Salvage = topics.Reject{ID: ti.ID, Tenant: ti.Tenant, Key: ti.Key, Tool: ti.Tool, ReplyTo: ti.ReplyTo, Type: ti.Type}
+	in.Salvage = wire.Reject{ID: ti.ID, Tenant: ti.Tenant, Key: ti.Key, Tool: ti.Tool, ReplyTo: ti.ReplyTo, Type: ti.Type}
 	si, rej := e.toInput(ti, r, in.Traceparent)
 	if rej != nil {
 		in.Reject = rej
@@ -85,20 +85,20 @@ func (e *Executor) decode(r *kgo.Record) partition.Input {
 //
 // A reply_to topic that does not exist is no reason to refuse the intent:
 // its answer goes to the results topic with the reason (encode.go).
-func (e *Executor) toInput(in *topics.Intent, r *kgo.Record, traceparent string) (saga.Input, *topics.Reject) {
-	_, canon, err := topics.CanonicalArgs(in.Args)
+func (e *Executor) toInput(in *wire.Intent, r *kgo.Record, traceparent string) (saga.Input, *wire.Reject) {
+	_, canon, err := wire.CanonicalArgs(in.Args)
 	if err != nil {
-		return saga.Input{}, rejectFrom(in, topics.ReasonInvalidArgs, err.Error())
+		return saga.Input{}, rejectFrom(in, codes.ReasonInvalidArgs, err.Error())
 	}
 	if rej := checkRecordHeaders(r); rej != nil {
 		return saga.Input{}, rejectFrom(in, rej.Reason, rej.Detail)
 	}
 	if in.ReplyTo != "" && e.cfg.Names.Internal(in.ReplyTo) {
-		return saga.Input{}, rejectFrom(in, topics.ReasonBadReplyTo, "reply_to names an internal topic of the executor")
+		return saga.Input{}, rejectFrom(in, codes.ReasonBadReplyTo, "reply_to names an internal topic of the executor")
 	}
 	si := saga.Input{
 		IntentID: in.ID, Tenant: in.Tenant, Key: in.Key, Tool: in.Tool,
-		ArgsHash: topics.ArgsHash(canon), Args: canon, ReplyTo: in.ReplyTo,
+		ArgsHash: wire.ArgsHash(canon), Args: canon, ReplyTo: in.ReplyTo,
 		Traceparent: traceparent, DeadlineMs: in.DeadlineMs,
 		By: in.By, Reason: in.Reason, CallID: in.CallID, Force: in.Force,
 		Partition: r.Partition, Owner: e.partitionOf(in.Tenant, in.Key),
@@ -111,40 +111,40 @@ func (e *Executor) toInput(in *topics.Intent, r *kgo.Record, traceparent string)
 
 // checkRecordHeaders bounds the headers the executor copies: the trace
 // headers into events and answers, all of them into a forward.
-func checkRecordHeaders(r *kgo.Record) *topics.Reject {
-	if rej := topics.CheckHeaders(header(r, "traceparent"), header(r, "tracestate")); rej != nil {
+func checkRecordHeaders(r *kgo.Record) *wire.Reject {
+	if rej := wire.CheckHeaders(header(r, "traceparent"), header(r, "tracestate")); rej != nil {
 		return rej
 	}
 	n := 0
 	for _, h := range r.Headers {
 		n += len(h.Key) + len(h.Value)
 	}
-	if n > topics.MaxForwardHeaderBytes {
-		return &topics.Reject{Reason: topics.ReasonOversized, Detail: fmt.Sprintf("the record's headers are %d bytes, the limit is %d", n, topics.MaxForwardHeaderBytes)}
+	if n > wire.MaxForwardHeaderBytes {
+		return &wire.Reject{Reason: codes.ReasonOversized, Detail: fmt.Sprintf("the record's headers are %d bytes, the limit is %d", n, wire.MaxForwardHeaderBytes)}
 	}
 	return nil
 }
 
-func fillType(si *saga.Input, in *topics.Intent) *topics.Reject {
+func fillType(si *saga.Input, in *wire.Intent) *wire.Reject {
 	switch in.Type {
-	case topics.TypeCall:
+	case wire.TypeCall:
 		si.Type = saga.InputCall
-	case topics.TypeCompensate:
+	case wire.TypeCompensate:
 		si.Type = saga.InputCompensate
-	case topics.TypeResolve:
+	case wire.TypeResolve:
 		si.Type = saga.InputResolve
 		return fillResolve(si, in)
 	}
 	return nil
 }
 
-func fillResolve(si *saga.Input, in *topics.Intent) *topics.Reject {
+func fillResolve(si *saga.Input, in *wire.Intent) *wire.Reject {
 	st, _ := saga.ParseStatus(in.Outcome)
 	si.Outcome = st
 	if in.Result != nil {
 		b, err := msgpack.Marshal(in.Result)
-		if err != nil || len(b) > topics.MaxResultBytes {
-			return rejectFrom(in, topics.ReasonInvalidField, fmt.Sprintf("field result cannot be stored: not encodable, or over %d bytes", topics.MaxResultBytes))
+		if err != nil || len(b) > wire.MaxResultBytes {
+			return rejectFrom(in, codes.ReasonInvalidField, fmt.Sprintf("field result cannot be stored: not encodable, or over %d bytes", wire.MaxResultBytes))
 		}
 		si.Result = b
 	}
@@ -154,8 +154,8 @@ func fillResolve(si *saga.Input, in *topics.Intent) *topics.Reject {
 	return nil
 }
 
-func rejectFrom(in *topics.Intent, reason, detail string) *topics.Reject {
-	return &topics.Reject{Reason: reason, Detail: detail, ID: in.ID, Tenant: in.Tenant, Key: in.Key, Tool: in.Tool, ReplyTo: in.ReplyTo, Type: in.Type}
+func rejectFrom(in *wire.Intent, reason, detail string) *wire.Reject {
+	return &wire.Reject{Reason: reason, Detail: detail, ID: in.ID, Tenant: in.Tenant, Key: in.Key, Tool: in.Tool, ReplyTo: in.ReplyTo, Type: in.Type}
 }
 
 func header(r *kgo.Record, key string) string {
@@ -206,7 +206,7 @@ func toCompletion(j partition.Call, out tools.Outcome) partition.Completion {
 	}
 	if out.Result != nil {
 		b, err := encodeToolResult(out.Result)
-		if err != nil || len(b) > topics.MaxResultBytes {
+		if err != nil || len(b) > wire.MaxResultBytes {
 			sc.Err = &saga.Error{Code: codes.ErrResultNotStored, Message: "the tool's result is too large or not encodable; the call succeeded"}
 		} else {
 			sc.Result = b

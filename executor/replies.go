@@ -52,7 +52,7 @@ func (r *replyTopics) check(topic string) string {
 // forget drops what is known of topic: a produce to it failed because it
 // is gone (deleted while an answer to it was owed). Before this the cache
 // was never invalidated, and every transaction carrying an answer to the
-// deleted topic aborted, one per transaction timeout (issue 12).
+// deleted topic aborted, one per transaction timeout.
 func (r *replyTopics) forget(topic string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -14,7 +14,7 @@ import (
 )
 
 // tick is the loop's one step after a poll: prepare, step, encode,
-// commit, materialise, dispatch.
+// commit, confirm, materialise, dispatch.
 //
 //   - prepare (prepare.go, restore.go): finished calls to the core,
 //     polled records decoded, reply_to topics looked up, background
@@ -26,11 +26,14 @@ import (
 //     origin and checked against the broker's size limit;
 //   - commit (txn.go): one transaction with the polled offsets and the
 //     fence;
-//   - materialise: the Ready's overlay and the new checkpoints in one
-//     synced Pebble batch;
 //   - confirm (confirm.go): for a tick with calls, the commit markers seen
-//     on the events partitions of their started events;
-//   - dispatch: the calls whose started events just committed.
+//     on the events partitions of their started events (an abort behind
+//     the reported commit, or no marker in time, ends the tick as one
+//     whose outcome is unknown: nothing is materialised or dispatched);
+//   - materialise (afterCommit): the Ready's overlay and the new
+//     checkpoints in one synced Pebble batch;
+//   - dispatch (afterCommit): the calls whose started events just
+//     committed.
 func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 	start := time.Now()
 	e.fetchErrors(fs)

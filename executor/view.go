@@ -7,9 +7,9 @@ import (
 
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/internal/invariants"
+	"github.com/atmostonce/toolexec/overlay"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
-	"github.com/atmostonce/toolexec/view"
 )
 
 // storeView is the partition core's View of the member's Pebble store,
@@ -24,7 +24,7 @@ type storeView struct {
 // held (shared: the overlay only reads it and folds a clone), else
 // Pebble's.
 func (v storeView) Get(tenant, key string) (*saga.Record, error) {
-	if rec, ok := v.hot.get(view.Key{Tenant: tenant, Key: key}); ok {
+	if rec, ok := v.hot.get(overlay.Key{Tenant: tenant, Key: key}); ok {
 		v.checkHot(rec)
 		return rec, nil
 	}
@@ -45,7 +45,9 @@ func (v storeView) checkHot(hot *saga.Record) {
 	invariants.Check(errA == nil && errB == nil && bytes.Equal(a, b), "hot record %s/%s differs from the stored one:\n hot    %+v\n stored %+v", hot.Tenant, hot.Key, hot, stored)
 }
 
-func (v storeView) ReadPending(id view.ReadID) (bool, error) { return eventlog.ReadPending(v.st, id) }
+func (v storeView) ReadPending(id overlay.ReadID) (bool, error) {
+	return eventlog.ReadPending(v.st, id)
+}
 
 func (v storeView) PendingReads(p int32, limit int) ([]*saga.Event, error) {
 	return eventlog.PendingReads(v.st, p, limit)

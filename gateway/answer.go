@@ -7,8 +7,9 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/saga"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // StatusRunning is the gateway's own status for a 202 without any answer:
@@ -30,8 +31,8 @@ const (
 )
 
 // runningAnswer is the body of a 202 that has no answer from the executor.
-func runningAnswer(in topics.Intent) *topics.Result {
-	return &topics.Result{V: topics.Version, IntentID: in.ID, Type: in.Type, Tenant: in.Tenant, Key: in.Key, Tool: in.Tool, Status: StatusRunning}
+func runningAnswer(in wire.Intent) *wire.Result {
+	return &wire.Result{V: wire.Version, IntentID: in.ID, Type: in.Type, Tenant: in.Tenant, Key: in.Key, Tool: in.Tool, Status: StatusRunning}
 }
 
 // recordAnswer is the key's current answer as GET tells it: what a replay
@@ -39,11 +40,11 @@ func runningAnswer(in topics.Intent) *topics.Result {
 // while the key is running or in doubt. now decides whether a started
 // call without an outcome is still running (within its pending_ttl) or in
 // doubt (past it: the reconciler's rule).
-func recordAnswer(rec *saga.Record, now int64) (*topics.Result, answerState) {
-	res := &topics.Result{V: topics.Version, IntentID: rec.Origin.IntentID, Type: topics.TypeCall, Tenant: rec.Tenant, Key: rec.Key,
+func recordAnswer(rec *saga.Record, now int64) (*wire.Result, answerState) {
+	res := &wire.Result{V: wire.Version, IntentID: rec.Origin.IntentID, Type: wire.TypeCall, Tenant: rec.Tenant, Key: rec.Key,
 		Tool: rec.Tool, WasReplay: true, OriginalIntentID: rec.Origin.IntentID, OriginalCalledAt: rec.CalledAt, Attempt: rec.Attempt}
 	if rec.PrevStatus == saga.StatusNotExecuted {
-		res.PreviousStatus = topics.StatusNotExecuted
+		res.PreviousStatus = codes.StatusNotExecuted
 	}
 	switch rec.Status {
 	case saga.StatusStarted:
@@ -51,38 +52,38 @@ func recordAnswer(rec *saga.Record, now int64) (*topics.Result, answerState) {
 			res.Status, res.WasReplay = StatusRunning, false
 			return res, stateRunning
 		}
-		return inDoubt(res, topics.StatusPending), stateInDoubt
+		return inDoubt(res, codes.StatusPending), stateInDoubt
 	case saga.StatusUnknown:
-		return inDoubt(res, topics.StatusPending), stateInDoubt
+		return inDoubt(res, codes.StatusPending), stateInDoubt
 	case saga.StatusCompensating, saga.StatusCompensationUnknown:
-		return inDoubt(res, topics.StatusCompensationPending), stateInDoubt
+		return inDoubt(res, codes.StatusCompensationPending), stateInDoubt
 	}
 	settled(res, rec)
 	return res, stateDone
 }
 
-func inDoubt(res *topics.Result, status string) *topics.Result {
+func inDoubt(res *wire.Result, status string) *wire.Result {
 	res.Status = status
-	res.Error = &topics.ErrorInfo{Code: "in_doubt", Message: inDoubtMessage}
+	res.Error = &wire.ErrorInfo{Code: "in_doubt", Message: inDoubtMessage}
 	return res
 }
 
 // settled fills a settled key's outcome the way the executor's replay
 // does: a compensated key keeps the call's result and tells the
 // compensation's time and error.
-func settled(res *topics.Result, rec *saga.Record) {
+func settled(res *wire.Result, rec *saga.Record) {
 	res.Status = wireStatus(rec.Status)
 	res.CompletedAt = rec.CompletedAt
 	if len(rec.Result) > 0 {
 		res.Result = msgpack.RawMessage(rec.Result)
 	}
 	if rec.Err != nil {
-		res.Error = &topics.ErrorInfo{Code: rec.Err.Code, Message: rec.Err.Message}
+		res.Error = &wire.ErrorInfo{Code: rec.Err.Code, Message: rec.Err.Message}
 	}
 	if rec.Comp != nil && rec.Status != saga.StatusSucceeded && rec.Status != saga.StatusFailed {
 		res.CompletedAt = rec.Comp.CompletedAt
 		if rec.Comp.Err != nil {
-			res.Error = &topics.ErrorInfo{Code: rec.Comp.Err.Code, Message: rec.Comp.Err.Message}
+			res.Error = &wire.ErrorInfo{Code: rec.Comp.Err.Code, Message: rec.Comp.Err.Message}
 		}
 	}
 }
@@ -90,17 +91,17 @@ func settled(res *topics.Result, rec *saga.Record) {
 func wireStatus(s saga.Status) string {
 	switch s {
 	case saga.StatusSucceeded:
-		return topics.StatusSucceeded
+		return codes.StatusSucceeded
 	case saga.StatusFailed:
-		return topics.StatusFailed
+		return codes.StatusFailed
 	case saga.StatusNotExecuted:
-		return topics.StatusNotExecuted
+		return codes.StatusNotExecuted
 	case saga.StatusCompensated:
-		return topics.StatusCompensated
+		return codes.StatusCompensated
 	case saga.StatusCompensationFailed:
-		return topics.StatusCompensationFailed
+		return codes.StatusCompensationFailed
 	}
-	return topics.StatusPending
+	return codes.StatusPending
 }
 
 // replyState classifies what send returned.
@@ -116,7 +117,7 @@ func replyState(r reply) answerState {
 
 // answerJSON is an answer as the JSON body: the wire result with its
 // msgpack-decoded result made JSON-able.
-func answerJSON(res *topics.Result) *topics.Result {
+func answerJSON(res *wire.Result) *wire.Result {
 	c := *res
 	c.Result = jsonValue(res.Result)
 	return &c

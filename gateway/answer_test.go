@@ -5,8 +5,8 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/saga"
-	"github.com/atmostonce/toolexec/topics"
 )
 
 func record(status saga.Status) *saga.Record {
@@ -24,15 +24,15 @@ func TestRecordAnswer(t *testing.T) {
 		status string
 		state  answerState
 	}{
-		{"succeeded", record(saga.StatusSucceeded), 2000, topics.StatusSucceeded, stateDone},
-		{"failed", record(saga.StatusFailed), 2000, topics.StatusFailed, stateDone},
-		{"not executed", record(saga.StatusNotExecuted), 2000, topics.StatusNotExecuted, stateDone},
+		{"succeeded", record(saga.StatusSucceeded), 2000, codes.StatusSucceeded, stateDone},
+		{"failed", record(saga.StatusFailed), 2000, codes.StatusFailed, stateDone},
+		{"not executed", record(saga.StatusNotExecuted), 2000, codes.StatusNotExecuted, stateDone},
 		{"started within its pending_ttl", record(saga.StatusStarted), 4999, StatusRunning, stateRunning},
-		{"started past its pending_ttl", record(saga.StatusStarted), 5000, topics.StatusPending, stateInDoubt},
-		{"unknown", record(saga.StatusUnknown), 2000, topics.StatusPending, stateInDoubt},
-		{"compensating", record(saga.StatusCompensating), 2000, topics.StatusCompensationPending, stateInDoubt},
-		{"compensation unknown", record(saga.StatusCompensationUnknown), 2000, topics.StatusCompensationPending, stateInDoubt},
-		{"compensated", record(saga.StatusCompensated), 2000, topics.StatusCompensated, stateDone},
+		{"started past its pending_ttl", record(saga.StatusStarted), 5000, codes.StatusPending, stateInDoubt},
+		{"unknown", record(saga.StatusUnknown), 2000, codes.StatusPending, stateInDoubt},
+		{"compensating", record(saga.StatusCompensating), 2000, codes.StatusCompensationPending, stateInDoubt},
+		{"compensation unknown", record(saga.StatusCompensationUnknown), 2000, codes.StatusCompensationPending, stateInDoubt},
+		{"compensated", record(saga.StatusCompensated), 2000, codes.StatusCompensated, stateDone},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -46,7 +46,7 @@ func TestRecordAnswer(t *testing.T) {
 			if (state == stateInDoubt) != (res.Error != nil && res.Error.Code == "in_doubt") {
 				t.Fatalf("in-doubt error: %+v", res.Error)
 			}
-			if tc.status == topics.StatusSucceeded {
+			if tc.status == codes.StatusSucceeded {
 				if m, _ := jsonValue(res.Result).(map[string]any); m["refund_id"] != "rf_1" || !res.WasReplay {
 					t.Fatalf("result %v replay %v", jsonValue(res.Result), res.WasReplay)
 				}

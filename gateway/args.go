@@ -11,11 +11,11 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // maxBodyBytes bounds a request body: the wire's whole-message limit
-// (topics.MaxMessageBytes). A tool's own max_args_bytes is checked by the
+// (wire.MaxMessageBytes). A tool's own max_args_bytes is checked by the
 // executor on the canonical arguments (a 400 "oversized").
 const maxBodyBytes = 1 << 20
 
@@ -143,7 +143,7 @@ func wireNumber(n json.Number) (any, error) {
 // Arguments that cannot be canonicalised are left to the executor, whose
 // rejection names the reason.
 func (t *tool) argsTooLarge(args map[string]any) string {
-	_, enc, err := topics.CanonicalArgs(args)
+	_, enc, err := wire.CanonicalArgs(args)
 	if err != nil || len(enc) <= t.spec.MaxArgsBytes {
 		return ""
 	}

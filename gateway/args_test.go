@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/atmostonce/toolexec/tools"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // 120 and 120.0 become one number, as on the wire, so the canonical
@@ -26,8 +26,8 @@ func TestWireArgsNumbers(t *testing.T) {
 	if !reflect.DeepEqual(w, want) {
 		t.Fatalf("got %#v", w)
 	}
-	_, h1, _ := topics.CanonicalArgs(map[string]any{"n": w["a"]})
-	_, h2, _ := topics.CanonicalArgs(map[string]any{"n": w["b"]})
+	_, h1, _ := wire.CanonicalArgs(map[string]any{"n": w["a"]})
+	_, h2, _ := wire.CanonicalArgs(map[string]any{"n": w["b"]})
 	if string(h1) != string(h2) {
 		t.Fatal("120 and 120.0 canonicalise differently")
 	}

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/atmostonce/toolexec/client"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 func (g *Gateway) postCall(w http.ResponseWriter, r *http.Request, tenant string) {
 	t, ok := g.toolFor(tenant, r.PathValue("tool"))
 	if !ok {
-		writeProblem(w, http.StatusNotFound, codeUnknownTool, fmt.Sprintf("no tool %q", r.PathValue("tool")))
+		g.unknownTool(w, tenant, r.PathValue("tool"))
 		return
 	}
 	key, p := requestKey(r, t)
@@ -28,7 +29,7 @@ func (g *Gateway) postCall(w http.ResponseWriter, r *http.Request, tenant string
 		p.write(w)
 		return
 	}
-	rep, err := g.send(r.Context(), intentReq{typ: topics.TypeCall, tenant: tenant, tool: t.name(), key: key, args: args,
+	rep, err := g.send(r.Context(), intentReq{typ: wire.TypeCall, tenant: tenant, tool: t.name(), key: key, args: args,
 		wait: g.wait(w, r), traceparent: traceparent(r)})
 	if err != nil {
 		g.sendFailed(w, err)
@@ -72,7 +73,7 @@ func requestArgs(r *http.Request, t *tool) (map[string]any, *problem) {
 		return nil, newProblem(http.StatusBadRequest, codeInvalidJSON, err.Error())
 	}
 	if msg := t.argsTooLarge(wargs); msg != "" {
-		return nil, newProblem(http.StatusBadRequest, topics.ReasonOversized, msg)
+		return nil, newProblem(http.StatusBadRequest, codes.ReasonOversized, msg)
 	}
 	return wargs, nil
 }
@@ -147,14 +148,14 @@ func (g *Gateway) writeCallReply(w http.ResponseWriter, t *tool, rep reply) {
 	}
 }
 
-func writeTerminal(w http.ResponseWriter, res *topics.Result) {
+func writeTerminal(w http.ResponseWriter, res *wire.Result) {
 	switch res.Status {
-	case topics.StatusConflict:
+	case codes.StatusConflict:
 		p := newProblem(http.StatusUnprocessableEntity, codeArgsMismatch, errMessage(res, "the key was used with other arguments"))
 		p.IntentID = res.IntentID
 		p.write(w)
-	case topics.StatusRejected:
-		code := topics.ReasonInvalidField
+	case codes.StatusRejected:
+		code := codes.ReasonInvalidField
 		if res.Error != nil && res.Error.Code != "" {
 			code = res.Error.Code
 		}
@@ -166,7 +167,7 @@ func writeTerminal(w http.ResponseWriter, res *topics.Result) {
 	}
 }
 
-func errMessage(res *topics.Result, fallback string) string {
+func errMessage(res *wire.Result, fallback string) string {
 	if res.Error != nil && res.Error.Message != "" {
 		return res.Error.Message
 	}

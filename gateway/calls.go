@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/atmostonce/toolexec/client"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // produceTimeout bounds producing one intent, apart from the wait for its
@@ -22,7 +22,7 @@ var errUnavailable = errors.New("gateway: the broker did not take the intent")
 // intentReq is one call or compensate to send. The tenant comes from the
 // credential, never from the request.
 type intentReq struct {
-	typ         string // topics.TypeCall or topics.TypeCompensate
+	typ         string // wire.TypeCall or wire.TypeCompensate
 	tenant      string
 	tool        string
 	key         string
@@ -33,17 +33,17 @@ type intentReq struct {
 
 // reply is what came back within the wait.
 type reply struct {
-	intent topics.Intent
-	res    *topics.Result // the last answer; nil when none came
-	done   bool           // res is terminal
+	intent wire.Intent
+	res    *wire.Result // the last answer; nil when none came
+	done   bool         // res is terminal
 }
 
 // send produces the intent and waits up to req.wait for its terminal
 // answer. A pending answer (in doubt) does not end the wait: the key may
 // settle within it. It returns ctx's error when the caller went away.
 func (g *Gateway) send(ctx context.Context, req intentReq) (reply, error) {
-	in := topics.Intent{Type: req.typ, Tenant: req.tenant, Key: req.key, Tool: req.tool, Args: req.args}
-	if in.Args == nil && req.typ == topics.TypeCall {
+	in := wire.Intent{Type: req.typ, Tenant: req.tenant, Key: req.key, Tool: req.tool, Args: req.args}
+	if in.Args == nil && req.typ == wire.TypeCall {
 		in.Args = map[string]any{}
 	}
 	pctx, cancel := context.WithTimeout(ctx, produceTimeout)

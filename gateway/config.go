@@ -47,6 +47,11 @@ type Config struct {
 	// DefaultWait and MaxWait bound Prefer: wait (defaults DefaultWait,
 	// MaxWait).
 	DefaultWait, MaxWait time.Duration
+	// TokenHint is added to the 401 answer of a token that is not known:
+	// where a caller finds the right one (the embedded executor says where
+	// it keeps its token). Empty: no hint. It is shown to anyone who
+	// sends a wrong token, so it must name no secret.
+	TokenHint string
 	// Logger, default slog.Default().
 	Logger *slog.Logger
 	// Registerer takes the gateway's metrics; nil: not registered.
@@ -78,7 +83,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: Brokers: required", ErrConfig)
 	case c.Tenants == nil || c.Tenants.Current() == nil:
 		return fmt.Errorf("%w: Tenants: required", ErrConfig)
-	case !validInstanceID(c.InstanceID):
+	case !ValidInstanceID(c.InstanceID):
 		return fmt.Errorf("%w: InstanceID %q must match [a-z0-9._-]{1,64}", ErrConfig, c.InstanceID)
 	case c.DefaultWait < 0 || c.MaxWait <= 0 || c.DefaultWait > c.MaxWait:
 		return fmt.Errorf("%w: want 0 <= DefaultWait (%s) <= MaxWait (%s), MaxWait > 0", ErrConfig, c.DefaultWait, c.MaxWait)
@@ -89,7 +94,9 @@ func (c *Config) Validate() error {
 // ReplyTopic is the reply topic of the instance id under prefix.
 func ReplyTopic(prefix, instanceID string) string { return prefix + "gateway." + instanceID }
 
-func validInstanceID(s string) bool {
+// ValidInstanceID reports whether s may name an instance's reply topic:
+// [a-z0-9._-]{1,64}.
+func ValidInstanceID(s string) bool {
 	if len(s) == 0 || len(s) > 64 {
 		return false
 	}

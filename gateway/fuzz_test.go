@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // The tenants file is operator input read on every SIGHUP: it must never
@@ -19,7 +19,7 @@ func FuzzParseTenants(f *testing.F) {
 			return
 		}
 		for _, n := range ts.Names() {
-			if !topics.ValidTenant(n) || !ts.Has(n) {
+			if !wire.ValidTenant(n) || !ts.Has(n) {
 				t.Fatalf("accepted tenant %q", n)
 			}
 		}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // parseIdempotencyKey reads the Idempotency-Key header values.
@@ -14,7 +14,7 @@ import (
 // them) send a bare token (order-42). Both are accepted and name the same
 // key: a quoted value is unescaped (\" and \\), a bare value must be
 // visible ASCII without '"', '\' or spaces, so that the two forms cannot
-// be confused. The key is 1 to topics.MaxKeyBytes bytes. More than one
+// be confused. The key is 1 to wire.MaxKeyBytes bytes. More than one
 // field line is an error: which one would be meant?
 func parseIdempotencyKey(values []string) (string, error) {
 	switch len(values) {
@@ -35,8 +35,8 @@ func parseIdempotencyKey(values []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if key == "" || len(key) > topics.MaxKeyBytes {
-		return "", fmt.Errorf("%w: must be 1 to %d bytes", ErrIdempotencyKey, topics.MaxKeyBytes)
+	if key == "" || len(key) > wire.MaxKeyBytes {
+		return "", fmt.Errorf("%w: must be 1 to %d bytes", ErrIdempotencyKey, wire.MaxKeyBytes)
 	}
 	return key, nil
 }

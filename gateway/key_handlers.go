@@ -1,21 +1,22 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/saga"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // pathKey reads {key}; a key no intent could carry is unknown.
 func pathKey(r *http.Request) (string, bool) {
 	k := r.PathValue("key")
-	return k, k != "" && len(k) <= topics.MaxKeyBytes && utf8.ValidString(k)
+	return k, k != "" && len(k) <= wire.MaxKeyBytes && utf8.ValidString(k)
 }
 
 func (g *Gateway) getCall(w http.ResponseWriter, r *http.Request, tenant string) {
@@ -42,7 +43,7 @@ func (g *Gateway) getCall(w http.ResponseWriter, r *http.Request, tenant string)
 func (g *Gateway) knownKeyRequest(w http.ResponseWriter, r *http.Request, tenant string) (*tool, string, bool) {
 	t, ok := g.toolFor(tenant, r.PathValue("tool"))
 	if !ok {
-		writeProblem(w, http.StatusNotFound, codeUnknownTool, fmt.Sprintf("no tool %q", r.PathValue("tool")))
+		g.unknownTool(w, tenant, r.PathValue("tool"))
 		return nil, "", false
 	}
 	key, ok := pathKey(r)
@@ -84,7 +85,7 @@ func (g *Gateway) postCompensate(w http.ResponseWriter, r *http.Request, tenant 
 		writeProblem(w, http.StatusConflict, codeNotCompensatable, fmt.Sprintf("tool %s has no compensate_with", t.name()))
 		return
 	}
-	rep, err := g.send(r.Context(), intentReq{typ: topics.TypeCompensate, tenant: tenant, tool: t.name(), key: key,
+	rep, err := g.send(r.Context(), intentReq{typ: wire.TypeCompensate, tenant: tenant, tool: t.name(), key: key,
 		wait: g.wait(w, r), traceparent: traceparent(r)})
 	if err != nil {
 		g.sendFailed(w, err)
@@ -100,16 +101,15 @@ func (g *Gateway) writeCompensateReply(w http.ResponseWriter, t *tool, rep reply
 	case stateInDoubt:
 		g.writeAccepted(w, t, rep.res, retryInDoubt)
 	default:
-		if rep.res.Status != topics.StatusRejected {
+		if rep.res.Status != codes.StatusRejected {
 			writeAnswer(w, http.StatusOK, rep.res)
 			return
 		}
-		msg := errMessage(rep.res, "the compensation was refused")
-		if strings.Contains(msg, "has no record") { // expired since the lookup
+		if errors.Is(rep.res.Refusal(), wire.ErrNoRecord) { // expired since the lookup
 			writeProblem(w, http.StatusNotFound, codeUnknownKey, "no such key")
 			return
 		}
-		p := newProblem(http.StatusConflict, codeNotCompensatable, msg)
+		p := newProblem(http.StatusConflict, codeNotCompensatable, errMessage(rep.res, "the compensation was refused"))
 		p.IntentID = rep.res.IntentID
 		p.write(w)
 	}

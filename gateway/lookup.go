@@ -9,7 +9,7 @@ import (
 
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/saga"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // lookupSettle bounds the wait for open transactions on the events
@@ -35,7 +35,7 @@ func (g *Gateway) lookup(ctx context.Context, tenant, key string) (*saga.Record,
 	}
 	start := time.Now()
 	defer func() { g.m.lookupSeconds.Observe(time.Since(start).Seconds()) }()
-	rk := topics.RoutingKey(tenant, key)
+	rk := wire.RoutingKey(tenant, key)
 	p, err := g.eventsPartition(ctx, rk)
 	if err != nil {
 		return nil, err
@@ -84,7 +84,7 @@ func (g *Gateway) eventsPartition(ctx context.Context, rk string) (int32, error)
 	if !ok || d.Err != nil || len(d.Partitions) == 0 {
 		return 0, fmt.Errorf("gateway: topic %s is not there (%v)", g.names.Events, d.Err)
 	}
-	return topics.Partition(rk, int32(len(d.Partitions))), nil
+	return wire.Partition(rk, int32(len(d.Partitions))), nil
 }
 
 // eventsRange is where the read starts (the log's start) and where it must

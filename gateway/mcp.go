@@ -15,8 +15,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/tools"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // Keys of _meta the gateway reads (on tools/call) and writes (on the
@@ -132,7 +133,8 @@ func mcpDescription(t *tool) string {
 }
 
 // mcpSchema is the tool's input schema, plus the required idempotency_key
-// argument for every tool that keeps a record (the SOP's OP-7).
+// argument for every tool that keeps a record: the agent chooses the key,
+// keeps it and sends it again on every retry, so it must be an argument.
 func mcpSchema(t *tool) map[string]any {
 	var s map[string]any
 	b, _ := json.Marshal(t.schemaJSON)
@@ -145,7 +147,7 @@ func mcpSchema(t *tool) map[string]any {
 		props = map[string]any{}
 	}
 	props[tools.ReservedArg] = map[string]any{
-		"type": "string", "minLength": 1, "maxLength": topics.MaxKeyBytes,
+		"type": "string", "minLength": 1, "maxLength": wire.MaxKeyBytes,
 		"description": "Idempotency key of this action, chosen by you and kept in your state: the same key (with the same arguments) on every retry returns the first call's outcome instead of acting twice. Derive it from the run and the step, never a fresh random value per attempt.",
 	}
 	s["properties"] = props
@@ -203,7 +205,7 @@ func mcpIntent(tenant string, t *tool, p *mcp.CallToolParamsRaw) (intentReq, *mc
 	if msg := t.argsTooLarge(wargs); msg != "" {
 		return intentReq{}, errorResult("Rejected: " + msg + ". Nothing ran.")
 	}
-	return intentReq{typ: topics.TypeCall, tenant: tenant, tool: t.name(), key: key, args: wargs}, nil
+	return intentReq{typ: wire.TypeCall, tenant: tenant, tool: t.name(), key: key, args: wargs}, nil
 }
 
 // mcpKey takes the idempotency_key argument, else the host's _meta key;
@@ -220,8 +222,8 @@ func mcpKey(args map[string]any, meta mcp.Meta, t *tool) (string, string) {
 		return "", fmt.Sprintf("idempotency_key is required: %s has side effects. Choose a key for this action (from your run and step), keep it, and send the same key on every retry.", t.name())
 	case key == "":
 		return "read-" + client.NewID(), ""
-	case len(key) > topics.MaxKeyBytes || !utf8.ValidString(key):
-		return "", fmt.Sprintf("idempotency_key must be valid UTF-8 of at most %d bytes.", topics.MaxKeyBytes)
+	case len(key) > wire.MaxKeyBytes || !utf8.ValidString(key):
+		return "", fmt.Sprintf("idempotency_key must be valid UTF-8 of at most %d bytes.", wire.MaxKeyBytes)
 	}
 	return key, ""
 }
@@ -257,7 +259,7 @@ func errorResult(text string) *mcp.CallToolResult {
 // _meta and the text say whether this was a replay, so that the model
 // knows it did not act twice.
 func mcpResult(rep reply, wait time.Duration) *mcp.CallToolResult {
-	var res *topics.Result
+	var res *wire.Result
 	var summary string
 	switch replyState(rep) {
 	case stateRunning:
@@ -273,7 +275,7 @@ func mcpResult(rep reply, wait time.Duration) *mcp.CallToolResult {
 	body := answerJSON(res)
 	b, _ := json.Marshal(body)
 	out := &mcp.CallToolResult{
-		IsError:           res.Status != topics.StatusSucceeded,
+		IsError:           res.Status != codes.StatusSucceeded,
 		StructuredContent: body,
 		Content:           []mcp.Content{&mcp.TextContent{Text: summary + "\n" + string(b)}},
 	}
@@ -281,18 +283,18 @@ func mcpResult(rep reply, wait time.Duration) *mcp.CallToolResult {
 	return out
 }
 
-func terminalText(res *topics.Result) string {
+func terminalText(res *wire.Result) string {
 	var s string
 	switch res.Status {
-	case topics.StatusConflict:
+	case codes.StatusConflict:
 		return "Conflict: this idempotency_key was already used with other arguments. Nothing ran. Use a new key for a new action, or send the original arguments to get the original outcome."
-	case topics.StatusRejected:
+	case codes.StatusRejected:
 		return fmt.Sprintf("Rejected (%s): %s. Nothing ran.", errCode(res), errMessage(res, "the call was refused"))
-	case topics.StatusSucceeded:
+	case codes.StatusSucceeded:
 		s = "Succeeded."
-	case topics.StatusFailed:
+	case codes.StatusFailed:
 		s = fmt.Sprintf("Failed (%s: %s). This outcome is final for this idempotency_key; to try again, use a new key.", errCode(res), errMessage(res, "the tool refused"))
-	case topics.StatusNotExecuted:
+	case codes.StatusNotExecuted:
 		return "Not executed: the tool was never reached and nothing happened. Calling again with the same idempotency_key is safe and runs it."
 	default:
 		s = res.Status + "."
@@ -307,7 +309,7 @@ func terminalText(res *topics.Result) string {
 	return s + " This call ran the tool now."
 }
 
-func errCode(res *topics.Result) string {
+func errCode(res *wire.Result) string {
 	if res.Error != nil {
 		return res.Error.Code
 	}

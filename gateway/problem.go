@@ -49,7 +49,7 @@ var problemTitles = map[string]string{
 	codeInvalidKey:       "Idempotency-Key is malformed",
 	codeInvalidJSON:      "The body is not a JSON object",
 	codeInvalidArgs:      "Arguments do not match the tool's input schema",
-	codeArgsMismatch:     "The key was used with other arguments",
+	codeArgsMismatch:     "The key was used with other arguments; nothing ran: send the original arguments, or use a new key",
 	codeNotCompensatable: "The key cannot be compensated now",
 	codePayloadTooLarge:  "The body is too large",
 	codeMethodNotAllowed: "Method not allowed",

@@ -7,11 +7,11 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // A read-only tool keeps no record, so there is no key to GET.
-func (g *Gateway) writeAccepted(w http.ResponseWriter, t *tool, res *topics.Result, retry int) {
+func (g *Gateway) writeAccepted(w http.ResponseWriter, t *tool, res *wire.Result, retry int) {
 	if t.requiresKey() {
 		w.Header().Set("Location", callPath(t.name(), res.Key))
 	}
@@ -24,7 +24,7 @@ func callPath(tool, key string) string {
 	return "/v1/tools/" + url.PathEscape(tool) + "/calls/" + url.PathEscape(key)
 }
 
-func writeAnswer(w http.ResponseWriter, status int, res *topics.Result) {
+func writeAnswer(w http.ResponseWriter, status int, res *wire.Result) {
 	w.Header().Set("Idempotent-Replayed", strconv.FormatBool(res.WasReplay))
 	writeJSON(w, status, answerJSON(res))
 }

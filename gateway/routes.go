@@ -54,24 +54,31 @@ func (g *Gateway) authed(route string, h tenantHandler) http.Handler {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		defer func() { g.m.observe(route, sw.status, time.Since(start)) }()
-		tenant, ok := g.authenticate(r)
+		token, sent := bearer(r.Header.Get("Authorization"))
+		tenant, ok := "", false
+		if sent {
+			tenant, ok = g.cfg.Tenants.Current().Authenticate(token)
+		}
 		if !ok {
 			g.m.authFailures.Inc()
 			sw.Header().Set("WWW-Authenticate", `Bearer realm="toolexec"`)
-			writeProblem(sw, http.StatusUnauthorized, codeUnauthorized, "send Authorization: Bearer <token>; the token names the tenant")
+			writeProblem(sw, http.StatusUnauthorized, codeUnauthorized, g.unauthorizedDetail(sent))
 			return
 		}
 		h(sw, r, tenant)
 	})
 }
 
-// authenticate returns the tenant of the request's bearer token.
-func (g *Gateway) authenticate(r *http.Request) (string, bool) {
-	token, ok := bearer(r.Header.Get("Authorization"))
-	if !ok {
-		return "", false
+// unauthorizedDetail says what was wrong with the credential and, for a
+// token that is not known, where the right one is (Config.TokenHint).
+func (g *Gateway) unauthorizedDetail(sent bool) string {
+	if !sent {
+		return "no bearer token: send Authorization: Bearer <token>; the token names the tenant"
 	}
-	return g.cfg.Tenants.Current().Authenticate(token)
+	if g.cfg.TokenHint == "" {
+		return "token unknown: it names no tenant of this gateway"
+	}
+	return "token unknown: " + g.cfg.TokenHint
 }
 
 func bearer(h string) (string, bool) {

@@ -14,7 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // Limits of a tenants file. Every request compares its token with every
@@ -68,7 +68,7 @@ func (t *Tenants) Has(name string) bool { return t.present[name] }
 
 // SingleTenant serves one tenant with one token: the embedded default.
 func SingleTenant(name, token string) (*Tenants, error) {
-	if !topics.ValidTenant(name) {
+	if !wire.ValidTenant(name) {
 		return nil, fmt.Errorf("%w: tenant %q must match [a-z0-9_-]{1,64}", ErrTenants, name)
 	}
 	if token == "" || len(token) > maxBearerBytes {
@@ -212,7 +212,7 @@ func (p *tenantsParser) tenant(i int, n *yaml.Node) error {
 	if name == nil {
 		return lineErr(n, where, "name: required")
 	}
-	if name.Kind != yaml.ScalarNode || !topics.ValidTenant(name.Value) {
+	if name.Kind != yaml.ScalarNode || !wire.ValidTenant(name.Value) {
 		return lineErr(name, where, "name: %s must match [a-z0-9_-]{1,64}", quote(name.Value))
 	}
 	where = fmt.Sprintf("%s (%s)", where, name.Value)

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // Test 1: a duplicate after completion gives one call; the second answer
@@ -17,12 +18,12 @@ func TestReplayAfterCompletion(t *testing.T) {
 	e.startInproc(registry(t, l.toolsYAML("")), nil)
 	c := e.client()
 	args := map[string]any{"order": "o-1", "amount": 120}
-	first := e.call(c, topics.Intent{Tool: "t.ok", Key: "refund-1", Args: args}, 30*time.Second)
-	second := e.call(c, topics.Intent{Tool: "t.ok", Key: "refund-1", Args: args}, 30*time.Second)
-	if first.Status != topics.StatusSucceeded || first.WasReplay {
+	first := e.call(c, wire.Intent{Tool: "t.ok", Key: "refund-1", Args: args}, 30*time.Second)
+	second := e.call(c, wire.Intent{Tool: "t.ok", Key: "refund-1", Args: args}, 30*time.Second)
+	if first.Status != codes.StatusSucceeded || first.WasReplay {
 		t.Fatalf("first: %+v", first)
 	}
-	if second.Status != topics.StatusSucceeded || !second.WasReplay {
+	if second.Status != codes.StatusSucceeded || !second.WasReplay {
 		t.Fatalf("second should be a replay: %+v", second)
 	}
 	if second.OriginalIntentID != first.IntentID || second.OriginalCalledAt == 0 || second.OriginalCalledAt != first.OriginalCalledAt {
@@ -40,9 +41,9 @@ func TestCoalesceInFlight(t *testing.T) {
 	l := newLedger(t)
 	e.startInproc(registry(t, l.toolsYAML("")), nil)
 	c := e.client()
-	in := topics.Intent{Tool: "t.block", Key: "deploy-7", Args: map[string]any{"service": "api"}}
+	in := wire.Intent{Tool: "t.block", Key: "deploy-7", Args: map[string]any{"service": "api"}}
 	var wg sync.WaitGroup
-	answers := make([]*topics.Result, 2)
+	answers := make([]*wire.Result, 2)
 	wg.Add(1)
 	go func() { defer wg.Done(); answers[0] = e.call(c, in, 60*time.Second) }()
 	l.waitArrivals(t, 1, 30*time.Second)
@@ -55,7 +56,7 @@ func TestCoalesceInFlight(t *testing.T) {
 		t.Fatalf("tool called %d times, want 1", l.total())
 	}
 	for i, a := range answers {
-		if a.Status != topics.StatusSucceeded {
+		if a.Status != codes.StatusSucceeded {
 			t.Fatalf("answer %d: %+v", i, a)
 		}
 	}
@@ -71,7 +72,7 @@ func TestConflictAndCanonicalArgs(t *testing.T) {
 	l := newLedger(t)
 	e.startInproc(registry(t, l.toolsYAML("")), nil)
 	res := e.collect(e.names.Results)
-	rk := topics.RoutingKey("acme", "pay-9")
+	rk := wire.RoutingKey("acme", "pay-9")
 	// Three encodings of the same arguments: key order and number types differ.
 	encodings := []map[string]any{
 		{"v": 1, "type": "call", "id": "i1", "tenant": "acme", "key": "pay-9", "tool": "t.ok", "args": map[string]any{"amount": 120, "currency": "EUR"}},
@@ -81,14 +82,14 @@ func TestConflictAndCanonicalArgs(t *testing.T) {
 	for i, m := range encodings {
 		e.produceRaw(e.names.Intents, -1, rk, mustMsgpack(t, m))
 		got := res.waitResult(t, m["id"].(string), 30*time.Second)
-		if got.Status != topics.StatusSucceeded || got.WasReplay != (i > 0) {
+		if got.Status != codes.StatusSucceeded || got.WasReplay != (i > 0) {
 			t.Fatalf("encoding %d: %+v", i, got)
 		}
 	}
 	conflict := map[string]any{"v": 1, "type": "call", "id": "i4", "tenant": "acme", "key": "pay-9", "tool": "t.ok", "args": map[string]any{"currency": "EUR", "amount": 121}}
 	e.produceRaw(e.names.Intents, -1, rk, mustMsgpack(t, conflict))
 	got := res.waitResult(t, "i4", 30*time.Second)
-	if got.Status != topics.StatusConflict || got.Error == nil || got.Error.Code != "args_mismatch" || got.OriginalIntentID != "i1" {
+	if got.Status != codes.StatusConflict || got.Error == nil || got.Error.Code != "args_mismatch" || got.OriginalIntentID != "i1" {
 		t.Fatalf("want conflict naming i1, got %+v", got)
 	}
 	if l.total() != 1 {
@@ -104,23 +105,23 @@ func TestToolOutcomes(t *testing.T) {
 	l := newLedger(t)
 	e.startInproc(registry(t, l.toolsYAML("")), nil)
 	c := e.client()
-	failed := e.call(c, topics.Intent{Tool: "t.fail", Key: "f1", Args: map[string]any{}}, 30*time.Second)
-	replayed := e.call(c, topics.Intent{Tool: "t.fail", Key: "f1", Args: map[string]any{}}, 30*time.Second)
-	if failed.Status != topics.StatusFailed || failed.Error == nil || failed.Error.Code != "http_400" {
+	failed := e.call(c, wire.Intent{Tool: "t.fail", Key: "f1", Args: map[string]any{}}, 30*time.Second)
+	replayed := e.call(c, wire.Intent{Tool: "t.fail", Key: "f1", Args: map[string]any{}}, 30*time.Second)
+	if failed.Status != codes.StatusFailed || failed.Error == nil || failed.Error.Code != "http_400" {
 		t.Fatalf("4xx: %+v", failed)
 	}
-	if replayed.Status != topics.StatusFailed || !replayed.WasReplay {
+	if replayed.Status != codes.StatusFailed || !replayed.WasReplay {
 		t.Fatalf("4xx replay: %+v", replayed)
 	}
-	refused := e.call(c, topics.Intent{Tool: "t.refused", Key: "r1", Args: map[string]any{}}, 30*time.Second)
-	if refused.Status != topics.StatusNotExecuted {
+	refused := e.call(c, wire.Intent{Tool: "t.refused", Key: "r1", Args: map[string]any{}}, 30*time.Second)
+	if refused.Status != codes.StatusNotExecuted {
 		t.Fatalf("refused connection: %+v", refused)
 	}
-	pending := e.callPending(c, topics.Intent{Tool: "t.hang", Key: "h1", Args: map[string]any{}}, 5*time.Second)
+	pending := e.callPending(c, wire.Intent{Tool: "t.hang", Key: "h1", Args: map[string]any{}}, 5*time.Second)
 	if pending.Error == nil || pending.Error.Code != "in_doubt" {
 		t.Fatalf("timeout: %+v", pending)
 	}
-	dup := e.callPending(c, topics.Intent{Tool: "t.hang", Key: "h1", Args: map[string]any{}}, 3*time.Second)
+	dup := e.callPending(c, wire.Intent{Tool: "t.hang", Key: "h1", Args: map[string]any{}}, 3*time.Second)
 	if !dup.WasReplay || dup.OriginalIntentID != pending.IntentID {
 		t.Fatalf("duplicate of a key in doubt: %+v", dup)
 	}

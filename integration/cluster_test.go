@@ -11,11 +11,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/executor"
 	"github.com/atmostonce/toolexec/reconciler"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topicadmin"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // The tests of this file run on the three-node cluster only (needCluster).
@@ -126,7 +127,7 @@ func TestClusterRefusesWeakDurability(t *testing.T) {
 		if v := metricValue(t, m.ReplicationFactor.WithLabelValues(e.names.Events)); v != 1 {
 			t.Fatalf("toolexec_executor_topic_replication_factor{topic=%q} %v", e.names.Events, v)
 		}
-		if res := e.call(e.client(), topics.Intent{Tool: "t.ok", Key: "weak-1", Args: map[string]any{}}, 60*time.Second); res.Status != topics.StatusSucceeded {
+		if res := e.call(e.client(), wire.Intent{Tool: "t.ok", Key: "weak-1", Args: map[string]any{}}, 60*time.Second); res.Status != codes.StatusSucceeded {
 			t.Fatalf("a call with the override: %+v", res)
 		}
 	})
@@ -192,7 +193,7 @@ func TestClusterLeaderKilledDuringCall(t *testing.T) {
 	killNode(t, e.adm, leader)
 	l.releaseAll()
 	first := res.waitResult(t, id, 3*time.Minute)
-	if first.Status != topics.StatusSucceeded {
+	if first.Status != codes.StatusSucceeded {
 		t.Fatalf("the answer: %+v", first)
 	}
 	if now := leaderOf(t, e.adm, e.names.Events, p); now == leader {
@@ -205,7 +206,7 @@ func TestClusterLeaderKilledDuringCall(t *testing.T) {
 	time.Sleep(3 * time.Second) // an answer sent twice would be here by now
 	terminal := 0
 	for _, r := range res.results(id) {
-		if topics.Terminal(r.Status) {
+		if codes.Terminal(r.Status) {
 			terminal++
 		}
 	}
@@ -216,7 +217,7 @@ func TestClusterLeaderKilledDuringCall(t *testing.T) {
 		t.Fatalf("the tool was called under %d downstream keys, want 1 (one effect): %v", len(keys), keys)
 	}
 	kinds := map[string]int{}
-	for _, ev := range history(t, e, topics.DefaultTenant, in.Key) {
+	for _, ev := range history(t, e, wire.DefaultTenant, in.Key) {
 		kinds[ev.Kind.String()]++
 	}
 	t.Logf("the key's events: %v; tool requests: %d", kinds, l.total())
@@ -228,7 +229,7 @@ func TestClusterLeaderKilledDuringCall(t *testing.T) {
 // partitionLedApart picks a t.nblock call whose events partition is led by
 // a node that coordinates neither e's group nor txnID, and returns it,
 // its partition and that leader.
-func partitionLedApart(t *testing.T, e *env, txnID string) (topics.Intent, int32, int32) {
+func partitionLedApart(t *testing.T, e *env, txnID string) (wire.Intent, int32, int32) {
 	t.Helper()
 	groups := waitCoordinators(t, func(ctx context.Context) map[string]kadm.FindCoordinatorResponse {
 		return e.adm.FindGroupCoordinators(ctx, e.group)
@@ -237,12 +238,12 @@ func partitionLedApart(t *testing.T, e *env, txnID string) (topics.Intent, int32
 		return e.adm.FindTxnCoordinators(ctx, txnID)
 	})
 	for i := 0; i < 100; i++ {
-		in := topics.Intent{Tool: "t.nblock", Key: fmt.Sprintf("leader-kill-%d", i), Args: map[string]any{"amount": 5}}
-		p := topics.Partition(topics.RoutingKey(topics.DefaultTenant, in.Key), e.partitions)
+		in := wire.Intent{Tool: "t.nblock", Key: fmt.Sprintf("leader-kill-%d", i), Args: map[string]any{"amount": 5}}
+		p := wire.Partition(wire.RoutingKey(wire.DefaultTenant, in.Key), e.partitions)
 		if leader := leaderOf(t, e.adm, e.names.Events, p); leader != groups[e.group] && leader != txns[txnID] {
 			return in, p, leader
 		}
 	}
 	t.Fatalf("every events partition is led by the group coordinator (node %d) or the transaction coordinator (node %d)", groups[e.group], txns[txnID])
-	return topics.Intent{}, 0, 0
+	return wire.Intent{}, 0, 0
 }

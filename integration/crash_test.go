@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // Test 4: the crash window. The owner dies after the started event is
@@ -24,7 +25,7 @@ func TestCrashWindowLeavesKeyInDoubt(t *testing.T) {
 			yaml := l.toolsYAML("")
 			a := e.startProc(yaml, "", "TOOLEXEC_FAULT="+point+":exit:crash-me")
 			c := e.client()
-			in := topics.Intent{Tool: "t.irrev", Key: "crash-me", Args: map[string]any{"amount": 10}}
+			in := wire.Intent{Tool: "t.irrev", Key: "crash-me", Args: map[string]any{"amount": 10}}
 			go func() { _, _ = c.Call(t.Context(), in) }()
 			a.exited(t, 30*time.Second)
 			called := l.total()
@@ -59,7 +60,7 @@ func TestZombieIsFenced(t *testing.T) {
 	c := e.client()
 	ownerID := e.owner(0, 2, 30*time.Second)
 	owner := procs[ownerID]
-	in := topics.Intent{Tool: "t.block", Key: "zombie-1", Args: map[string]any{"n": 1}}
+	in := wire.Intent{Tool: "t.block", Key: "zombie-1", Args: map[string]any{"n": 1}}
 	go func() { _, _ = c.Call(t.Context(), in) }()
 	l.waitArrivals(t, 1, 30*time.Second)
 	owner.signal(syscall.SIGSTOP)
@@ -95,9 +96,9 @@ func TestStateRebuiltFromLog(t *testing.T) {
 	reg := registry(t, l.toolsYAML(""))
 	p := e.startInproc(reg, nil)
 	c := e.client()
-	var first []*topics.Result
+	var first []*wire.Result
 	for i := 0; i < 10; i++ {
-		first = append(first, e.call(c, topics.Intent{Tool: "t.ok", Key: "rb-" + string(rune('a'+i)), Args: map[string]any{"i": i}}, 30*time.Second))
+		first = append(first, e.call(c, wire.Intent{Tool: "t.ok", Key: "rb-" + string(rune('a'+i)), Args: map[string]any{"i": i}}, 30*time.Second))
 	}
 	p.stop()
 	if err := os.RemoveAll(filepath.Join(p.dir, "state")); err != nil {
@@ -105,7 +106,7 @@ func TestStateRebuiltFromLog(t *testing.T) {
 	}
 	e.startInproc(reg, func(cfg *executorConfig) { cfg.DataDir = p.dir })
 	for i := 0; i < 10; i++ {
-		got := e.call(c, topics.Intent{Tool: "t.ok", Key: "rb-" + string(rune('a'+i)), Args: map[string]any{"i": i}}, 30*time.Second)
+		got := e.call(c, wire.Intent{Tool: "t.ok", Key: "rb-" + string(rune('a'+i)), Args: map[string]any{"i": i}}, 30*time.Second)
 		if !got.WasReplay || got.OriginalIntentID != first[i].IntentID {
 			t.Fatalf("key %d after the rebuild: %+v", i, got)
 		}
@@ -126,15 +127,15 @@ func TestSigtermDrainsCalls(t *testing.T) {
 	c := e.client()
 	keys := []string{"term-1", "term-2", "term-3", "term-4", "term-5"}
 	for _, k := range keys {
-		go func() { _, _ = c.Call(t.Context(), topics.Intent{Tool: "t.slow", Key: k, Args: map[string]any{}}) }()
+		go func() { _, _ = c.Call(t.Context(), wire.Intent{Tool: "t.slow", Key: k, Args: map[string]any{}}) }()
 	}
 	l.waitArrivals(t, len(keys), 30*time.Second)
 	a.signal(syscall.SIGTERM)
 	a.exited(t, 20*time.Second)
 	e.startProc(yaml, dir)
 	for _, k := range keys {
-		got := e.call(c, topics.Intent{Tool: "t.slow", Key: k, Args: map[string]any{}}, 20*time.Second)
-		if got.Status != topics.StatusSucceeded || !got.WasReplay {
+		got := e.call(c, wire.Intent{Tool: "t.slow", Key: k, Args: map[string]any{}}, 20*time.Second)
+		if got.Status != codes.StatusSucceeded || !got.WasReplay {
 			t.Fatalf("%s after SIGTERM: %+v", k, got)
 		}
 	}
@@ -152,12 +153,12 @@ func TestSigtermAnswersReadOnlyCalls(t *testing.T) {
 	l := newLedger(t)
 	a := e.startProc(l.toolsYAML(""), "")
 	c := e.client()
-	answers := make(chan *topics.Result, 3)
+	answers := make(chan *wire.Result, 3)
 	for i := 0; i < 3; i++ {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			res, err := c.Call(ctx, topics.Intent{Tool: "t.roslow", Key: fmt.Sprintf("ro-%d", i), Args: map[string]any{}})
+			res, err := c.Call(ctx, wire.Intent{Tool: "t.roslow", Key: fmt.Sprintf("ro-%d", i), Args: map[string]any{}})
 			if err != nil {
 				t.Logf("call ro-%d: %v", i, err)
 			}
@@ -169,7 +170,7 @@ func TestSigtermAnswersReadOnlyCalls(t *testing.T) {
 	a.exited(t, 20*time.Second)
 	for i := 0; i < 3; i++ {
 		res := <-answers
-		if res == nil || res.Status != topics.StatusSucceeded {
+		if res == nil || res.Status != codes.StatusSucceeded {
 			t.Fatalf("a read-only call in flight at SIGTERM: %+v", res)
 		}
 	}

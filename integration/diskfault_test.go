@@ -11,9 +11,10 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 	"github.com/cockroachdb/pebble/vfs/errorfs"
 
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/executor"
 	"github.com/atmostonce/toolexec/state"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // TestViewWriteFailureStopsTheMember: the member's disk refuses the Pebble
@@ -48,13 +49,13 @@ func TestViewWriteFailureStopsTheMember(t *testing.T) {
 	// view write after the fault is the next call's tick.
 	for p := int32(0); p < e.partitions; p++ {
 		key := keyOn(e, "disk-a", p)
-		if res := e.call(c, topics.Intent{Tool: "t.ok", Key: key, Args: map[string]any{}}, time.Minute); res.Status != topics.StatusSucceeded {
+		if res := e.call(c, wire.Intent{Tool: "t.ok", Key: key, Args: map[string]any{}}, time.Minute); res.Status != codes.StatusSucceeded {
 			t.Fatalf("before the fault: %+v", res)
 		}
 	}
 	results := e.collect(e.names.Results)
 	full.Store(true)
-	in := topics.Intent{Tool: "t.okttl", Key: "disk-b", Args: map[string]any{"n": 1}}
+	in := wire.Intent{Tool: "t.okttl", Key: "disk-b", Args: map[string]any{"n": 1}}
 	id := e.send(in)
 	select {
 	case err := <-done:
@@ -77,13 +78,13 @@ func TestViewWriteFailureStopsTheMember(t *testing.T) {
 	}
 	e.startReconciler(reg, "", nil)
 	res := results.waitResult(t, id, 2*time.Minute)
-	if res.Status != topics.StatusSucceeded {
+	if res.Status != codes.StatusSucceeded {
 		t.Fatalf("disk-b, settled: %+v", res)
 	}
 	time.Sleep(2 * time.Second) // a second answer would be here by now
 	terminal := 0
 	for _, r := range results.results(id) {
-		if topics.Terminal(r.Status) {
+		if codes.Terminal(r.Status) {
 			terminal++
 		}
 	}
@@ -99,7 +100,7 @@ func TestViewWriteFailureStopsTheMember(t *testing.T) {
 func keyOn(e *env, prefix string, p int32) string {
 	for i := 0; ; i++ {
 		k := prefix + "-" + strconv.Itoa(i)
-		if topics.Partition(topics.RoutingKey(topics.DefaultTenant, k), e.partitions) == p {
+		if wire.Partition(wire.RoutingKey(wire.DefaultTenant, k), e.partitions) == p {
 			return k
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/atmostonce/toolexec/executor"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // TestDrainThatCannotRecordEndsCleanly: a member drains (here for a
@@ -35,13 +35,13 @@ func TestDrainThatCannotRecordEndsCleanly(t *testing.T) {
 	})
 	u.callOK(t, "dr-0") // restored, and a first commit went through
 	go func() {
-		_, _ = u.client.Call(u.ctx, topics.Intent{Tool: "t.block", Key: "dr-1", Args: map[string]any{}})
+		_, _ = u.client.Call(u.ctx, wire.Intent{Tool: "t.block", Key: "dr-1", Args: map[string]any{}})
 	}()
 	u.ledger.waitArrivals(t, 2, 30*time.Second) // dr-0, and dr-1 in flight: the drain has work
 	refuse := &offsetsRefuser{cluster: u.cluster, topic: u.names.Events}
 	u.cluster.ControlKey(int16(kmsg.ListOffsets), refuse.control)
 	u.drop.arm() // dr-2's commit is applied, its answer lost: the partition must catch up
-	go func() { _, _ = u.client.Call(u.ctx, topics.Intent{Tool: "t.ok", Key: "dr-2", Args: map[string]any{}}) }()
+	go func() { _, _ = u.client.Call(u.ctx, wire.Intent{Tool: "t.ok", Key: "dr-2", Args: map[string]any{}}) }()
 	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(logged(&mu, &logs), "partitions catch up from the log"); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no transaction end was left unconfirmed")

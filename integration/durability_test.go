@@ -13,8 +13,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // On a single broker (kfake, or deploy/kafka's one node) the member
@@ -31,7 +33,7 @@ func TestSingleBrokerStartsWithOneWarning(t *testing.T) {
 	p := e.startInproc(registry(t, l.toolsYAML("")), func(cfg *executorConfig) {
 		cfg.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	})
-	if res := e.call(e.client(), topics.Intent{Tool: "t.ok", Key: "single-1", Args: map[string]any{}}, 60*time.Second); res.Status != topics.StatusSucceeded {
+	if res := e.call(e.client(), wire.Intent{Tool: "t.ok", Key: "single-1", Args: map[string]any{}}, 60*time.Second); res.Status != codes.StatusSucceeded {
 		t.Fatalf("%+v", res)
 	}
 	p.stop()

@@ -13,7 +13,7 @@ import (
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // TestLiveAndRestoredFoldsStoreTheSameBytes: the records a member stored
@@ -29,7 +29,7 @@ func TestLiveAndRestoredFoldsStoreTheSameBytes(t *testing.T) {
 	ex := e.startInproc(registry(t, l.toolsYAML("")), nil)
 	c := e.client()
 	args := map[string]any{"order": "o-1", "amount": 120}
-	for _, in := range []topics.Intent{
+	for _, in := range []wire.Intent{
 		{Tool: "t.ok", Key: "ok-1", Args: args},
 		{Tool: "t.ok", Key: "ok-1", Args: args},                              // replayed
 		{Tool: "t.ok", Key: "ok-1", Args: map[string]any{"order": "o-2"}},    // conflicted
@@ -44,10 +44,10 @@ func TestLiveAndRestoredFoldsStoreTheSameBytes(t *testing.T) {
 	} {
 		e.call(c, in, 30*time.Second)
 	}
-	if r := e.callPending(c, topics.Intent{Tool: "t.hang", Key: "doubt-1", Args: map[string]any{}}, 5*time.Second); r.Error == nil || r.Error.Code != "in_doubt" {
+	if r := e.callPending(c, wire.Intent{Tool: "t.hang", Key: "doubt-1", Args: map[string]any{}}, 5*time.Second); r.Error == nil || r.Error.Code != "in_doubt" {
 		t.Fatalf("hanging call: %+v", r)
 	}
-	e.callPending(c, topics.Intent{Tool: "t.hang", Key: "doubt-1", Args: map[string]any{}}, 3*time.Second) // waits
+	e.callPending(c, wire.Intent{Tool: "t.hang", Key: "doubt-1", Args: map[string]any{}}, 3*time.Second) // waits
 	ex.stop()
 
 	live := storedRecords(t, filepath.Join(ex.dir, "state"))
@@ -60,7 +60,7 @@ func TestLiveAndRestoredFoldsStoreTheSameBytes(t *testing.T) {
 	defer cancel()
 	for p := range e.partitions {
 		if _, err := eventlog.RestoreInto(ctx, st, e.adm, p, eventlog.RestoreOptions{Seeds: brokers, Topic: e.names.Events,
-			PartitionOf: func(tenant, key string) int32 { return topics.Partition(topics.RoutingKey(tenant, key), e.partitions) }}); err != nil {
+			PartitionOf: func(tenant, key string) int32 { return wire.Partition(wire.RoutingKey(tenant, key), e.partitions) }}); err != nil {
 			t.Fatal(err)
 		}
 	}

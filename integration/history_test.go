@@ -11,7 +11,7 @@ import (
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/executor"
 	"github.com/atmostonce/toolexec/saga"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 type executorConfig = executor.Config
@@ -19,7 +19,7 @@ type executorConfig = executor.Config
 // history reads a key's committed events.
 func history(t *testing.T, e *env, tenant, key string) []*saga.Event {
 	t.Helper()
-	return keyEvents(t, e.adm, brokers, e.names.Events, e.partitions, topics.RoutingKey(tenant, key))
+	return keyEvents(t, e.adm, brokers, e.names.Events, e.partitions, wire.RoutingKey(tenant, key))
 }
 
 // keyEvents reads the events of routing key rk from the events topic,
@@ -30,7 +30,7 @@ func keyEvents(t *testing.T, adm *kadm.Client, seeds []string, topic string, par
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p := topics.Partition(rk, partitions)
+	p := wire.Partition(rk, partitions)
 	end, err := eventlog.Target(ctx, adm, topic, p, 20*time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // Test 7: an intent produced on purpose to the wrong partition is
@@ -19,13 +20,13 @@ func TestWrongPartitionIsForwarded(t *testing.T) {
 	res := e.collect(e.names.Results)
 	for i := 0; i < 4; i++ {
 		key := "fw-" + randHex(3)
-		rk := topics.RoutingKey("default", key)
-		wrong := (topics.Partition(rk, e.partitions) + 1) % e.partitions
+		rk := wire.RoutingKey("default", key)
+		wrong := (wire.Partition(rk, e.partitions) + 1) % e.partitions
 		id := "fw" + randHex(4)
 		in := map[string]any{"v": 1, "type": "call", "id": id, "key": key, "tool": "t.ok", "args": map[string]any{"i": i}}
 		e.produceRaw(e.names.Intents, wrong, rk, mustMsgpack(t, in))
 		got := res.waitResult(t, id, 30*time.Second)
-		if got.Status != topics.StatusSucceeded || got.WasReplay {
+		if got.Status != codes.StatusSucceeded || got.WasReplay {
 			t.Fatalf("forwarded intent: %+v", got)
 		}
 	}
@@ -56,31 +57,31 @@ func TestBadInputIsRejectedAndDeadLettered(t *testing.T) {
 		rk         string
 		value      []byte
 	}{
-		{"", topics.ReasonUndecodable, "acme/garbage", []byte{0xc1, 0xff, 0x00, 'z'}},
-		{"b-noid", topics.ReasonMissingField, "acme/k-b-noid", mustMsgpack(t, call("", func(m map[string]any) { delete(m, "id"); m["key"] = "k-b-noid" }))},
-		{"b-nokey", topics.ReasonMissingField, "acme/", mustMsgpack(t, call("b-nokey", func(m map[string]any) { delete(m, "key") }))},
-		{"b-tool", topics.ReasonUnknownTool, "acme/k-b-tool", mustMsgpack(t, call("b-tool", func(m map[string]any) { m["tool"] = "no.such.tool" }))},
-		{"b-big", topics.ReasonOversized, "acme/k-b-big", mustMsgpack(t, call("b-big", func(m map[string]any) {
+		{"", codes.ReasonUndecodable, "acme/garbage", []byte{0xc1, 0xff, 0x00, 'z'}},
+		{"b-noid", codes.ReasonMissingField, "acme/k-b-noid", mustMsgpack(t, call("", func(m map[string]any) { delete(m, "id"); m["key"] = "k-b-noid" }))},
+		{"b-nokey", codes.ReasonMissingField, "acme/", mustMsgpack(t, call("b-nokey", func(m map[string]any) { delete(m, "key") }))},
+		{"b-tool", codes.ReasonUnknownTool, "acme/k-b-tool", mustMsgpack(t, call("b-tool", func(m map[string]any) { m["tool"] = "no.such.tool" }))},
+		{"b-big", codes.ReasonOversized, "acme/k-b-big", mustMsgpack(t, call("b-big", func(m map[string]any) {
 			m["tool"] = "t.small"
 			m["args"] = map[string]any{"blob": strings.Repeat("x", 200)}
 		}))},
-		{"b-tenant", topics.ReasonWrongTenant, "other/k-b-tenant", mustMsgpack(t, call("b-tenant", nil))},
-		{"b-v2", topics.ReasonUnsupportedVersion, "acme/k-b-v2", mustMsgpack(t, call("b-v2", func(m map[string]any) { m["v"] = 2 }))},
-		{"b-resolve", topics.ReasonResolveOnIntents, "acme/k-b-resolve", mustMsgpack(t, call("b-resolve", func(m map[string]any) { m["type"] = "resolve"; m["outcome"] = "succeeded" }))},
-		{"b-reply", topics.ReasonBadReplyTo, "acme/k-b-reply", mustMsgpack(t, call("b-reply", func(m map[string]any) { m["reply_to"] = e.names.Events }))},
+		{"b-tenant", codes.ReasonWrongTenant, "other/k-b-tenant", mustMsgpack(t, call("b-tenant", nil))},
+		{"b-v2", codes.ReasonUnsupportedVersion, "acme/k-b-v2", mustMsgpack(t, call("b-v2", func(m map[string]any) { m["v"] = 2 }))},
+		{"b-resolve", codes.ReasonResolveOnIntents, "acme/k-b-resolve", mustMsgpack(t, call("b-resolve", func(m map[string]any) { m["type"] = "resolve"; m["outcome"] = "succeeded" }))},
+		{"b-reply", codes.ReasonBadReplyTo, "acme/k-b-reply", mustMsgpack(t, call("b-reply", func(m map[string]any) { m["reply_to"] = e.names.Events }))},
 	}
 	for _, c := range cases {
 		e.produceRaw(e.names.Intents, 0, c.rk, c.value)
 	}
 	good := call("good", nil)
 	e.produceRaw(e.names.Intents, 0, "acme/k-good", mustMsgpack(t, good))
-	if got := res.waitResult(t, "good", 30*time.Second); got.Status != topics.StatusSucceeded {
+	if got := res.waitResult(t, "good", 30*time.Second); got.Status != codes.StatusSucceeded {
 		t.Fatalf("a valid intent after bad input: %+v", got)
 	}
 	for _, c := range cases {
 		if c.id != "" && c.id != "b-noid" {
 			got := res.waitResult(t, c.id, 10*time.Second)
-			if got.Status != topics.StatusRejected || got.Error == nil || got.Error.Code != c.reason {
+			if got.Status != codes.StatusRejected || got.Error == nil || got.Error.Code != c.reason {
 				t.Errorf("%s: want rejected/%s, got %+v", c.id, c.reason, got)
 			}
 		}
@@ -97,7 +98,7 @@ func hasDeadLetter(c *collector, rk, reason string) bool {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, r := range c.records() {
-			d, err := topics.DecodeDeadLetter(r.Value)
+			d, err := wire.DecodeDeadLetter(r.Value)
 			if err == nil && d.Reason == reason && string(r.Key) == rk && len(d.Value) > 0 {
 				return true
 			}

@@ -9,10 +9,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/wire"
 )
 
-// TestPoisonSuite (issue 12 §1): hostile records, and a record over every
+// TestPoisonSuite: hostile records, and a record over every
 // bound of a copied field, go in among 200 normal intents spread over all
 // partitions. Every normal intent is answered, every hostile record whose
 // id can be read is answered (rejected, or answered on the results topic
@@ -55,7 +56,7 @@ func TestPoisonSuite(t *testing.T) {
 	l.releaseAll()
 
 	for _, id := range sent {
-		if got := res.waitResult(t, id, 60*time.Second); got.Status != topics.StatusSucceeded {
+		if got := res.waitResult(t, id, 60*time.Second); got.Status != codes.StatusSucceeded {
 			t.Errorf("normal intent %s: %+v", id, got)
 		}
 	}
@@ -63,7 +64,7 @@ func TestPoisonSuite(t *testing.T) {
 		h.check(t, res, dlq)
 	}
 	late := res.waitResult(t, "p-gone-late", 60*time.Second)
-	if late.Status != topics.StatusSucceeded || late.ReplyToError == "" {
+	if late.Status != codes.StatusSucceeded || late.ReplyToError == "" {
 		t.Errorf("the answer owed to a deleted reply_to: %+v (want succeeded on the results topic, with reply_to_error)", late)
 	}
 	aborted := metricValue(t, m.ex.Metrics().Txns.WithLabelValues("aborted"))
@@ -121,7 +122,7 @@ func (p poisonRecord) check(t *testing.T, res, dlq *collector) {
 		t.Errorf("%s: no dead letter with reason %s (have %v)", p.name, p.reason, reasons(dlq))
 		return
 	}
-	if d.ValueLen != len(p.value) || len(d.Value) > topics.MaxDeadLetterPrefix || len(d.ValueSHA256) != 32 {
+	if d.ValueLen != len(p.value) || len(d.Value) > wire.MaxDeadLetterPrefix || len(d.ValueSHA256) != 32 {
 		t.Errorf("%s: dead letter keeps %d of %d bytes (value_len %d, sha256 %d bytes)", p.name, len(d.Value), len(p.value), d.ValueLen, len(d.ValueSHA256))
 	}
 }
@@ -129,18 +130,18 @@ func (p poisonRecord) check(t *testing.T, res, dlq *collector) {
 func terminalCount(c *collector, id string) int {
 	n := 0
 	for _, r := range c.results(id) {
-		if topics.Terminal(r.Status) {
+		if codes.Terminal(r.Status) {
 			n++
 		}
 	}
 	return n
 }
 
-func waitDeadLetter(t *testing.T, c *collector, rk, reason string) *topics.DeadLetter {
+func waitDeadLetter(t *testing.T, c *collector, rk, reason string) *wire.DeadLetter {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, r := range c.records() {
-			if d, err := topics.DecodeDeadLetter(r.Value); err == nil && d.Reason == reason && string(r.Key) == rk {
+			if d, err := wire.DecodeDeadLetter(r.Value); err == nil && d.Reason == reason && string(r.Key) == rk {
 				return d
 			}
 		}
@@ -157,8 +158,9 @@ func intentMap(id, tenant, key, tool string, extra map[string]any) map[string]an
 	return m
 }
 
-// poisonRecords lists the hostile records: every way in that issue 12
-// reproduced, and one record over each bound of a copied field.
+// poisonRecords lists the hostile records: every known way to wedge a
+// member with one record, and one record over each bound of a copied
+// field.
 func poisonRecords(t *testing.T, e *env, gone string) []poisonRecord {
 	call := func(id string, extra map[string]any) []byte {
 		return mustMsgpack(t, intentMap(id, "default", "k-"+id, "t.ok", extra))
@@ -168,37 +170,37 @@ func poisonRecords(t *testing.T, e *env, gone string) []poisonRecord {
 	rk := func(id string) string { return "default/k-" + id }
 	return []poisonRecord{
 		{name: "600 KB traceparent", rk: rk("p-tp"), value: call("p-tp", nil), headers: tp(long(600 << 10)),
-			id: "p-tp", status: topics.StatusRejected, code: topics.ReasonOversized, reason: topics.ReasonOversized},
-		{name: "traceparent one byte over", rk: rk("p-tp56"), value: call("p-tp56", nil), headers: tp(long(topics.MaxTraceparentBytes + 1)),
-			id: "p-tp56", status: topics.StatusRejected, code: topics.ReasonOversized, reason: topics.ReasonOversized},
+			id: "p-tp", status: codes.StatusRejected, code: codes.ReasonOversized, reason: codes.ReasonOversized},
+		{name: "traceparent one byte over", rk: rk("p-tp56"), value: call("p-tp56", nil), headers: tp(long(wire.MaxTraceparentBytes + 1)),
+			id: "p-tp56", status: codes.StatusRejected, code: codes.ReasonOversized, reason: codes.ReasonOversized},
 		{name: "tracestate over its bound", rk: rk("p-ts"), value: call("p-ts", nil),
-			headers: []kgo.RecordHeader{{Key: "tracestate", Value: []byte(long(topics.MaxTracestateBytes + 1))}},
-			id:      "p-ts", status: topics.StatusRejected, code: topics.ReasonOversized, reason: topics.ReasonOversized},
+			headers: []kgo.RecordHeader{{Key: "tracestate", Value: []byte(long(wire.MaxTracestateBytes + 1))}},
+			id:      "p-ts", status: codes.StatusRejected, code: codes.ReasonOversized, reason: codes.ReasonOversized},
 		{name: "headers over their bound", rk: rk("p-hdr"), value: call("p-hdr", nil),
-			headers: []kgo.RecordHeader{{Key: "x-junk", Value: []byte(long(topics.MaxForwardHeaderBytes + 1))}},
-			id:      "p-hdr", status: topics.StatusRejected, code: topics.ReasonOversized, reason: topics.ReasonOversized},
-		{name: "scope.run_id over its bound", rk: rk("p-run"), value: call("p-run", map[string]any{"scope": map[string]any{"run_id": long(topics.MaxScopeFieldBytes + 1)}}),
-			id: "p-run", status: topics.StatusRejected, code: topics.ReasonOversized, reason: topics.ReasonOversized},
-		{name: "scope.thread_id over its bound", rk: rk("p-thr"), value: call("p-thr", map[string]any{"scope": map[string]any{"thread_id": long(topics.MaxScopeFieldBytes + 1)}}),
-			id: "p-thr", status: topics.StatusRejected, code: topics.ReasonOversized, reason: topics.ReasonOversized},
-		{name: "by over its bound", rk: rk("p-by"), value: call("p-by", map[string]any{"by": long(topics.MaxByBytes + 1)}),
-			id: "p-by", status: topics.StatusRejected, code: topics.ReasonOversized, reason: topics.ReasonOversized},
-		{name: "reason over its bound", rk: rk("p-why"), value: call("p-why", map[string]any{"reason": long(topics.MaxReasonBytes + 1)}),
-			id: "p-why", status: topics.StatusRejected, code: topics.ReasonOversized, reason: topics.ReasonOversized},
+			headers: []kgo.RecordHeader{{Key: "x-junk", Value: []byte(long(wire.MaxForwardHeaderBytes + 1))}},
+			id:      "p-hdr", status: codes.StatusRejected, code: codes.ReasonOversized, reason: codes.ReasonOversized},
+		{name: "scope.run_id over its bound", rk: rk("p-run"), value: call("p-run", map[string]any{"scope": map[string]any{"run_id": long(wire.MaxScopeFieldBytes + 1)}}),
+			id: "p-run", status: codes.StatusRejected, code: codes.ReasonOversized, reason: codes.ReasonOversized},
+		{name: "scope.thread_id over its bound", rk: rk("p-thr"), value: call("p-thr", map[string]any{"scope": map[string]any{"thread_id": long(wire.MaxScopeFieldBytes + 1)}}),
+			id: "p-thr", status: codes.StatusRejected, code: codes.ReasonOversized, reason: codes.ReasonOversized},
+		{name: "by over its bound", rk: rk("p-by"), value: call("p-by", map[string]any{"by": long(wire.MaxByBytes + 1)}),
+			id: "p-by", status: codes.StatusRejected, code: codes.ReasonOversized, reason: codes.ReasonOversized},
+		{name: "reason over its bound", rk: rk("p-why"), value: call("p-why", map[string]any{"reason": long(wire.MaxReasonBytes + 1)}),
+			id: "p-why", status: codes.StatusRejected, code: codes.ReasonOversized, reason: codes.ReasonOversized},
 		{name: "compressed intent over 1 MiB with a readable id", rk: rk("p-huge"), big: true,
-			value: call("p-huge", map[string]any{"padding": long(topics.MaxMessageBytes + 100<<10)}),
-			id:    "p-huge", status: topics.StatusRejected, code: topics.ReasonOversized, reason: topics.ReasonOversized},
+			value: call("p-huge", map[string]any{"padding": long(wire.MaxMessageBytes + 100<<10)}),
+			id:    "p-huge", status: codes.StatusRejected, code: codes.ReasonOversized, reason: codes.ReasonOversized},
 		{name: "compressed value over 1 MiB with no id", rk: "default/k-p-huge-anon", big: true,
-			value:  mustMsgpack(t, map[string]any{"padding": long(topics.MaxMessageBytes + 100<<10)}),
-			reason: topics.ReasonOversized},
+			value:  mustMsgpack(t, map[string]any{"padding": long(wire.MaxMessageBytes + 100<<10)}),
+			reason: codes.ReasonOversized},
 		{name: "undecodable, id readable", rk: rk("p-type"), value: call("p-type", map[string]any{"deadline_ms": "soon"}),
-			id: "p-type", status: topics.StatusRejected, code: topics.ReasonInvalidField, reason: topics.ReasonInvalidField},
+			id: "p-type", status: codes.StatusRejected, code: codes.ReasonInvalidField, reason: codes.ReasonInvalidField},
 		{name: "undecodable, no id", rk: "default/k-p-garbage", value: []byte{0xc1, 0xff, 0x00},
-			reason: topics.ReasonUndecodable},
+			reason: codes.ReasonUndecodable},
 		{name: "reply_to that never existed", rk: rk("p-noreply"), value: call("p-noreply", map[string]any{"reply_to": e.prefix + "never"}),
-			id: "p-noreply", status: topics.StatusSucceeded},
+			id: "p-noreply", status: codes.StatusSucceeded},
 		{name: "reply_to deleted before the intent", rk: rk("p-gone"), value: call("p-gone", map[string]any{"reply_to": gone}),
-			id: "p-gone", status: topics.StatusSucceeded},
+			id: "p-gone", status: codes.StatusSucceeded},
 	}
 }
 
@@ -214,7 +216,7 @@ func produceCompressed(t *testing.T, e *env, rk string, value []byte) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r := &kgo.Record{Topic: e.names.Intents, Partition: topics.Partition(rk, e.partitions), Key: []byte(rk), Value: value}
+	r := &kgo.Record{Topic: e.names.Intents, Partition: wire.Partition(rk, e.partitions), Key: []byte(rk), Value: value}
 	if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +248,7 @@ func deleteTopic(t *testing.T, e *env, name string) {
 	}
 }
 
-// TestReadsOfTwoTenantsWithOneIntentID (issue 12 §2): tenants alice and bob
+// TestReadsOfTwoTenantsWithOneIntentID: tenants alice and bob
 // each send intent id req-1 to a read-only tool on the same partition;
 // both are answered. Before the fix the pending reads shared one entry
 // keyed by partition and intent id, and only bob was answered.
@@ -271,14 +273,14 @@ func TestReadsOfTwoTenantsWithOneIntentID(t *testing.T) {
 func answeredTenants(c *collector, id string) map[string]bool {
 	out := map[string]bool{}
 	for _, r := range c.results(id) {
-		if topics.Terminal(r.Status) && r.Status == topics.StatusSucceeded {
+		if codes.Terminal(r.Status) && r.Status == codes.StatusSucceeded {
 			out[r.Tenant] = true
 		}
 	}
 	return out
 }
 
-// TestCompensateBeforeDeadlineIsRefused (issue 12 §4): a call timed out
+// TestCompensateBeforeDeadlineIsRefused: a call timed out
 // (outcome unknown: the request may still be processed), no call runs in
 // the executor any more, and the tool's pending_ttl has not passed. An
 // agent's compensate is refused: the undo must never run before the
@@ -296,7 +298,7 @@ func TestCompensateBeforeDeadlineIsRefused(t *testing.T) {
 	delete(comp, "tool")
 	e.produceRaw(e.names.Intents, 0, "default/early-undo", mustMsgpack(t, comp))
 	got := res.waitResult(t, "undo-1", 30*time.Second)
-	if got.Status != topics.StatusRejected || got.Error == nil || got.Error.Code != topics.ReasonInvalidCommand {
+	if got.Status != codes.StatusRejected || got.Error == nil || got.Error.Code != codes.ReasonInvalidCommand {
 		t.Fatalf("compensate of a call in doubt within its pending_ttl: %+v", got)
 	}
 	if n := l.total(); n != 1 {

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/atmostonce/toolexec/executor"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // TestCommitRefusedAsConcurrentStopsTheMember: the transaction
@@ -37,7 +37,7 @@ func TestCommitRefusedAsConcurrentStopsTheMember(t *testing.T) {
 		resp.ErrorCode = kerr.ConcurrentTransactions.Code
 		return resp, nil, true
 	})
-	go func() { _, _ = u.client.Call(u.ctx, topics.Intent{Tool: "t.ok", Key: "crc-1", Args: map[string]any{}}) }()
+	go func() { _, _ = u.client.Call(u.ctx, wire.Intent{Tool: "t.ok", Key: "crc-1", Args: map[string]any{}}) }()
 	start := time.Now()
 	select {
 	case <-u.ended:

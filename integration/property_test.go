@@ -10,10 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/executor"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/tools"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // Test 10: random histories of intents, duplicates, argument changes,
@@ -125,7 +126,7 @@ func (h *propHistory) send() {
 	if h.rng.IntN(4) == 0 {
 		part = h.rng.Int32N(h.e.partitions) // sometimes the wrong partition: forwarded
 	}
-	h.e.produceRaw(h.e.names.Intents, part, topics.RoutingKey("default", key), mustMsgpack(h.t, in))
+	h.e.produceRaw(h.e.names.Intents, part, wire.RoutingKey("default", key), mustMsgpack(h.t, in))
 	h.sent = append(h.sent, sentIntent{id: id, key: key})
 }
 
@@ -172,7 +173,7 @@ func (h *propHistory) removeMember() {
 
 // check waits for the system to settle and compares it with the model.
 // The verdict is the last snapshot the wait loop took, never a fresh read
-// (issue 18: a second read after the loop saw a key leave doubt before
+// (a second read after the loop saw a key leave doubt before
 // its answer was in, and reported an answered intent as lost).
 func (h *propHistory) check() {
 	deadline := time.Now().Add(60 * time.Second)
@@ -228,7 +229,7 @@ func (h *propHistory) unsettled() []sentIntent {
 func terminalAnswers(t *testing.T, e *env) map[string]bool {
 	out := map[string]bool{}
 	for _, r := range readCommitted(t, e, e.names.Results) {
-		if res, err := topics.DecodeResult(r.Value); err == nil && topics.Terminal(res.Status) {
+		if res, err := wire.DecodeResult(r.Value); err == nil && codes.Terminal(res.Status) {
 			out[res.IntentID] = true
 		}
 	}

@@ -9,7 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // produceRaw writes bytes to a topic partition as an agent in any language
@@ -17,7 +18,7 @@ import (
 func (e *env) produceRaw(topic string, partition int32, key string, value []byte, headers ...kgo.RecordHeader) {
 	e.t.Helper()
 	if partition < 0 {
-		partition = topics.Partition(key, e.partitions)
+		partition = wire.Partition(key, e.partitions)
 	}
 	r := &kgo.Record{Topic: topic, Partition: partition, Key: []byte(key), Value: value, Headers: headers}
 	if key == "" {
@@ -83,10 +84,10 @@ func (c *collector) records() []*kgo.Record {
 }
 
 // results returns every answer to intentID seen so far.
-func (c *collector) results(intentID string) []*topics.Result {
-	var out []*topics.Result
+func (c *collector) results(intentID string) []*wire.Result {
+	var out []*wire.Result
 	for _, r := range c.records() {
-		if res, err := topics.DecodeResult(r.Value); err == nil && res.IntentID == intentID {
+		if res, err := wire.DecodeResult(r.Value); err == nil && res.IntentID == intentID {
 			out = append(out, res)
 		}
 	}
@@ -94,12 +95,12 @@ func (c *collector) results(intentID string) []*topics.Result {
 }
 
 // waitResult waits for a terminal answer to intentID.
-func (c *collector) waitResult(t *testing.T, intentID string, within time.Duration) *topics.Result {
+func (c *collector) waitResult(t *testing.T, intentID string, within time.Duration) *wire.Result {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		for _, res := range c.results(intentID) {
-			if topics.Terminal(res.Status) {
+			if codes.Terminal(res.Status) {
 				return res
 			}
 		}
@@ -110,10 +111,10 @@ func (c *collector) waitResult(t *testing.T, intentID string, within time.Durati
 }
 
 // deadLetters decodes every dead letter seen so far.
-func (c *collector) deadLetters() []*topics.DeadLetter {
-	var out []*topics.DeadLetter
+func (c *collector) deadLetters() []*wire.DeadLetter {
+	var out []*wire.DeadLetter
 	for _, r := range c.records() {
-		if d, err := topics.DecodeDeadLetter(r.Value); err == nil {
+		if d, err := wire.DecodeDeadLetter(r.Value); err == nil {
 			out = append(out, d)
 		}
 	}

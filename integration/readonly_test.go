@@ -5,7 +5,8 @@ import (
 	"time"
 
 	"github.com/atmostonce/toolexec/client"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // TestReadOnlyAnsweredAfterCrash: the owner dies (kill -9) while a
@@ -20,7 +21,7 @@ func TestReadOnlyAnsweredAfterCrash(t *testing.T) {
 	yaml := l.toolsYAML("")
 	results := e.collect(e.names.Results)
 	a := e.startProc(yaml, "", "TOOLEXEC_FAULT=during_call:exit:ro-crash")
-	in := topics.Intent{ID: client.NewID(), Tool: "t.roslow", Key: "ro-crash", Args: map[string]any{"q": 1}}
+	in := wire.Intent{ID: client.NewID(), Tool: "t.roslow", Key: "ro-crash", Args: map[string]any{"q": 1}}
 	c := e.client()
 	go func() { _, _ = c.Call(t.Context(), in) }()
 	a.exited(t, 30*time.Second)
@@ -29,7 +30,7 @@ func TestReadOnlyAnsweredAfterCrash(t *testing.T) {
 	}
 	e.startProc(yaml, "")
 	res := results.waitResult(t, in.ID, 45*time.Second)
-	if res.Status != topics.StatusSucceeded || res.WasReplay {
+	if res.Status != codes.StatusSucceeded || res.WasReplay {
 		t.Fatalf("answer after the crash: %+v", res)
 	}
 	time.Sleep(3 * time.Second) // room for a second answer, which must not come

@@ -20,10 +20,11 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/reconciler"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/tools"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // effects is a real HTTP tool server that records every effect. Effects
@@ -279,16 +280,16 @@ func (r *recon) crashed(t *testing.T, within time.Duration) {
 }
 
 // send produces a call intent (as any agent would) and returns its id.
-func (e *env) send(in topics.Intent) string {
+func (e *env) send(in wire.Intent) string {
 	e.t.Helper()
-	in.V, in.Type = topics.Version, topics.TypeCall
+	in.V, in.Type = wire.Version, wire.TypeCall
 	if in.Tenant == "" {
-		in.Tenant = topics.DefaultTenant
+		in.Tenant = wire.DefaultTenant
 	}
 	if in.ID == "" {
 		in.ID = "i-" + randHex(6)
 	}
-	b, err := topics.EncodeIntent(&in)
+	b, err := wire.EncodeIntent(&in)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -302,7 +303,7 @@ func waitPending(t *testing.T, c *collector, intentID string, within time.Durati
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		for _, res := range c.results(intentID) {
-			if !topics.Terminal(res.Status) {
+			if !codes.Terminal(res.Status) {
 				return
 			}
 			t.Fatalf("%s got a terminal answer, want pending first: %+v", intentID, res)
@@ -314,7 +315,7 @@ func waitPending(t *testing.T, c *collector, intentID string, within time.Durati
 
 // inDoubtPair sends an intent and a duplicate and waits until both are
 // parked: the key is in doubt and the duplicate waits for it.
-func (e *env) inDoubtPair(res *collector, in topics.Intent) (first, dup string) {
+func (e *env) inDoubtPair(res *collector, in wire.Intent) (first, dup string) {
 	e.t.Helper()
 	first = e.send(in)
 	waitPending(e.t, res, first, 60*time.Second)
@@ -324,10 +325,10 @@ func (e *env) inDoubtPair(res *collector, in topics.Intent) (first, dup string) 
 }
 
 // commands decodes the commands on the control topic for (tenant, key).
-func commands(c *collector, tenant, key string) []topics.Intent {
-	var out []topics.Intent
+func commands(c *collector, tenant, key string) []wire.Intent {
+	var out []wire.Intent
 	for _, r := range c.records() {
-		var in topics.Intent
+		var in wire.Intent
 		if msgpack.Unmarshal(r.Value, &in) == nil && in.Tenant == tenant && in.Key == key {
 			out = append(out, in)
 		}
@@ -335,7 +336,7 @@ func commands(c *collector, tenant, key string) []topics.Intent {
 	return out
 }
 
-func countType(cmds []topics.Intent, typ string) int {
+func countType(cmds []wire.Intent, typ string) int {
 	n := 0
 	for _, c := range cmds {
 		if c.Type == typ {
@@ -348,7 +349,7 @@ func countType(cmds []topics.Intent, typ string) int {
 // settledBy finds the event that settled the key and checks its author.
 func settledBy(t *testing.T, e *env, key string, kind saga.EventKind, by string) *saga.Event {
 	t.Helper()
-	for _, ev := range history(t, e, topics.DefaultTenant, key) {
+	for _, ev := range history(t, e, wire.DefaultTenant, key) {
 		if ev.Kind == kind {
 			if ev.By != by {
 				t.Fatalf("%s of %s by %q, want %q (%+v)", kind, key, ev.By, by, ev)
@@ -382,13 +383,13 @@ func TestReconcileNativeKeyRetriesWithSameKey(t *testing.T) {
 	reg := registry(t, fx.toolsYAML())
 	e.startInproc(reg, nil)
 	res := e.collect(e.names.Results)
-	in := topics.Intent{Tool: "r.native", Key: "nk-1", Args: map[string]any{"amount": 7}}
+	in := wire.Intent{Tool: "r.native", Key: "nk-1", Args: map[string]any{"amount": 7}}
 	first, dup := e.inDoubtPair(res, in)
 
 	r := e.startReconciler(reg, "", nil)
 	a, b := res.waitResult(t, first, 60*time.Second), res.waitResult(t, dup, 30*time.Second)
-	for _, x := range []*topics.Result{a, b} {
-		if x.Status != topics.StatusSucceeded || x.OriginalIntentID != first {
+	for _, x := range []*wire.Result{a, b} {
+		if x.Status != codes.StatusSucceeded || x.OriginalIntentID != first {
 			t.Fatalf("answer %+v", x)
 		}
 	}
@@ -406,7 +407,7 @@ func TestReconcileNativeKeyRetriesWithSameKey(t *testing.T) {
 	if v := metricValue(t, m.Investigations.WithLabelValues("r.native", "native_key", "succeeded")); v != 1 {
 		t.Fatalf("investigations succeeded = %v", v)
 	}
-	if v := metricValue(t, m.CommandsSent.WithLabelValues(topics.TypeResolve)); v != 1 {
+	if v := metricValue(t, m.CommandsSent.WithLabelValues(wire.TypeResolve)); v != 1 {
 		t.Fatalf("resolve commands sent = %v", v)
 	}
 }
@@ -421,7 +422,7 @@ func TestReconcileProbeFindsTheEffect(t *testing.T) {
 	reg := registry(t, yaml)
 	res := e.collect(e.names.Results)
 	a := e.startProc(yaml, "", "TOOLEXEC_FAULT=after_call:exit:pr-1")
-	in := topics.Intent{Tool: "r.probe", Key: "pr-1", Args: map[string]any{"deploy": "api"}}
+	in := wire.Intent{Tool: "r.probe", Key: "pr-1", Args: map[string]any{"deploy": "api"}}
 	first := e.send(in)
 	a.exited(t, 60*time.Second)
 	if n := fx.effectsOf("/plain", "default", "pr-1"); n != 1 {
@@ -434,7 +435,7 @@ func TestReconcileProbeFindsTheEffect(t *testing.T) {
 	e.startReconciler(reg, "", nil)
 	for _, id := range []string{first, dup} {
 		got := res.waitResult(t, id, 60*time.Second)
-		if got.Status != topics.StatusSucceeded || !strings.Contains(fmt.Sprint(got.Result), "fx-") {
+		if got.Status != codes.StatusSucceeded || !strings.Contains(fmt.Sprint(got.Result), "fx-") {
 			t.Fatalf("answer to %s: %+v", id, got)
 		}
 	}
@@ -457,7 +458,7 @@ func TestReconcileProbeNotExecuted(t *testing.T) {
 	reg := registry(t, yaml)
 	res := e.collect(e.names.Results)
 	a := e.startProc(yaml, "", "TOOLEXEC_FAULT=after_started_commit:exit:pn-1")
-	in := topics.Intent{Tool: "r.probe", Key: "pn-1", Args: map[string]any{"deploy": "web"}}
+	in := wire.Intent{Tool: "r.probe", Key: "pn-1", Args: map[string]any{"deploy": "web"}}
 	first := e.send(in)
 	a.exited(t, 60*time.Second)
 	e.startProc(yaml, "")
@@ -465,13 +466,13 @@ func TestReconcileProbeNotExecuted(t *testing.T) {
 	waitPending(t, res, dup, 60*time.Second)
 
 	e.startReconciler(reg, "", nil)
-	waitAnswers(t, res, topics.StatusNotExecuted, first, dup)
+	waitAnswers(t, res, codes.StatusNotExecuted, first, dup)
 	if fx.probeCount() == 0 || fx.requestsOf("/plain", "default", "pn-1") != 0 {
 		t.Fatalf("probes %d, tool requests %d: want the probe asked and the tool never reached", fx.probeCount(), fx.requestsOf("/plain", "default", "pn-1"))
 	}
 	fx.lose.Store(false)
 	again := res.waitResult(t, e.send(in), 60*time.Second)
-	if again.Status != topics.StatusSucceeded || again.PreviousStatus != topics.StatusNotExecuted || again.Attempt != 2 {
+	if again.Status != codes.StatusSucceeded || again.PreviousStatus != codes.StatusNotExecuted || again.Attempt != 2 {
 		t.Fatalf("the next intent: %+v", again)
 	}
 	if n := fx.effectsOf("/plain", "default", "pn-1"); n != 1 {
@@ -484,7 +485,7 @@ func TestReconcileProbeNotExecuted(t *testing.T) {
 // its key, and find the effect. Under the key of the first call (which
 // never reached the tool) the probe answers 404, and the reconciler
 // settled the second call not_executed although it acted, freeing the key
-// for a second effect (issue 12: "the downstream key is reused").
+// for a second effect ("the downstream key is reused").
 func TestReconcileProbeAfterNotExecutedAsksTheNewCall(t *testing.T) {
 	e := newEnv(t, 2)
 	fx := newEffects(t)
@@ -492,16 +493,16 @@ func TestReconcileProbeAfterNotExecutedAsksTheNewCall(t *testing.T) {
 	reg := registry(t, yaml)
 	res := e.collect(e.names.Results)
 	a := e.startProc(yaml, "", "TOOLEXEC_FAULT=after_started_commit:exit:pg-1")
-	in := topics.Intent{Tool: "r.probe", Key: "pg-1", Args: map[string]any{"deploy": "db"}}
+	in := wire.Intent{Tool: "r.probe", Key: "pg-1", Args: map[string]any{"deploy": "db"}}
 	first := e.send(in)
 	a.exited(t, 60*time.Second)
 	e.startProc(yaml, "")
 	e.startReconciler(reg, "", nil)
-	waitAnswers(t, res, topics.StatusNotExecuted, first)
+	waitAnswers(t, res, codes.StatusNotExecuted, first)
 
 	second := e.send(in) // lose is on: it acts, and its answer never comes
 	got := res.waitResult(t, second, 60*time.Second)
-	if got.Status != topics.StatusSucceeded || !strings.Contains(fmt.Sprint(got.Result), "fx-") {
+	if got.Status != codes.StatusSucceeded || !strings.Contains(fmt.Sprint(got.Result), "fx-") {
 		t.Fatalf("the second call acted and was answered %+v, want succeeded with the tool's result", got)
 	}
 	if n, dks := fx.effectsOf("/plain", "default", "pg-1"), fx.downstreamKeys("/plain", "default", "pg-1"); n != 1 || len(dks) != 1 {
@@ -523,11 +524,11 @@ func TestReconcileCompensatableCompensatesOnce(t *testing.T) {
 	e.startInproc(reg, nil)
 	res := e.collect(e.names.Results)
 	ctl := e.collect(e.names.Control)
-	in := topics.Intent{Tool: "r.comp", Key: "cp-1", Args: map[string]any{"amount": 12}}
+	in := wire.Intent{Tool: "r.comp", Key: "cp-1", Args: map[string]any{"amount": 12}}
 	first, dup := e.inDoubtPair(res, in)
 
 	e.startReconciler(reg, "", nil)
-	waitAnswers(t, res, topics.StatusCompensated, first, dup)
+	waitAnswers(t, res, codes.StatusCompensated, first, dup)
 	if n := fx.effectsOf("/plain", "default", "cp-1"); n != 1 {
 		t.Fatalf("effects %d, want exactly 1", n)
 	}
@@ -535,7 +536,7 @@ func TestReconcileCompensatableCompensatesOnce(t *testing.T) {
 		t.Fatalf("compensations %d (%d under any key), want exactly 1", n, all)
 	}
 	ev := settledBy(t, e, "cp-1", saga.EvCompensationStarted, "reconciler")
-	if cmds := commands(ctl, "default", "cp-1"); countType(cmds, topics.TypeCompensate) != 1 || cmds[0].CallID != first || cmds[0].ID != ev.IntentID {
+	if cmds := commands(ctl, "default", "cp-1"); countType(cmds, wire.TypeCompensate) != 1 || cmds[0].CallID != first || cmds[0].ID != ev.IntentID {
 		t.Fatalf("compensate commands %+v, want one for call %s", cmds, first)
 	}
 }
@@ -543,7 +544,7 @@ func TestReconcileCompensatableCompensatesOnce(t *testing.T) {
 // compensatable, with a compensating tool that refuses every connection:
 // each compensation comes back not_executed and the call is in doubt
 // again. The reconciler counts those rounds and escalates the key after
-// MaxAttempts; the first version compensated again for ever (issue 12).
+// MaxAttempts instead of compensating again for ever.
 func TestReconcileCompensationNeverReachingItsToolEscalates(t *testing.T) {
 	e := newEnv(t, 2)
 	fx := newEffects(t)
@@ -551,7 +552,7 @@ func TestReconcileCompensationNeverReachingItsToolEscalates(t *testing.T) {
 	e.startInproc(reg, nil)
 	res := e.collect(e.names.Results)
 	ctl := e.collect(e.names.Control)
-	in := topics.Intent{Tool: "r.comp2", Key: "cg-1", Args: map[string]any{"amount": 4}}
+	in := wire.Intent{Tool: "r.comp2", Key: "cg-1", Args: map[string]any{"amount": 4}}
 	first, dup := e.inDoubtPair(res, in)
 
 	r := e.startReconciler(reg, "", nil)
@@ -563,12 +564,12 @@ func TestReconcileCompensationNeverReachingItsToolEscalates(t *testing.T) {
 	for _, c := range cmds {
 		ids[c.ID] = true
 	}
-	if n := countType(cmds, topics.TypeCompensate); n != testPolicy.MaxAttempts || len(ids) != testPolicy.MaxAttempts {
+	if n := countType(cmds, wire.TypeCompensate); n != testPolicy.MaxAttempts || len(ids) != testPolicy.MaxAttempts {
 		t.Fatalf("%d compensate commands (%d ids), want one per round: %d", n, len(ids), testPolicy.MaxAttempts)
 	}
 	for _, id := range []string{first, dup} {
 		for _, got := range res.results(id) {
-			if topics.Terminal(got.Status) {
+			if codes.Terminal(got.Status) {
 				t.Fatalf("%s was answered %s (%+v) while its key is escalated", id, got.Status, got.Error)
 			}
 		}
@@ -588,7 +589,7 @@ func TestReconcileIrreversibleEscalatesUntilResolved(t *testing.T) {
 	reg := registry(t, yaml)
 	e.startInproc(reg, nil)
 	res := e.collect(e.names.Results)
-	in := topics.Intent{Tool: "r.irrev", Key: "ir-1", Args: map[string]any{"page": "oncall"}}
+	in := wire.Intent{Tool: "r.irrev", Key: "ir-1", Args: map[string]any{"page": "oncall"}}
 	first, dup := e.inDoubtPair(res, in)
 
 	r := e.startReconciler(reg, "", nil)
@@ -609,7 +610,7 @@ func TestReconcileIrreversibleEscalatesUntilResolved(t *testing.T) {
 	if w := rows[0]; w.Key != "ir-1" || w.State != "escalated" || !w.Investigated || w.Class != "irreversible" || w.Waiters != 1 || w.CallID != first {
 		t.Fatalf("pending row %+v", w)
 	}
-	if got := res.results(dup); len(got) != 1 || got[0].Status != topics.StatusPending {
+	if got := res.results(dup); len(got) != 1 || got[0].Status != codes.StatusPending {
 		t.Fatalf("the duplicate was answered %+v while escalated", got)
 	}
 
@@ -617,7 +618,7 @@ func TestReconcileIrreversibleEscalatesUntilResolved(t *testing.T) {
 		"--outcome", "succeeded", "--result", `{"paged":"alice"}`, "--by", "alice", "--reason", "checked the pager")
 	for _, id := range []string{first, dup} {
 		got := res.waitResult(t, id, 30*time.Second)
-		if got.Status != topics.StatusSucceeded || fmt.Sprint(got.Result) != "map[paged:alice]" {
+		if got.Status != codes.StatusSucceeded || fmt.Sprint(got.Result) != "map[paged:alice]" {
 			t.Fatalf("answer to %s: %+v", id, got)
 		}
 	}
@@ -631,14 +632,14 @@ func TestReconcileIrreversibleEscalatesUntilResolved(t *testing.T) {
 // An operator's resolve before the call's pending_ttl passed is refused
 // (the call may still reach its tool), and the CLI says so and names
 // --force; with --force the key is settled, and the event log records
-// that it was forced (issue 12 §4).
+// that it was forced.
 func TestReconcilerResolveBeforePendingTTLNeedsForce(t *testing.T) {
 	e := newEnv(t, 2)
 	fx := newEffects(t)
 	reg := registry(t, fx.toolsYAML())
 	e.startInproc(reg, nil)
 	res := e.collect(e.names.Results)
-	first := e.send(topics.Intent{Tool: "r.slow", Key: "rf-1", Args: map[string]any{"n": 1}})
+	first := e.send(wire.Intent{Tool: "r.slow", Key: "rf-1", Args: map[string]any{"n": 1}})
 	waitPending(t, res, first, 60*time.Second)
 
 	args := []string{"resolve", "--brokers", seedList(), "--topic-prefix", e.prefix, "--key", "rf-1",
@@ -647,11 +648,11 @@ func TestReconcilerResolveBeforePendingTTLNeedsForce(t *testing.T) {
 	if err == nil || !strings.Contains(stderr, "--force") || !strings.Contains(stderr, "pending_ttl") || !strings.Contains(string(out), `"rejected"`) {
 		t.Fatalf("a resolve within the pending_ttl: err %v\nstdout %s\nstderr %s", err, out, stderr)
 	}
-	if got := res.results(first); len(got) != 1 || got[0].Status != topics.StatusPending {
+	if got := res.results(first); len(got) != 1 || got[0].Status != codes.StatusPending {
 		t.Fatalf("the refused resolve answered the call: %+v", got)
 	}
 	runReconcilerCLI(t, append(args, "--force")...)
-	if got := res.waitResult(t, first, 30*time.Second); got.Status != topics.StatusSucceeded || fmt.Sprint(got.Result) != "map[checked:true]" {
+	if got := res.waitResult(t, first, 30*time.Second); got.Status != codes.StatusSucceeded || fmt.Sprint(got.Result) != "map[checked:true]" {
 		t.Fatalf("answer after the forced resolve: %+v", got)
 	}
 	if ev := settledBy(t, e, "rf-1", saga.EvResolved, "alice"); !ev.Forced {
@@ -670,7 +671,7 @@ func TestReconcilerKilledDuringProbe(t *testing.T) {
 	e.startInproc(reg, nil)
 	res := e.collect(e.names.Results)
 	ctl := e.collect(e.names.Control)
-	in := topics.Intent{Tool: "r.probe", Key: "kp-1", Args: map[string]any{"n": 1}}
+	in := wire.Intent{Tool: "r.probe", Key: "kp-1", Args: map[string]any{"n": 1}}
 	first, dup := e.inDoubtPair(res, in)
 
 	fx.closeGate()
@@ -685,9 +686,9 @@ func TestReconcilerKilledDuringProbe(t *testing.T) {
 	e.startReconcilerProc(yaml, dir)
 	waitProbe(t, fx, 60*time.Second)
 	fx.openGate()
-	waitAnswers(t, res, topics.StatusSucceeded, first, dup)
+	waitAnswers(t, res, codes.StatusSucceeded, first, dup)
 	time.Sleep(time.Second) // a second resolve would be produced by now
-	if n := countType(commands(ctl, "default", "kp-1"), topics.TypeResolve); n != 1 {
+	if n := countType(commands(ctl, "default", "kp-1"), wire.TypeResolve); n != 1 {
 		t.Fatalf("%d resolve commands, want 1", n)
 	}
 	if n := fx.effectsOf("/plain", "default", "kp-1"); n != 1 {
@@ -717,7 +718,7 @@ func TestReconcilerCrashAroundCompensate(t *testing.T) {
 			ex := e.startInproc(reg, nil)
 			res := e.collect(e.names.Results)
 			ctl := e.collect(e.names.Control)
-			in := topics.Intent{Tool: "r.comp", Key: "cc-1", Args: map[string]any{"amount": 3}}
+			in := wire.Intent{Tool: "r.comp", Key: "cc-1", Args: map[string]any{"amount": 3}}
 			first, dup := e.inDoubtPair(res, in)
 			ex.stop() // nobody applies the command while the reconciler crashes
 
@@ -734,30 +735,30 @@ func TestReconcilerCrashAroundCompensate(t *testing.T) {
 			})
 			r.crashed(t, 60*time.Second)
 			time.Sleep(time.Second)
-			if n := countType(commands(ctl, "default", "cc-1"), topics.TypeCompensate); n != c.before {
+			if n := countType(commands(ctl, "default", "cc-1"), wire.TypeCompensate); n != c.before {
 				t.Fatalf("%d compensate commands after the crash, want %d", n, c.before)
 			}
 			e.startReconciler(reg, dir, policy)
 			waitFor(t, 30*time.Second, "one compensate command", func() bool {
-				return countType(commands(ctl, "default", "cc-1"), topics.TypeCompensate) >= 1
+				return countType(commands(ctl, "default", "cc-1"), wire.TypeCompensate) >= 1
 			})
 			if c.point == reconciler.PointCommandSent {
 				// Within the command timeout the restart remembers the
 				// command it sent: many scans, and no second one.
 				time.Sleep(3 * time.Second)
-				if cmds := commands(ctl, "default", "cc-1"); countType(cmds, topics.TypeCompensate) != 1 {
+				if cmds := commands(ctl, "default", "cc-1"); countType(cmds, wire.TypeCompensate) != 1 {
 					t.Fatalf("compensate commands %+v, want exactly 1", cmds)
 				}
 			}
 			e.startInproc(reg, nil)
-			waitAnswers(t, res, topics.StatusCompensated, first, dup)
+			waitAnswers(t, res, codes.StatusCompensated, first, dup)
 			// A command the crash left unsent is sent after the command
 			// timeout, and again after each further timeout while no
 			// executor applies it: always the one recorded id, which the
 			// executor's saga treats as one compensation.
 			ev := settledBy(t, e, "cc-1", saga.EvCompensationStarted, "reconciler")
 			for _, cmd := range commands(ctl, "default", "cc-1") {
-				if cmd.Type != topics.TypeCompensate || cmd.ID != ev.IntentID || cmd.CallID != first {
+				if cmd.Type != wire.TypeCompensate || cmd.ID != ev.IntentID || cmd.CallID != first {
 					t.Fatalf("command %+v; the compensation was started by %s for call %s", cmd, ev.IntentID, first)
 				}
 			}

@@ -9,11 +9,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/executor"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
-// Routine Kafka operations must never re-run a key (issue 12 §3).
+// Routine Kafka operations must never re-run a key.
 
 // TestLogStartPastALiveKeyIsRefused: the event log's start moves past a
 // completed key's events (DeleteRecords, as retention would), and a member
@@ -28,15 +29,15 @@ func TestLogStartPastALiveKeyIsRefused(t *testing.T) {
 	reg := registry(t, l.toolsYAML(""))
 	a := e.startInproc(reg, nil)
 	c := e.client()
-	in := topics.Intent{Tool: "t.irrev", Key: "gap-1", Args: map[string]any{"n": 1}}
+	in := wire.Intent{Tool: "t.irrev", Key: "gap-1", Args: map[string]any{"n": 1}}
 	first := e.call(c, in, 30*time.Second)
-	if first.Status != topics.StatusSucceeded {
+	if first.Status != codes.StatusSucceeded {
 		t.Fatalf("first call: %+v", first)
 	}
 	end := endOffset(t, e, e.names.Events, 0)
 	// Another key's events after the cut, so that what is left of the log
-	// can be folded: the first version did, and forgot gap-1.
-	if r := e.call(c, topics.Intent{Tool: "t.irrev", Key: "gap-2", Args: map[string]any{"n": 2}}, 30*time.Second); r.Status != topics.StatusSucceeded {
+	// can be folded: a restore that folds it must not forget gap-1.
+	if r := e.call(c, wire.Intent{Tool: "t.irrev", Key: "gap-2", Args: map[string]any{"n": 2}}, 30*time.Second); r.Status != codes.StatusSucceeded {
 		t.Fatalf("second key: %+v", r)
 	}
 	a.stop()
@@ -74,12 +75,12 @@ func TestSnapshotRoundBridgesTheLogStart(t *testing.T) {
 	reg := registry(t, l.toolsYAML(""))
 	a := e.startInproc(reg, func(c *executor.Config) { c.SnapshotInterval = 500 * time.Millisecond })
 	c := e.client()
-	in := topics.Intent{Tool: "t.irrev", Key: "round-1", Args: map[string]any{"n": 1}}
-	if first := e.call(c, in, 30*time.Second); first.Status != topics.StatusSucceeded {
+	in := wire.Intent{Tool: "t.irrev", Key: "round-1", Args: map[string]any{"n": 1}}
+	if first := e.call(c, in, 30*time.Second); first.Status != codes.StatusSucceeded {
 		t.Fatalf("first call: %+v", first)
 	}
 	end := endOffset(t, e, e.names.Events, 0)
-	if r := e.call(c, topics.Intent{Tool: "t.irrev", Key: "round-2", Args: map[string]any{"n": 2}}, 30*time.Second); r.Status != topics.StatusSucceeded {
+	if r := e.call(c, wire.Intent{Tool: "t.irrev", Key: "round-2", Args: map[string]any{"n": 2}}, 30*time.Second); r.Status != codes.StatusSucceeded {
 		t.Fatalf("second key: %+v", r)
 	}
 	// The second round to complete from now began after the key's events.
@@ -98,7 +99,7 @@ func TestSnapshotRoundBridgesTheLogStart(t *testing.T) {
 	_ = b
 	in.ID = ""
 	dup := e.call(c, in, 45*time.Second)
-	if dup.Status != topics.StatusSucceeded || !dup.WasReplay {
+	if dup.Status != codes.StatusSucceeded || !dup.WasReplay {
 		t.Fatalf("the duplicate after the log start moved: %+v, want a replay", dup)
 	}
 	if n := l.total(); n != 2 {
@@ -123,10 +124,10 @@ func TestAddingPartitionsNeverReRunsAKey(t *testing.T) {
 	}
 	a := e.startInproc(reg, fastMeta)
 	c := e.client()
-	var done []topics.Intent
+	var done []wire.Intent
 	for _, key := range []string{"grow-1", "grow-2", "grow-3", "grow-4"} {
-		in := topics.Intent{Tool: "t.irrev", Key: key, Args: map[string]any{"n": 1}}
-		if r := e.call(c, in, 30*time.Second); r.Status != topics.StatusSucceeded {
+		in := wire.Intent{Tool: "t.irrev", Key: key, Args: map[string]any{"n": 1}}
+		if r := e.call(c, in, 30*time.Second); r.Status != codes.StatusSucceeded {
 			t.Fatalf("%s: %+v", key, r)
 		}
 		done = append(done, in)
@@ -148,8 +149,8 @@ func TestAddingPartitionsNeverReRunsAKey(t *testing.T) {
 		// Duplicates routed as a producer that knows only the new count
 		// routes them.
 		id := "grow-dup-" + string(rune('a'+i))
-		rk := topics.RoutingKey("default", in.Key)
-		e.produceRaw(e.names.Intents, topics.Partition(rk, 4), rk, mustMsgpack(t, intentMap(id, "default", in.Key, "t.irrev", map[string]any{"args": map[string]any{"n": 1}})))
+		rk := wire.RoutingKey("default", in.Key)
+		e.produceRaw(e.names.Intents, wire.Partition(rk, 4), rk, mustMsgpack(t, intentMap(id, "default", in.Key, "t.irrev", map[string]any{"args": map[string]any{"n": 1}})))
 	}
 	time.Sleep(8 * time.Second)
 	if n := l.total(); n != len(done) {
@@ -158,7 +159,7 @@ func TestAddingPartitionsNeverReRunsAKey(t *testing.T) {
 	for i := range done {
 		id := "grow-dup-" + string(rune('a'+i))
 		for _, r := range res.results(id) {
-			if r.Status == topics.StatusSucceeded && !r.WasReplay {
+			if r.Status == codes.StatusSucceeded && !r.WasReplay {
 				t.Fatalf("%s was executed: %+v", id, r)
 			}
 		}

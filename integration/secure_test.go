@@ -20,10 +20,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/internal/testpki"
 	"github.com/atmostonce/toolexec/kafkaconfig"
 	"github.com/atmostonce/toolexec/reconciler"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // TestSecureRolesOnASecuredBroker runs the product on the secure broker,
@@ -54,15 +55,15 @@ func TestSecureRolesOnASecuredBroker(t *testing.T) {
 	})
 	agent := w.agent()
 	tenant := "sec" + randHex(3)
-	call := func(tool, key string, args map[string]any) topics.Intent {
-		return topics.Intent{Tenant: tenant, Key: key, Tool: tool, Args: args}
+	call := func(tool, key string, args map[string]any) wire.Intent {
+		return wire.Intent{Tenant: tenant, Key: key, Tool: tool, Args: args}
 	}
 
 	t.Run("call, replay and conflict as the agent", func(t *testing.T) {
 		first := w.e.call(agent, call("sec.echo", "order-1", map[string]any{"amount": 120}), 60*time.Second)
 		replay := w.e.call(agent, call("sec.echo", "order-1", map[string]any{"amount": 120.0}), 30*time.Second)
 		conflict := w.e.call(agent, call("sec.echo", "order-1", map[string]any{"amount": 121}), 30*time.Second)
-		if first.Status != topics.StatusSucceeded || first.WasReplay || replay.Status != topics.StatusSucceeded || !replay.WasReplay || conflict.Status != topics.StatusConflict {
+		if first.Status != codes.StatusSucceeded || first.WasReplay || replay.Status != codes.StatusSucceeded || !replay.WasReplay || conflict.Status != codes.StatusConflict {
 			t.Fatalf("first %+v\nreplay %+v\nconflict %+v", first, replay, conflict)
 		}
 	})
@@ -70,7 +71,7 @@ func TestSecureRolesOnASecuredBroker(t *testing.T) {
 	t.Run("a key in doubt is settled by the reconciler's retry", func(t *testing.T) {
 		w.e.callPending(agent, call("sec.flaky", "refund-1", map[string]any{"amount": 5}), 4*time.Second)
 		res := w.e.call(agent, call("sec.flaky", "refund-1", map[string]any{"amount": 5}), 60*time.Second)
-		if res.Status != topics.StatusSucceeded {
+		if res.Status != codes.StatusSucceeded {
 			t.Fatalf("after the reconciler: %+v", res)
 		}
 	})
@@ -78,7 +79,7 @@ func TestSecureRolesOnASecuredBroker(t *testing.T) {
 	t.Run("a key in doubt is settled by the reconciler's probe", func(t *testing.T) {
 		w.e.callPending(agent, call("sec.release", "deploy-1", map[string]any{"v": 2}), 4*time.Second)
 		res := w.e.call(agent, call("sec.release", "deploy-1", map[string]any{"v": 2}), 60*time.Second)
-		if res.Status != topics.StatusSucceeded || tool.probes() == 0 {
+		if res.Status != codes.StatusSucceeded || tool.probes() == 0 {
 			t.Fatalf("after the probe (%d probes): %+v", tool.probes(), res)
 		}
 	})
@@ -90,7 +91,7 @@ func TestSecureRolesOnASecuredBroker(t *testing.T) {
 		res, err := reconciler.Resolve(ctx, reconciler.ResolveRequest{Brokers: w.seeds, Names: w.e.names, Tenant: tenant, Key: "page-1",
 			Outcome: "succeeded", Result: map[string]any{"paged": true}, By: "operator-test", Reason: "the pager log shows it", ClientOpts: w.opts("operator"),
 			Force: true}) // within the tool's pending_ttl: the operator forces it
-		if err != nil || res.Status != topics.StatusResolved {
+		if err != nil || res.Status != codes.StatusResolved {
 			t.Fatalf("resolve as the operator: %+v %v", res, err)
 		}
 		rows, err := reconciler.PendingFromLog(ctx, reconciler.LogOptions{Brokers: w.seeds, Names: w.e.names, ClientOpts: w.opts("operator")})

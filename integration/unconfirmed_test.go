@@ -15,10 +15,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/executor"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // TestUnconfirmedCommitIsNotDecidedTwice: the broker commits a transaction
@@ -35,8 +37,8 @@ import (
 func TestUnconfirmedCommitIsNotDecidedTwice(t *testing.T) {
 	u := newUnconfirmed(t, "uc", "")
 	ctx, c, l, drop := u.ctx, u.client, u.ledger, u.drop
-	first := topics.Intent{Tool: "t.ok", Key: "uc-1", Args: map[string]any{"n": 1}}
-	if res, err := c.Call(ctx, first); err != nil || res.Status != topics.StatusSucceeded {
+	first := wire.Intent{Tool: "t.ok", Key: "uc-1", Args: map[string]any{"n": 1}}
+	if res, err := c.Call(ctx, first); err != nil || res.Status != codes.StatusSucceeded {
 		t.Fatalf("first call: %+v %v", res, err)
 	}
 
@@ -73,7 +75,7 @@ func TestUnconfirmedCommitIsNotDecidedTwice(t *testing.T) {
 // tells.
 func TestUnconfirmedReadAnswerIsNotSentTwice(t *testing.T) {
 	u := newUnconfirmed(t, "ura", toolEntry("t.roblock", "read_only", "/block", "40s", ""))
-	in := topics.Intent{ID: client.NewID(), Tool: "t.roblock", Key: "ura-1", Args: map[string]any{"q": 1}}
+	in := wire.Intent{ID: client.NewID(), Tool: "t.roblock", Key: "ura-1", Args: map[string]any{"q": 1}}
 	results := collectOn(t, u.seeds, u.names.Results)
 	go func() { _, _ = u.client.Call(u.ctx, in) }()
 	u.ledger.waitArrivals(t, 1, 30*time.Second) // read_started has committed
@@ -104,14 +106,14 @@ func TestUnconfirmedReadStartIsAnswered(t *testing.T) {
 	u := newUnconfirmed(t, "urs", toolEntry("t.ro", "read_only", "/ok", "5s", ""))
 	u.callOK(t, "urs-0") // the partition is restored and its reads taken on
 	u.drop.arm()
-	in := topics.Intent{ID: client.NewID(), Tool: "t.ro", Key: "urs-1", Args: map[string]any{"q": 1}}
+	in := wire.Intent{ID: client.NewID(), Tool: "t.ro", Key: "urs-1", Args: map[string]any{"q": 1}}
 	results := collectOn(t, u.seeds, u.names.Results)
 	go func() { _, _ = u.client.Call(u.ctx, in) }()
 	res := results.waitResult(t, in.ID, 60*time.Second)
 	if !u.drop.fired() {
 		t.Fatal("no transaction commit was intercepted: the test did not exercise the fault")
 	}
-	if res.Status != topics.StatusSucceeded {
+	if res.Status != codes.StatusSucceeded {
 		t.Fatalf("read answer: %+v", res)
 	}
 	time.Sleep(2 * time.Second)
@@ -144,7 +146,7 @@ func TestCommitAbortedBehindItsSuccessIsNotCalled(t *testing.T) {
 	if n := metricValue(t, u.ex.Metrics().AbortedAfterCommit); n != 1 {
 		t.Fatalf("toolexec_executor_commits_aborted_after_success_total %v, want 1", n)
 	}
-	rk := topics.RoutingKey(topics.DefaultTenant, "cab-1")
+	rk := wire.RoutingKey(wire.DefaultTenant, "cab-1")
 	committed := keyEvents(t, u.adm, u.seeds, u.names.Events, 1, rk)
 	written := keyEvents(t, u.adm, u.seeds, u.names.Events, 1, rk, kgo.FetchIsolationLevel(kgo.ReadUncommitted()))
 	if started(written) != 2 {
@@ -281,8 +283,8 @@ func newUnconfirmed(t *testing.T, prefix, extra string, mods ...func(*executor.C
 // callOK calls t.ok with key and wants it to succeed.
 func (u *unconfirmed) callOK(t *testing.T, key string) {
 	t.Helper()
-	in := topics.Intent{Tool: "t.ok", Key: key, Args: map[string]any{"k": key}}
-	if res, err := u.client.Call(u.ctx, in); err != nil || res.Status != topics.StatusSucceeded {
+	in := wire.Intent{Tool: "t.ok", Key: key, Args: map[string]any{"k": key}}
+	if res, err := u.client.Call(u.ctx, in); err != nil || res.Status != codes.StatusSucceeded {
 		t.Fatalf("call %s: %+v %v", key, res, err)
 	}
 }

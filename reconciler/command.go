@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // commandID derives a command's intent id from its subject, its type and
@@ -30,10 +31,10 @@ func commandID(s Subject, typ string, round int) string {
 }
 
 // intent is the wire form of c, from by.
-func (c *Command) intent(by string) *topics.Intent {
-	in := &topics.Intent{V: topics.Version, Type: c.Type, ID: c.ID, Tenant: c.Tenant, Key: c.Key,
+func (c *Command) intent(by string) *wire.Intent {
+	in := &wire.Intent{V: wire.Version, Type: c.Type, ID: c.ID, Tenant: c.Tenant, Key: c.Key,
 		By: by, Reason: c.Reason, CallID: c.CallID}
-	if c.Type == topics.TypeResolve {
+	if c.Type == wire.TypeResolve {
 		in.Outcome, in.Result, in.Error = c.Outcome, c.Result, c.Err
 	}
 	return in
@@ -41,13 +42,13 @@ func (c *Command) intent(by string) *topics.Intent {
 
 // produceCommand writes in to its owner partition of the control topic and
 // waits for the broker's acknowledgement.
-func produceCommand(ctx context.Context, cl *kgo.Client, names topics.Names, partitions int32, in *topics.Intent) error {
-	b, err := topics.EncodeIntent(in)
+func produceCommand(ctx context.Context, cl *kgo.Client, names topics.Names, partitions int32, in *wire.Intent) error {
+	b, err := wire.EncodeIntent(in)
 	if err != nil {
 		return err
 	}
 	rk := in.RoutingKey()
-	r := &kgo.Record{Topic: names.Control, Partition: topics.Partition(rk, partitions), Key: []byte(rk), Value: b}
+	r := &kgo.Record{Topic: names.Control, Partition: wire.Partition(rk, partitions), Key: []byte(rk), Value: b}
 	if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
 		return fmt.Errorf("reconciler: produce %s for %s: %w", in.Type, rk, err)
 	}

@@ -26,12 +26,11 @@ func compensationOf(rec *saga.Record) (compensationRound, bool) {
 // compensation c ended without reaching its tool (not_executed, from the
 // executor or from a probe's 404), and the key is as before it.
 //
-// Why it matters (issue 12): each compensation that comes back so puts
-// the call back in doubt, and the first version then started a fresh
-// investigation (the old one went with the compensation's subject change)
-// that compensated again: a compensating tool that keeps refusing
-// connections looped for ever and was never escalated. The fold now
-// counts such a return as a failed round of the call's investigation,
+// Why it matters: each compensation that comes back so puts the call back
+// in doubt; a fresh investigation (the old one goes with the
+// compensation's subject change) would compensate again, and a
+// compensating tool that keeps refusing connections would loop for ever,
+// never escalated. So the fold counts such a return as a failed round of the call's investigation,
 // which Plan escalates at MaxAttempts like any other.
 func (c compensationRound) returnedFrom(after *saga.Record) bool {
 	return after != nil && (after.Status == saga.StatusStarted || after.Status == saga.StatusUnknown) && after.Origin.IntentID == c.call

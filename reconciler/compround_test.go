@@ -8,15 +8,14 @@ import (
 
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/tools"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // A compensatable call in doubt whose compensating tool never answers
 // (connection refused, so every compensation comes back not_executed and
-// the call is in doubt again): the first version started a fresh
-// investigation each time and compensated for ever. Each return is now a
-// failed round, and the key is escalated after MaxAttempts of them
-// (issue 12, "a compensation whose tool keeps answering not_executed").
+// the call is in doubt again) must not start a fresh investigation each
+// time and compensate for ever: each return is a failed round, and the
+// key is escalated after MaxAttempts of them.
 func TestReconcilerEscalatesACompensationThatNeverReachesItsTool(t *testing.T) {
 	reg := tools.NewRegistry()
 	never := tools.Func(func(context.Context, tools.Request) tools.Outcome { return tools.Outcome{Status: tools.NotExecuted} })
@@ -77,7 +76,7 @@ func TestReconcilerEscalatesACompensationThatNeverReachesItsTool(t *testing.T) {
 func compensationBack(t *testing.T, r *Reconciler, at int64, id string) {
 	t.Helper()
 	off := r.owned[0].next
-	w := &saga.Waiter{IntentID: id, Type: topics.TypeCompensate, At: at}
+	w := &saga.Waiter{IntentID: id, Type: wire.TypeCompensate, At: at}
 	started := saga.Event{Kind: saga.EvCompensationStarted, Tenant: "acme", Key: "k1", At: at, IntentID: id, Tool: "refund",
 		Waiter: w, By: "reconciler", DownstreamKey: "tk2_" + id, PendingTTL: 10}
 	back := saga.Event{Kind: saga.EvCompensationOutcome, Tenant: "acme", Key: "k1", At: at + 1, IntentID: id, CallID: id,

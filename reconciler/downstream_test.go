@@ -32,7 +32,7 @@ func (p *probeRecorder) Probe(_ context.Context, dk string) tools.Outcome {
 // new downstream key. Its investigation must ask about that call: under
 // the per-key key it would find the first call (which never acted) and
 // settle the second one not_executed although it may have acted, freeing
-// the key for a third call (issue 12, "the downstream key is reused").
+// the key for a third call.
 func TestReconcilerProbesTheCallInDoubtUnderItsOwnDownstreamKey(t *testing.T) {
 	st := viewStore(t)
 	r := &Reconciler{store: st, cfg: Config{Now: time.Now}, owned: map[int32]*partition{0: {epoch: 1}}}

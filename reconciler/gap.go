@@ -6,7 +6,7 @@ import (
 
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // clearChunk bounds the records one batch of clearPartition deletes.
@@ -17,7 +17,7 @@ const clearChunk = 4096
 // after it (the log's retention, or an operator's DeleteRecords, moved
 // the log start past it), the log start, after the view of p was cleared.
 //
-// Why clear (issue 12, routine operations): the lost events may have
+// Why clear: the lost events may have
 // settled a key the view still holds in doubt, and expired it. Folding
 // what is left onto the stale view would keep that key in doubt for ever,
 // and the reconciler would retry its call under a downstream key the
@@ -74,7 +74,7 @@ func (r *Reconciler) clearPartition(p int32, next int64) error {
 		var doomed []*saga.Record
 		n, err := r.store.ScanRecords(after.tenant, after.key, clearChunk, func(rec *saga.Record) error {
 			after = doubtPos{tenant: rec.Tenant, key: rec.Key}
-			if topics.Partition(topics.RoutingKey(rec.Tenant, rec.Key), r.nControl) == p {
+			if wire.Partition(wire.RoutingKey(rec.Tenant, rec.Key), r.nControl) == p {
 				doomed = append(doomed, rec)
 			}
 			return nil

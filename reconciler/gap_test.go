@@ -11,7 +11,7 @@ import (
 // took events it needed) is cleared and rebuilt from the log start: the
 // lost events may have settled and expired a key the view still holds in
 // doubt, which would otherwise be retried for ever under a downstream key
-// the tool has forgotten (issue 12, routine operations).
+// the tool has forgotten.
 func TestReconcilerRebuildsAViewTheLogNoLongerCovers(t *testing.T) {
 	r := scanReconciler(t, tools.NewRegistry(), 100)
 	r.nControl = 1

@@ -7,7 +7,7 @@ import (
 
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // examine plans and carries out the next step for one record in doubt.
@@ -32,7 +32,7 @@ func (r *Reconciler) examine(ctx context.Context, now int64, p int32, rec *saga.
 	step := Plan(now, subj, inv, r.cfg.Policy)
 	g.add(now, subj, step.Inv.Escalated)
 	*rows = append(*rows, rowOf(now, subj, &step.Inv))
-	rk := topics.RoutingKey(subj.Tenant, subj.Key)
+	rk := wire.RoutingKey(subj.Tenant, subj.Key)
 	if r.running[rk] {
 		return nil // a retry or probe of it is on its way
 	}
@@ -59,7 +59,7 @@ func (r *Reconciler) investigation(subj Subject) (*Investigation, error) {
 	if err != nil {
 		// Rebuildable knowledge: start the investigation afresh rather than
 		// stop every other one.
-		r.cfg.Logger.Error("reconciler: investigation unreadable; starting it again", "key", topics.RoutingKey(subj.Tenant, subj.Key), "err", err)
+		r.cfg.Logger.Error("reconciler: investigation unreadable; starting it again", "key", wire.RoutingKey(subj.Tenant, subj.Key), "err", err)
 		return nil, nil
 	}
 	if !inv.matches(subj) {
@@ -140,7 +140,7 @@ func (r *Reconciler) send(ctx context.Context, subj Subject, step Step) error {
 	if err := r.remember(subj, &step.Inv); err != nil {
 		return err
 	}
-	rk := topics.RoutingKey(subj.Tenant, subj.Key)
+	rk := wire.RoutingKey(subj.Tenant, subj.Key)
 	if err := r.cfg.Hooks.at(PointCommandRecorded, rk); err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func (r *Reconciler) escalate(subj Subject, step Step) error {
 	r.m.Escalations.WithLabelValues(subj.Tool, string(subj.Class)).Inc()
 	r.m.Investigations.WithLabelValues(subj.Tool, string(subj.Class), "escalated").Inc()
 	r.cfg.Logger.Warn("reconciler: key escalated; an operator must settle it with `reconciler resolve`",
-		"key", topics.RoutingKey(subj.Tenant, subj.Key), "tool", subj.Tool, "class", string(subj.Class),
+		"key", wire.RoutingKey(subj.Tenant, subj.Key), "tool", subj.Tool, "class", string(subj.Class),
 		"phase", subj.Phase.String(), "call_id", subj.CallID, "status", subj.Status.String(),
 		"since", time.UnixMilli(subj.CalledAt).UTC().Format(time.RFC3339), "reason", step.Inv.Reason)
 	return nil

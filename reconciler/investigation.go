@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/atmostonce/toolexec/state"
 )
 
 // ErrCorrupt marks a stored investigation that fails its read-side check.
@@ -45,7 +47,7 @@ type Investigation struct {
 // (synced) before the command is produced, so a restart never sends a
 // second command for the subject while the first may still land.
 type Sent struct {
-	Type    string `msgpack:"type"`              // topics.TypeResolve or TypeCompensate
+	Type    string `msgpack:"type"`              // wire.TypeResolve or TypeCompensate
 	ID      string `msgpack:"id"`                // the command's intent id (deterministic, see commandID)
 	Outcome string `msgpack:"outcome,omitempty"` // resolve only
 	At      int64  `msgpack:"at"`                // unix ms
@@ -75,8 +77,8 @@ func investigationKey(tenant, key string, phase Phase) []byte {
 // investigationPrefix and compensationInvestigationPrefix start the keys
 // of call and compensation investigations.
 var (
-	investigationPrefix             = []byte("inv/")
-	compensationInvestigationPrefix = []byte("invc/")
+	investigationPrefix             = []byte(state.AuxInvestigations)
+	compensationInvestigationPrefix = []byte(state.AuxCompensationInvestigations)
 )
 
 func encodeInvestigation(inv *Investigation) ([]byte, error) {

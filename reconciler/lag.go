@@ -46,14 +46,12 @@ func (r *Reconciler) measureLag(ctx context.Context) {
 // the scan before this one (the fold keeps up with that one even while
 // the log grows), taken no earlier than at.
 //
-// Why a retry waits for it (issue 12): a native_key retry invokes the
+// Why a retry waits for it: a native_key retry invokes the
 // tool. The executor may have settled the call meanwhile (not_executed:
 // its own attempt was never sent, its pending_ttl spent), and a view that
 // has not folded that outcome yet would retry anyway: the tool acts under
 // the call's downstream key while the log says the call never reached it,
-// the key is free, and the next call acts again under a new key. The
-// short chaos run found four such keys, retried 6 s after an outcome the
-// view had not folded.
+// the key is free, and the next call acts again under a new key.
 func (o *partition) freshSince(at int64) bool {
 	return o.prevStableAt >= at && o.next >= o.prevStable
 }

@@ -7,17 +7,18 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // LogOptions name the event log an operator command reads.
@@ -107,7 +108,7 @@ func foldPartitionInto(ctx context.Context, adm *kadm.Client, o LogOptions, p in
 		if ev.Kind == saga.EvRound {
 			return nil // about the partition, not a key
 		}
-		rk := topics.RoutingKey(ev.Tenant, ev.Key)
+		rk := wire.RoutingKey(ev.Tenant, ev.Key)
 		rec := saga.Apply(recs[rk], *ev)
 		if rec == nil {
 			delete(recs, rk)
@@ -161,9 +162,9 @@ type ResolveRequest struct {
 	// Outcome: succeeded, failed or not_executed for a call in doubt;
 	// compensated, compensation_failed or not_executed for a compensation.
 	Outcome string
-	Result  any               // optional, answered as the call's result
-	Err     *topics.ErrorInfo // optional, answered as the call's error
-	By      string            // who settles it (recorded in the event log); required
+	Result  any             // optional, answered as the call's result
+	Err     *wire.ErrorInfo // optional, answered as the call's error
+	By      string          // who settles it (recorded in the event log); required
 	Reason  string
 	// Force settles a call (or compensation) that may still reach its tool
 	// because its pending_ttl has not passed yet; without it the executor
@@ -185,7 +186,7 @@ var ErrRejected = errors.New("reconciler: resolve rejected")
 // executor's answer to it: "resolved" (the key is settled and every
 // waiting intent got its final answer), or "rejected" (ErrRejected). It
 // blocks until the answer or ctx's end.
-func Resolve(ctx context.Context, req ResolveRequest) (*topics.Result, error) {
+func Resolve(ctx context.Context, req ResolveRequest) (*wire.Result, error) {
 	in, err := req.intent()
 	if err != nil {
 		return nil, err
@@ -211,25 +212,25 @@ func Resolve(ctx context.Context, req ResolveRequest) (*topics.Result, error) {
 	return awaitAnswer(ctx, answers, in.ID)
 }
 
-func (req *ResolveRequest) intent() (*topics.Intent, error) {
+func (req *ResolveRequest) intent() (*wire.Intent, error) {
 	if req.Names.Control == "" {
 		req.Names = topics.NamesWithPrefix(topics.DefaultPrefix)
 	}
 	if req.Tenant == "" {
-		req.Tenant = topics.DefaultTenant
+		req.Tenant = wire.DefaultTenant
 	}
 	if req.ID == "" {
 		req.ID = "op-" + client.NewID()
 	}
-	in := &topics.Intent{V: topics.Version, Type: topics.TypeResolve, ID: req.ID, Tenant: req.Tenant, Key: req.Key,
+	in := &wire.Intent{V: wire.Version, Type: wire.TypeResolve, ID: req.ID, Tenant: req.Tenant, Key: req.Key,
 		Outcome: req.Outcome, Result: req.Result, Error: req.Err, By: req.By, Reason: req.Reason, Force: req.Force}
-	b, err := topics.EncodeIntent(in)
+	b, err := wire.EncodeIntent(in)
 	if err != nil {
 		return nil, err
 	}
 	// The executor's own validation, here, so a typo fails before anything
 	// is sent.
-	if _, rej := topics.DecodeIntent(b, []byte(in.RoutingKey()), topics.FromControl); rej != nil {
+	if _, rej := wire.DecodeIntent(b, []byte(in.RoutingKey()), wire.FromControl); rej != nil {
 		return nil, fmt.Errorf("reconciler: resolve: %s: %s", rej.Reason, rej.Detail)
 	}
 	if req.By == "" {
@@ -245,7 +246,7 @@ func listenForAnswer(ctx context.Context, adm *kadm.Client, req ResolveRequest, 
 	if err != nil {
 		return nil, err
 	}
-	p := topics.Partition(rk, n)
+	p := wire.Partition(rk, n)
 	ends, err := adm.ListEndOffsets(ctx, req.Names.Results)
 	if err != nil {
 		return nil, fmt.Errorf("reconciler: end offsets of %s: %w", req.Names.Results, err)
@@ -261,26 +262,25 @@ func listenForAnswer(ctx context.Context, adm *kadm.Client, req ResolveRequest, 
 // StillLanding reports whether res is the executor's refusal of a
 // command that came before the call's pending_ttl passed: the call may
 // still reach its tool, and only a forced command settles it then.
-func StillLanding(res *topics.Result) bool {
-	return res != nil && res.Status == topics.StatusRejected && res.Error != nil &&
-		res.Error.Code == topics.ReasonInvalidCommand && strings.Contains(res.Error.Message, "pending_ttl")
+func StillLanding(res *wire.Result) bool {
+	return errors.Is(res.Refusal(), wire.ErrMayStillLand)
 }
 
-func awaitAnswer(ctx context.Context, cl *kgo.Client, id string) (*topics.Result, error) {
+func awaitAnswer(ctx context.Context, cl *kgo.Client, id string) (*wire.Result, error) {
 	for {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("reconciler: no answer to resolve %s: %w", id, err)
 		}
-		var got *topics.Result
+		var got *wire.Result
 		fs.EachRecord(func(r *kgo.Record) {
-			if res, err := topics.DecodeResult(r.Value); err == nil && res.IntentID == id && got == nil {
+			if res, err := wire.DecodeResult(r.Value); err == nil && res.IntentID == id && got == nil {
 				got = res
 			}
 		})
 		switch {
 		case got == nil:
-		case got.Status == topics.StatusRejected:
+		case got.Status == codes.StatusRejected:
 			return got, ErrRejected
 		default:
 			return got, nil

@@ -8,7 +8,7 @@ import (
 
 	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/tools"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // Policy bounds investigations. The zero value is completed by Config's
@@ -72,14 +72,14 @@ type Step struct {
 
 // Command is a resolve or compensate for the control topic.
 type Command struct {
-	Type    string // topics.TypeResolve or topics.TypeCompensate
+	Type    string // wire.TypeResolve or wire.TypeCompensate
 	ID      string
 	Tenant  string
 	Key     string
 	CallID  string // precondition: the call or compensation in doubt
 	Outcome string // resolve: a topics status
 	Result  any
-	Err     *topics.ErrorInfo
+	Err     *wire.ErrorInfo
 	Reason  string
 }
 
@@ -148,7 +148,7 @@ func undecidable(s Subject) string {
 // it arrives), and new for each round after a compensation came back
 // not_executed.
 func compensate(now int64, s Subject, inv Investigation) Step {
-	cmd := &Command{Type: topics.TypeCompensate, ID: commandID(s, topics.TypeCompensate, inv.Compensations), Tenant: s.Tenant, Key: s.Key,
+	cmd := &Command{Type: wire.TypeCompensate, ID: commandID(s, wire.TypeCompensate, inv.Compensations), Tenant: s.Tenant, Key: s.Key,
 		CallID: s.CallID, Reason: fmt.Sprintf("in doubt past pending_ttl; compensating with %s", s.CompensateWith)}
 	inv.Sent = &Sent{Type: cmd.Type, ID: cmd.ID, At: now}
 	inv.Reason = cmd.Reason
@@ -172,7 +172,7 @@ func afterSent(now int64, s Subject, inv Investigation, p Policy) Step {
 	if inv.Attempts >= p.MaxAttempts {
 		return escalate(now, inv, fmt.Sprintf("%d rounds without settling the key; the last %s command (%s) never showed in the event log", inv.Attempts, inv.Sent.Type, inv.Sent.ID))
 	}
-	if inv.Sent.Type == topics.TypeCompensate {
+	if inv.Sent.Type == wire.TypeCompensate {
 		// Send the same command again, with the same id: should the first
 		// still land, the executor's saga sees one compensation (the second
 		// finds its own id waiting, or the compensation done).
@@ -198,7 +198,7 @@ func Judge(now int64, s Subject, inv Investigation, kind StepKind, out tools.Out
 	case out.Status == tools.NotExecuted && kind == StepProbe:
 		// The probe answers 404 only for keys it never saw: the call
 		// never reached the tool.
-		return resolve(now, s, inv, kind, topics.StatusNotExecuted, out)
+		return resolve(now, s, inv, kind, codes.StatusNotExecuted, out)
 	}
 	// Unknown, or a retry that never reached the tool (refused, DNS):
 	// that says nothing about the first call.
@@ -220,22 +220,22 @@ func stillRunning(out tools.Outcome) bool { return out.Code == "http_409" }
 func settledStatus(s Subject, ok bool) string {
 	switch {
 	case s.Phase == PhaseCompensation && ok:
-		return topics.StatusCompensated
+		return codes.StatusCompensated
 	case s.Phase == PhaseCompensation:
-		return topics.StatusCompensationFailed
+		return codes.StatusCompensationFailed
 	case ok:
-		return topics.StatusSucceeded
+		return codes.StatusSucceeded
 	}
-	return topics.StatusFailed
+	return codes.StatusFailed
 }
 
 func resolve(now int64, s Subject, inv Investigation, kind StepKind, outcome string, out tools.Outcome) Step {
-	cmd := &Command{Type: topics.TypeResolve, ID: commandID(s, topics.TypeResolve, inv.Attempts), Tenant: s.Tenant, Key: s.Key,
+	cmd := &Command{Type: wire.TypeResolve, ID: commandID(s, wire.TypeResolve, inv.Attempts), Tenant: s.Tenant, Key: s.Key,
 		CallID: s.CallID, Outcome: outcome, Reason: fmt.Sprintf("%s of %s (%s) answered %s", kind, s.Tool, s.Class, out.Status)}
 	if out.Status == tools.Succeeded {
 		cmd.Result, cmd.Err = storableResult(out.Result)
 	} else {
-		cmd.Err = &topics.ErrorInfo{Code: out.Code, Message: out.Message}
+		cmd.Err = &wire.ErrorInfo{Code: out.Code, Message: out.Message}
 	}
 	inv.Sent = &Sent{Type: cmd.Type, ID: cmd.ID, Outcome: outcome, At: now}
 	inv.Reason = cmd.Reason
@@ -249,24 +249,24 @@ const codeResultNotStored = codes.ErrResultNotStored
 
 // storableResult is what a resolve can carry of a tool's result: the
 // result itself when its msgpack encoding fits the executor's bound on a
-// stored result (topics.MaxResolveResult, the one constant both sides
+// stored result (wire.MaxResolveResult, the one constant both sides
 // check), else none and the executor's result_not_stored code.
 //
-// Why (issue 12, "one meaning for each bound"): a retry may answer up to
+// Why: a retry may answer up to
 // the HTTP adapter's 1 MiB, and the executor refused a resolve carrying
 // more than 256 KiB: the command was rejected, the investigation tried
 // again, and the key stayed in doubt although the tool had answered.
-func storableResult(v any) (any, *topics.ErrorInfo) {
+func storableResult(v any) (any, *wire.ErrorInfo) {
 	if v == nil {
 		return nil, nil
 	}
 	b, err := msgpack.Marshal(v)
 	switch {
 	case err != nil:
-		return nil, &topics.ErrorInfo{Code: codeResultNotStored, Message: fmt.Sprintf("the tool's result cannot be encoded (%v); the call succeeded", err)}
-	case len(b) > topics.MaxResolveResult:
-		return nil, &topics.ErrorInfo{Code: codeResultNotStored, Message: fmt.Sprintf(
-			"the tool's result is %d bytes, over the %d a stored result may have; the call succeeded", len(b), topics.MaxResolveResult)}
+		return nil, &wire.ErrorInfo{Code: codeResultNotStored, Message: fmt.Sprintf("the tool's result cannot be encoded (%v); the call succeeded", err)}
+	case len(b) > wire.MaxResolveResult:
+		return nil, &wire.ErrorInfo{Code: codeResultNotStored, Message: fmt.Sprintf(
+			"the tool's result is %d bytes, over the %d a stored result may have; the call succeeded", len(b), wire.MaxResolveResult)}
 	}
 	return v, nil
 }

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/tools"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 const t0 = int64(1_700_000_000_000) // the deadline of every test subject (unix ms)
@@ -37,7 +38,7 @@ func inv(f func(*Investigation)) *Investigation {
 }
 
 func TestReconcilerPlan(t *testing.T) {
-	compensateID := commandID(subj(tools.Compensatable, PhaseCall), topics.TypeCompensate, 0)
+	compensateID := commandID(subj(tools.Compensatable, PhaseCall), wire.TypeCompensate, 0)
 	cases := []struct {
 		name    string
 		now     int64
@@ -55,12 +56,12 @@ func TestReconcilerPlan(t *testing.T) {
 		{name: "probe past the deadline is probed", now: t0 + 5, subj: subj(tools.Probe, PhaseCall), kind: StepProbe, changed: true},
 		{name: "compensatable is compensated, conditional on its call", now: t0 + 5, subj: subj(tools.Compensatable, PhaseCall),
 			kind: StepCompensate, changed: true, check: func(t *testing.T, s Step) {
-				want := &Command{Type: topics.TypeCompensate, ID: compensateID, Tenant: "acme", Key: "k1", CallID: "A",
+				want := &Command{Type: wire.TypeCompensate, ID: compensateID, Tenant: "acme", Key: "k1", CallID: "A",
 					Reason: "in doubt past pending_ttl; compensating with refund"}
 				if !reflect.DeepEqual(s.Cmd, want) {
 					t.Errorf("command %+v, want %+v", s.Cmd, want)
 				}
-				if s.Inv.Sent == nil || *s.Inv.Sent != (Sent{Type: topics.TypeCompensate, ID: compensateID, At: t0 + 5}) {
+				if s.Inv.Sent == nil || *s.Inv.Sent != (Sent{Type: wire.TypeCompensate, ID: compensateID, At: t0 + 5}) {
 					t.Errorf("sent %+v", s.Inv.Sent)
 				}
 			}},
@@ -84,10 +85,10 @@ func TestReconcilerPlan(t *testing.T) {
 		{name: "after the backoff the next round starts", now: t0 + 2000, subj: subj(tools.Probe, PhaseCall),
 			inv: inv(func(i *Investigation) { i.Attempts, i.NextAt = 1, t0+2000 }), kind: StepProbe, changed: true},
 		{name: "a sent command is given its timeout to show in the log", now: t0 + 59_999, subj: subj(tools.Compensatable, PhaseCall),
-			inv:  inv(func(i *Investigation) { i.Sent = &Sent{Type: topics.TypeCompensate, ID: compensateID, At: t0} }),
+			inv:  inv(func(i *Investigation) { i.Sent = &Sent{Type: wire.TypeCompensate, ID: compensateID, At: t0} }),
 			kind: StepWait, at: t0 + 60_000},
 		{name: "a compensate that never showed is sent again with the same id", now: t0 + 60_000, subj: subj(tools.Compensatable, PhaseCall),
-			inv:  inv(func(i *Investigation) { i.Sent = &Sent{Type: topics.TypeCompensate, ID: compensateID, At: t0} }),
+			inv:  inv(func(i *Investigation) { i.Sent = &Sent{Type: wire.TypeCompensate, ID: compensateID, At: t0} }),
 			kind: StepCompensate, changed: true, check: func(t *testing.T, s Step) {
 				if s.Cmd.ID != compensateID || s.Inv.Attempts != 1 || s.Inv.Sent.At != t0+60_000 {
 					t.Errorf("resend %+v, inv %+v", s.Cmd, s.Inv)
@@ -95,7 +96,7 @@ func TestReconcilerPlan(t *testing.T) {
 			}},
 		{name: "a resolve that never showed is not repeated blindly: the key is asked again", now: t0 + 60_000, subj: subj(tools.Probe, PhaseCall),
 			inv: inv(func(i *Investigation) {
-				i.Sent = &Sent{Type: topics.TypeResolve, ID: "rc-x", Outcome: "not_executed", At: t0}
+				i.Sent = &Sent{Type: wire.TypeResolve, ID: "rc-x", Outcome: "not_executed", At: t0}
 			}),
 			kind: StepProbe, changed: true, check: func(t *testing.T, s Step) {
 				if s.Inv.Sent != nil || s.Inv.Attempts != 1 {
@@ -104,7 +105,7 @@ func TestReconcilerPlan(t *testing.T) {
 			}},
 		{name: "commands that never land are escalated after max attempts", now: t0 + 60_000, subj: subj(tools.Compensatable, PhaseCall),
 			inv: inv(func(i *Investigation) {
-				i.Attempts, i.Sent = 2, &Sent{Type: topics.TypeCompensate, ID: compensateID, At: t0}
+				i.Attempts, i.Sent = 2, &Sent{Type: wire.TypeCompensate, ID: compensateID, At: t0}
 			}),
 			kind: StepEscalate, changed: true, check: wantEscalated(t0+60_000, "never showed in the event log")},
 	}
@@ -168,9 +169,9 @@ func TestReconcilerJudge(t *testing.T) {
 		at       int64 // of a wait
 	}{
 		{name: "a retry that answers settles the key as succeeded", subj: subj(tools.NativeKey, PhaseCall), kind: StepRetry, out: ok,
-			step: StepResolve, outcome: topics.StatusSucceeded},
+			step: StepResolve, outcome: codes.StatusSucceeded},
 		{name: "a retry answered with a definite refusal settles it as failed", subj: subj(tools.NativeKey, PhaseCall), kind: StepRetry,
-			out: declined, step: StepResolve, outcome: topics.StatusFailed},
+			out: declined, step: StepResolve, outcome: codes.StatusFailed},
 		{name: "409 means the first request still runs downstream: ask later", subj: subj(tools.NativeKey, PhaseCall), kind: StepRetry,
 			out: tools.Outcome{Status: tools.Failed, Code: "http_409"}, step: StepWait, attempts: 1, at: t0 + 2000},
 		{name: "a retry that never reached the tool says nothing about the first call", subj: subj(tools.NativeKey, PhaseCall), kind: StepRetry,
@@ -180,15 +181,15 @@ func TestReconcilerJudge(t *testing.T) {
 		{name: "an ambiguous round at max attempts escalates", subj: subj(tools.Probe, PhaseCall), inv: *inv(func(i *Investigation) { i.Attempts = 2 }),
 			kind: StepProbe, out: tools.Outcome{Status: tools.Unknown, Code: "http_500"}, step: StepEscalate, attempts: 3},
 		{name: "a probe that found the call settles it as succeeded", subj: subj(tools.Probe, PhaseCall), kind: StepProbe, out: ok,
-			step: StepResolve, outcome: topics.StatusSucceeded},
+			step: StepResolve, outcome: codes.StatusSucceeded},
 		{name: "a probe that found it failed settles it as failed", subj: subj(tools.Probe, PhaseCall), kind: StepProbe,
-			out: tools.Outcome{Status: tools.Failed, Code: "probe_failed"}, step: StepResolve, outcome: topics.StatusFailed},
+			out: tools.Outcome{Status: tools.Failed, Code: "probe_failed"}, step: StepResolve, outcome: codes.StatusFailed},
 		{name: "a probe 404 settles it as not_executed", subj: subj(tools.Probe, PhaseCall), kind: StepProbe,
-			out: tools.Outcome{Status: tools.NotExecuted, Code: "probe_not_found"}, step: StepResolve, outcome: topics.StatusNotExecuted},
+			out: tools.Outcome{Status: tools.NotExecuted, Code: "probe_not_found"}, step: StepResolve, outcome: codes.StatusNotExecuted},
 		{name: "a compensation found done settles it as compensated", subj: subj(tools.Probe, PhaseCompensation),
-			inv: Investigation{Phase: PhaseCompensation, CallID: "K"}, kind: StepProbe, out: ok, step: StepResolve, outcome: topics.StatusCompensated},
+			inv: Investigation{Phase: PhaseCompensation, CallID: "K"}, kind: StepProbe, out: ok, step: StepResolve, outcome: codes.StatusCompensated},
 		{name: "a compensation refused settles it as compensation_failed", subj: subj(tools.NativeKey, PhaseCompensation),
-			inv: Investigation{Phase: PhaseCompensation, CallID: "K"}, kind: StepRetry, out: declined, step: StepResolve, outcome: topics.StatusCompensationFailed},
+			inv: Investigation{Phase: PhaseCompensation, CallID: "K"}, kind: StepRetry, out: declined, step: StepResolve, outcome: codes.StatusCompensationFailed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -203,7 +204,7 @@ func TestReconcilerJudge(t *testing.T) {
 				return
 			}
 			cmd := s.Cmd
-			if cmd.Type != topics.TypeResolve || cmd.Outcome != c.outcome || cmd.CallID != c.subj.CallID || cmd.Tenant != "acme" || cmd.Key != "k1" {
+			if cmd.Type != wire.TypeResolve || cmd.Outcome != c.outcome || cmd.CallID != c.subj.CallID || cmd.Tenant != "acme" || cmd.Key != "k1" {
 				t.Errorf("command %+v", cmd)
 			}
 			if c.out.Status == tools.Succeeded && !reflect.DeepEqual(cmd.Result, c.out.Result) || c.out.Status != tools.Succeeded && (cmd.Err == nil || cmd.Err.Code != c.out.Code) {
@@ -219,21 +220,21 @@ func TestReconcilerJudge(t *testing.T) {
 // A retry may answer a result larger than the executor keeps. The resolve
 // then says succeeded without it, with the executor's result_not_stored
 // code, instead of carrying it and being rejected by the executor (which
-// left the key in doubt although the tool had answered; issue 12, "one
-// meaning for each bound"). A result within the bound is carried whole.
+// would leave the key in doubt although the tool had answered). A result
+// within the bound is carried whole.
 func TestReconcilerResolveCarriesNoResultOverTheStoredBound(t *testing.T) {
-	big := tools.Outcome{Status: tools.Succeeded, Result: map[string]any{"blob": strings.Repeat("x", topics.MaxResolveResult)}}
+	big := tools.Outcome{Status: tools.Succeeded, Result: map[string]any{"blob": strings.Repeat("x", wire.MaxResolveResult)}}
 	s := Judge(t0, subj(tools.NativeKey, PhaseCall), *inv(nil), StepRetry, big, testPolicy)
-	if s.Kind != StepResolve || s.Cmd.Outcome != topics.StatusSucceeded || s.Cmd.Result != nil || s.Cmd.Err == nil ||
+	if s.Kind != StepResolve || s.Cmd.Outcome != codes.StatusSucceeded || s.Cmd.Result != nil || s.Cmd.Err == nil ||
 		s.Cmd.Err.Code != "result_not_stored" {
 		t.Fatalf("step %s, command %+v", s.Kind, s.Cmd)
 	}
-	if b, err := topics.EncodeIntent(s.Cmd.intent("reconciler")); err != nil || len(b) > topics.MaxMessageBytes {
+	if b, err := wire.EncodeIntent(s.Cmd.intent("reconciler")); err != nil || len(b) > wire.MaxMessageBytes {
 		t.Fatalf("the command does not fit a message: %d bytes, %v", len(b), err)
 	}
-	fits := tools.Outcome{Status: tools.Succeeded, Result: map[string]any{"blob": strings.Repeat("x", topics.MaxResolveResult-64)}}
+	fits := tools.Outcome{Status: tools.Succeeded, Result: map[string]any{"blob": strings.Repeat("x", wire.MaxResolveResult-64)}}
 	s = Judge(t0, subj(tools.Probe, PhaseCompensation), Investigation{Phase: PhaseCompensation, CallID: "K"}, StepProbe, fits, testPolicy)
-	if s.Kind != StepResolve || s.Cmd.Outcome != topics.StatusCompensated || s.Cmd.Result == nil || s.Cmd.Err != nil {
+	if s.Kind != StepResolve || s.Cmd.Outcome != codes.StatusCompensated || s.Cmd.Result == nil || s.Cmd.Err != nil {
 		t.Fatalf("a result within the bound: step %s, command outcome %s error %+v", s.Kind, s.Cmd.Outcome, s.Cmd.Err)
 	}
 }
@@ -255,15 +256,15 @@ func TestReconcilerBackoff(t *testing.T) {
 // across them: a resent compensate is the same command to the executor.
 func TestReconcilerCommandID(t *testing.T) {
 	s := subj(tools.Compensatable, PhaseCall)
-	id := commandID(s, topics.TypeCompensate, 0)
-	if id != commandID(s, topics.TypeCompensate, 0) || !strings.HasPrefix(id, "rc-") || len(id) > topics.MaxIDBytes {
+	id := commandID(s, wire.TypeCompensate, 0)
+	if id != commandID(s, wire.TypeCompensate, 0) || !strings.HasPrefix(id, "rc-") || len(id) > wire.MaxIDBytes {
 		t.Fatalf("id %q", id)
 	}
 	other := s
 	other.CallID = "B"
 	seen := map[string]bool{id: true}
-	for _, x := range []string{commandID(other, topics.TypeCompensate, 0), commandID(s, topics.TypeResolve, 0),
-		commandID(s, topics.TypeResolve, 1), commandID(subj(tools.Compensatable, PhaseCompensation), topics.TypeCompensate, 0)} {
+	for _, x := range []string{commandID(other, wire.TypeCompensate, 0), commandID(s, wire.TypeResolve, 0),
+		commandID(s, wire.TypeResolve, 1), commandID(subj(tools.Compensatable, PhaseCompensation), wire.TypeCompensate, 0)} {
 		if seen[x] {
 			t.Errorf("id %q repeats", x)
 		}
@@ -315,7 +316,7 @@ func TestReconcilerSubjectOf(t *testing.T) {
 
 func TestReconcilerInvestigationCodec(t *testing.T) {
 	in := &Investigation{Phase: PhaseCall, CallID: "A", Attempts: 2, StartedAt: t0, NextAt: t0 + 5, Reason: "probe: timeout",
-		Sent: &Sent{Type: topics.TypeResolve, ID: "rc-1", Outcome: "succeeded", At: t0}}
+		Sent: &Sent{Type: wire.TypeResolve, ID: "rc-1", Outcome: "succeeded", At: t0}}
 	b, err := encodeInvestigation(in)
 	if err != nil {
 		t.Fatal(err)
@@ -348,7 +349,7 @@ func TestReconcilerMergeAndState(t *testing.T) {
 		t.Errorf("a probe key: %+v", w)
 	}
 	live := rowOf(t0+10, subj(tools.Probe, PhaseCall), inv(func(i *Investigation) {
-		i.Attempts, i.Sent = 1, &Sent{Type: topics.TypeResolve, Outcome: "succeeded", ID: "rc-9", At: t0}
+		i.Attempts, i.Sent = 1, &Sent{Type: wire.TypeResolve, Outcome: "succeeded", ID: "rc-9", At: t0}
 	}))
 	live.Class = "probe"
 	other := logRow

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/atmostonce/toolexec/internal/httpserve"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // Row is one key in doubt as an operator sees it (reconciler pending, and
@@ -42,7 +42,7 @@ type Row struct {
 }
 
 // RoutingKey is the row's key as on the wire.
-func (w *Row) RoutingKey() string { return topics.RoutingKey(w.Tenant, w.Key) }
+func (w *Row) RoutingKey() string { return wire.RoutingKey(w.Tenant, w.Key) }
 
 // rowOf describes subj and what is known of its investigation. Pure.
 func rowOf(now int64, subj Subject, inv *Investigation) Row {

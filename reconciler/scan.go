@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/atmostonce/toolexec/state"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // walkPage is how many index entries one read of the doubt index returns.
@@ -67,12 +67,11 @@ func (r *Reconciler) scan(ctx context.Context) error {
 // scanPartition walks p's doubt index once around, starting after where
 // the last scan stopped, and examines at most MaxScan keys.
 //
-// Why a cursor (issue 12): the first version read the first MaxScan keys
-// of the index on every scan. Escalated keys stay in the index, so once
-// MaxScan of them had piled up (or one tenant, whose keys sort first, had
-// that many in doubt) no later key was ever planned. Now each scan
-// examines the next MaxScan keys after the last one it examined, wrapping
-// around, so every key is examined within (keys / MaxScan) scans.
+// Why a cursor: escalated keys stay in the index, so a scan of the first
+// MaxScan keys every time would, once MaxScan of them had piled up (or one
+// tenant, whose keys sort first, had that many in doubt), never plan a
+// later key. So each scan examines the next MaxScan keys after the last
+// one it examined, wrapping around, so every key is examined within (keys / MaxScan) scans.
 // Escalated keys wait for an operator and need no plan: once examined,
 // they are remembered (partition.escalated) and only counted and listed,
 // outside the MaxScan budget, until an event of their key arrives.
@@ -83,7 +82,7 @@ func (r *Reconciler) scanPartition(ctx context.Context, now int64, p int32, g *g
 	o := r.owned[p]
 	examined, full := 0, false
 	err := r.walkDoubt(p, o.cursor, func(d state.Doubt) (bool, error) {
-		rk := topics.RoutingKey(d.Tenant, d.Key)
+		rk := wire.RoutingKey(d.Tenant, d.Key)
 		if e, ok := o.escalated[rk]; ok {
 			g.add(now, e.subj, true)
 			*rows = append(*rows, rowOf(now, e.subj, &e.inv))

@@ -15,7 +15,7 @@ import (
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
 	"github.com/atmostonce/toolexec/tools"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // scanReconciler is a reconciler with a view, a registry and workers, and
@@ -58,7 +58,7 @@ func fairnessKeys(t *testing.T, r *Reconciler, n int, tool string) []string {
 	var rks []string
 	for i := 0; i < n-1; i++ {
 		putInDoubt(t, r, "a", fmt.Sprintf("k%02d", i), tool)
-		rks = append(rks, topics.RoutingKey("a", fmt.Sprintf("k%02d", i)))
+		rks = append(rks, wire.RoutingKey("a", fmt.Sprintf("k%02d", i)))
 	}
 	putInDoubt(t, r, "z", "last", tool)
 	return append(rks, "z/last")
@@ -74,7 +74,7 @@ func escalatedKeys(t *testing.T, st *state.Store) []string {
 		}
 		if inv.Escalated {
 			tenant, key := splitRK(string(k[len(investigationPrefix):]))
-			out = append(out, topics.RoutingKey(tenant, key))
+			out = append(out, wire.RoutingKey(tenant, key))
 		}
 		return nil
 	})
@@ -86,10 +86,10 @@ func escalatedKeys(t *testing.T, st *state.Store) []string {
 }
 
 // Escalated keys stay in the doubt index until an operator acts. With
-// more of them than MaxScan, the first version read the same first
-// MaxScan keys on every scan and never planned the others: here tenant
-// z's key was never escalated, and no new key behind the pile would ever
-// have been investigated (issue 12, reconciler fairness).
+// more of them than MaxScan, a scan that read the same first MaxScan keys
+// every time would never plan the others: here tenant z's key would never
+// be escalated, and no new key behind the pile would ever be
+// investigated.
 func TestReconcilerScanReachesEveryKeyPastMaxScan(t *testing.T) {
 	reg := tools.NewRegistry()
 	if err := reg.Register(tools.Spec{Name: "page", Class: tools.Irreversible, URL: "http://127.0.0.1:1/page"},
@@ -124,15 +124,16 @@ func TestReconcilerScanReachesEveryKeyPastMaxScan(t *testing.T) {
 }
 
 // Keys whose retry is still running are examined again by the next scan
-// (and skipped); with more of them than MaxScan the first version never
-// got past them. Each scan must start where the last one stopped.
+// (and skipped); with more of them than MaxScan, a scan from the start
+// would never get past them. Each scan must start where the last one
+// stopped.
 func TestReconcilerScanMovesOnPastRunningRetries(t *testing.T) {
 	var mu sync.Mutex
 	invoked := map[string]bool{}
 	reg := tools.NewRegistry()
 	slow := func(ctx context.Context, req tools.Request) tools.Outcome {
 		mu.Lock()
-		invoked[topics.RoutingKey(req.Tenant, req.Key)] = true
+		invoked[wire.RoutingKey(req.Tenant, req.Key)] = true
 		mu.Unlock()
 		<-ctx.Done() // never answers while the test runs
 		return tools.Outcome{Status: tools.Unknown, Code: "cancelled"}
@@ -216,8 +217,7 @@ func counterValue(t *testing.T, c interface{ Write(*dto.Metric) error }) float64
 // folded the log as it stood after the call's deadline: an outcome the
 // executor committed meanwhile (not_executed: its attempt was never
 // sent) must be seen first, or the tool acts for a call the log says never
-// reached it and the key's next call acts again (issue 12; four keys in
-// a short chaos run).
+// reached it and the key's next call acts again.
 func TestReconcilerRetriesOnlyOnAViewFreshSinceTheDeadline(t *testing.T) {
 	reg := tools.NewRegistry()
 	calls := make(chan string, 4)
@@ -256,7 +256,7 @@ func TestReconcilerRetriesOnlyOnAViewFreshSinceTheDeadline(t *testing.T) {
 }
 
 // splitRK splits "<tenant> 0x00 <key>" (the tail of an investigation
-// key); tenants never hold 0x00 (topics.ValidTenant).
+// key); tenants never hold 0x00 (wire.ValidTenant).
 func splitRK(rk string) (string, string) {
 	for i := 0; i < len(rk); i++ {
 		if rk[i] == 0 {

@@ -46,7 +46,7 @@ type Subject struct {
 	// from before keys were per call. Every retry and probe uses it: a key
 	// used again after not_executed or expiry has a new call under a new
 	// downstream key, and asking under the old one would read the old
-	// call's effect (issue 12).
+	// call's effect.
 	DownstreamKey string
 	// CompensateWith is the call's compensating tool (call phase only).
 	CompensateWith string

@@ -6,10 +6,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atmostonce/toolexec/eventlog"
+	"github.com/atmostonce/toolexec/overlay"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
-	"github.com/atmostonce/toolexec/topics"
-	"github.com/atmostonce/toolexec/view"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // fold folds every polled event of an owned partition into the view: one
@@ -30,7 +30,7 @@ func (r *Reconciler) fold(fs kgo.Fetches) error {
 }
 
 func (r *Reconciler) foldPartition(p int32, o *partition, recs []*kgo.Record) error {
-	f := &folder{st: r.store, ov: view.New(r.store), returned: map[view.Key][]string{}, now: r.now(), policy: r.cfg.Policy}
+	f := &folder{st: r.store, ov: overlay.New(r.store), returned: map[overlay.Key][]string{}, now: r.now(), policy: r.cfg.Policy}
 	next := o.next
 	for _, rec := range recs {
 		if rec.Offset < o.next {
@@ -60,10 +60,10 @@ func (r *Reconciler) foldPartition(p int32, o *partition, recs []*kgo.Record) er
 // folder is one partition's overlay of the records a poll touched.
 type folder struct {
 	st *state.Store
-	ov *view.Overlay
+	ov *overlay.Overlay
 	// returned lists, per key, the compensations of its call in doubt that
 	// came back without reaching their tool in this poll (compround.go).
-	returned map[view.Key][]string
+	returned map[overlay.Key][]string
 	now      int64
 	policy   Policy
 }
@@ -87,7 +87,7 @@ func (f *folder) apply(p int32, rec *kgo.Record) error {
 	f.ov.Apply(en, *ev)
 	f.ov.Trim(en, slimSettled)
 	if compensating && round.returnedFrom(en.Cur) {
-		k := view.Key{Tenant: ev.Tenant, Key: ev.Key}
+		k := overlay.Key{Tenant: ev.Tenant, Key: ev.Key}
 		f.returned[k] = append(f.returned[k], round.String())
 	}
 	return nil
@@ -112,7 +112,7 @@ func slimSettled(rec *saga.Record) *saga.Record {
 // investigation, counted in the same batch.
 func (f *folder) commit(topic string, p int32, next int64) error {
 	b := f.st.NewBatch()
-	err := f.ov.Write(eventlog.Writer{Batch: b}, topic, map[int32]int64{p: next}, func(en *view.Entry) error {
+	err := f.ov.Write(eventlog.Writer{Batch: b}, topic, map[int32]int64{p: next}, func(en *overlay.Entry) error {
 		return f.commitKey(b, en)
 	})
 	if err != nil {
@@ -122,7 +122,7 @@ func (f *folder) commit(topic string, p int32, next int64) error {
 	return b.Commit(state.Sync)
 }
 
-func (f *folder) commitKey(b *state.Batch, en *view.Entry) error {
+func (f *folder) commitKey(b *state.Batch, en *overlay.Entry) error {
 	prev, cur := en.Prev, en.Cur
 	tenant, key := en.K.Tenant, en.K.Key
 	if id := compensationIdentity(prev); id != "" && id != compensationIdentity(cur) {
@@ -142,9 +142,9 @@ func (f *folder) commitKey(b *state.Batch, en *view.Entry) error {
 // touched lists the routing keys of the records this poll changed.
 func (f *folder) touched() []string {
 	out := make([]string, 0, f.ov.Len())
-	f.ov.Entries(func(en *view.Entry) {
+	f.ov.Entries(func(en *overlay.Entry) {
 		tenant, key := en.K.Tenant, en.K.Key
-		out = append(out, topics.RoutingKey(tenant, key))
+		out = append(out, wire.RoutingKey(tenant, key))
 	})
 	return out
 }

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/atmostonce/toolexec/tools"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // job is one retry or probe of a subject.
@@ -22,7 +20,7 @@ type job struct {
 	epoch       uint64
 }
 
-func (j *job) routingKey() string { return topics.RoutingKey(j.subj.Tenant, j.subj.Key) }
+func (j *job) routingKey() string { return wire.RoutingKey(j.subj.Tenant, j.subj.Key) }
 
 // result is a job's outcome, handed back to the loop.
 type result struct {
@@ -109,11 +107,8 @@ func (w *workers) invoke(j job) tools.Outcome {
 // decodeArgs decodes canonical msgpack arguments as the executor does, so
 // a retry sends the same JSON body.
 func decodeArgs(b []byte) (map[string]any, error) {
-	if len(b) == 0 {
-		return map[string]any{}, nil
-	}
-	var m map[string]any
-	if err := msgpack.Unmarshal(b, &m); err != nil {
+	m, err := wire.DecodeCanonicalArgs(b)
+	if err != nil {
 		return nil, fmt.Errorf("reconciler: decode canonical args: %w", err)
 	}
 	return m, nil

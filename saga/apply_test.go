@@ -10,7 +10,7 @@ import (
 // TestAuditFactsLeaveTheRecordAsItIs: the replayed and conflicted events
 // a decision logs fold to the very record they were decided on,
 // LastEventAt included, so that a member need not rewrite it and a
-// restore folds them to the same bytes (issue 17).
+// restore folds them to the same bytes.
 func TestAuditFactsLeaveTheRecordAsItIs(t *testing.T) {
 	env := saga.Env{Now: 100, Policy: func(string) (saga.Policy, bool) { return saga.Policy{RetentionMs: 1000, PendingTTLMs: 500}, true }}
 	in := saga.Input{Type: saga.InputCall, IntentID: "A", Tenant: "t", Key: "k", Tool: "charge", Args: []byte("a"), ArgsHash: []byte("h")}

@@ -11,7 +11,7 @@ import (
 // its own. Allowed when the effect happened or may have happened.
 func decideCompensate(rec *Record, in Input, env Env) Decision {
 	if rec == nil || rec.expired(env.Now) {
-		return rejectInput(in, codes.ReasonInvalidCommand, "nothing to compensate: the key has no record")
+		return rejectInput(in, codes.ReasonInvalidCommand, codes.RefusalNoRecord)
 	}
 	switch {
 	case rec.Status == StatusCompensated || rec.Status == StatusCompensationFailed:
@@ -141,7 +141,7 @@ func movedOn(rec *Record, in Input) string {
 // that budget, see tools.Request.Decided), and no command may settle or
 // undo it before then without Force.
 //
-// Why (issue 12): the saga's only guard was env.InFlight, which covers
+// Why: the saga's only guard was env.InFlight, which covers
 // this process alone. After a drain timeout, or on a zombie, a call can
 // land until its decision time plus pending_ttl. An agent's compensate
 // then ran the undo before the effect, and an operator's "resolve
@@ -179,6 +179,6 @@ func stillLanding(rec *Record, env Env, what string) string {
 	if rec.Comp != nil && (rec.Status == StatusCompensating || rec.Status == StatusCompensationUnknown) {
 		until = compensationPendingUntil(rec.Comp, env)
 	}
-	return fmt.Sprintf("the key is %s and its call may still reach the tool for %d ms (until its pending_ttl passes); "+
+	return fmt.Sprintf("the key is %s and "+codes.RefusalMayStillLand+" for %d ms (until its pending_ttl passes); "+
 		"%s after that, or force it (an operator, on the control topic)", rec.Status, until-env.Now, what)
 }

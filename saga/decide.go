@@ -48,7 +48,7 @@ func decideCall(rec *Record, in Input, env Env) Decision {
 
 // prefixed puts events ahead of d's. Without any, d is returned as it is:
 // appending its events to a nil prefix copied them for every call
-// (about 2% of a new call's CPU, issue 17).
+// (about 2% of a new call's CPU).
 func prefixed(prefix []Event, d Decision) Decision {
 	if len(prefix) > 0 {
 		d.Events = append(prefix, d.Events...)

@@ -953,7 +953,7 @@ func TestReadOnlyObligation(t *testing.T) {
 	}
 }
 
-// TestDownstreamKeyIsPerCall (issue 12): every new call of a key gets a
+// TestDownstreamKeyIsPerCall: every new call of a key gets a
 // new downstream key, so that a probe or a native_key tool never answers
 // for an earlier call; the value is pinned, since a change of derivation
 // would give an investigation of a call started before an upgrade another

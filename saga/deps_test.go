@@ -7,7 +7,7 @@ import (
 )
 
 // TestSagaDependsOnTheStandardLibraryOnly: the saga is the pure core of
-// the promise, readable and testable without Kafka or a codec (issue 16).
+// the promise, readable and testable without Kafka or a codec.
 // Its only import outside the standard library is package codes, the
 // wire vocabulary, which is itself a leaf of the standard library.
 func TestSagaDependsOnTheStandardLibraryOnly(t *testing.T) {

@@ -17,9 +17,9 @@ const downstreamKeyDomain = "toolexec/downstream-key/v2"
 // every investigation of it, and different for every new call of the same
 // (tenant, key).
 //
-// Why per call and not per key (issue 12): the first version derived it
-// from (tenant, tool, key) only. A key settled not_executed, or expired
-// and used again, then reached its tool under the old call's key: a probe
+// Why per call and not per key: derived from (tenant, tool, key) only, a
+// key settled not_executed, or expired and used again, would reach its
+// tool under the old call's key: a probe
 // of the new call could read the old call's status, and a native_key
 // downstream could hand back the old result as a fresh success. The
 // generation is the record's attempt counter together with the started

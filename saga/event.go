@@ -62,7 +62,7 @@ func (k EventKind) IsRead() bool { return k == EvReadStarted || k == EvReadAnswe
 // leaves the key's record as it is: a duplicate answered from the record
 // (replayed), or refused for other arguments (conflicted). Apply ignores
 // them, so a member writes no record (and syncs nothing) for them, and a
-// restore folds them to the same bytes (issue 17).
+// restore folds them to the same bytes.
 func (k EventKind) AuditOnly() bool { return k == EvReplayed || k == EvConflicted }
 
 // Event is one fact about one key. Fields not used by a kind stay empty;

@@ -441,7 +441,7 @@ func (m *propModel) checkKey(k *propKey) {
 
 // checkNotBeforeDeadline: no command settles or undoes a call that may
 // still reach its tool (before its PendingUntil) unless it was forced, and
-// then the event says so (issue 12).
+// then the event says so.
 func (m *propModel) checkNotBeforeDeadline(k *propKey, in saga.Input, dec saga.Decision) {
 	if k.rec == nil || !k.rec.Status.InDoubt() || (in.Type != saga.InputResolve && in.Type != saga.InputCompensate) {
 		return

@@ -9,7 +9,7 @@ import (
 )
 
 // A settled record's codec, as a replay of a cold key reads it and a
-// call writes it, by hand and by reflection (issue 17). Run with
+// call writes it, by hand and by reflection. Run with
 // go test ./state -run '^$' -bench Record -benchmem.
 
 func benchRecord() *saga.Record {

@@ -8,7 +8,7 @@ import (
 )
 
 // The record's msgpack, read field by field instead of by reflection
-// (issue 17: every Pebble read of a record, which the replays of cold keys
+// (every Pebble read of a record, which the replays of cold keys
 // and a restore are made of, decoded it reflectively). It reads what
 // writeRecord writes; any other form (a field given twice, an ext, an
 // unexpected type, a struct given as an array: a record of an older
@@ -23,6 +23,12 @@ func unmarshalRecord(v []byte, r *saga.Record) error {
 		return nil
 	}
 	*r = saga.Record{}
+	// As eventlog's reflective decode: a header that declares more than
+	// its bytes can hold would be preallocated (a fatal out of memory for
+	// an array32 of waiters).
+	if err := mpread.CheckShape(v, len(v)); err != nil {
+		return err
+	}
 	return msgpack.Unmarshal(v, r)
 }
 

@@ -12,7 +12,7 @@ import (
 // with tenant empty, from the first. A caller that remembers the last key
 // it got and passes it back walks the whole index in pages, which is how
 // the reconciler moves its scan on instead of reading the same first
-// limit keys every time (issue 12).
+// limit keys every time.
 func (s *Store) InDoubtAfter(p int32, tenant, key string, limit int) ([]Doubt, error) {
 	if err := s.acquire(); err != nil {
 		return nil, err

@@ -6,7 +6,7 @@ import (
 )
 
 // The record's msgpack, written field by field instead of by reflection
-// (issue 17: after the events, the records were the member's largest
+// (after the events, the records were the member's largest
 // reflective encode, an eighth of its CPU). The bytes are the reflective
 // encoder's own (FuzzRecordEncodeMatchesReflection): the stored format
 // does not change (decoder.go reads it back). The order and the names

@@ -9,8 +9,8 @@ import (
 // keyFilter is a bloom filter of the record keys a store may hold: a
 // "no" is certain, a "maybe" reads Pebble. Why: every new key's first
 // lookup misses, and a miss still walked Pebble's memtable skiplist and
-// the filter blocks of every level (about a tenth of a new call's CPU,
-// issue 17); here it costs one cache line.
+// the filter blocks of every level (about a tenth of a new call's CPU);
+// here it costs one cache line.
 //
 // It is a list of split-block bloom filters (the layout of Parquet's:
 // a key sets one bit in each of the 8 words of one 32-byte block), each
@@ -99,15 +99,6 @@ func (f *keyFilter) grow(full *bloomLayer) {
 	l := newBloomLayer(int64(len(full.blocks)) * 256 * 2)
 	next := append(append(make([]*bloomLayer, 0, len(ls)+1), ls...), l)
 	f.layers.Store(&next)
-}
-
-// totalBits is the size of the filter, in bits.
-func (f *keyFilter) totalBits() int64 {
-	var n int64
-	for _, l := range *f.layers.Load() {
-		n += int64(len(l.blocks)) * 256
-	}
-	return n
 }
 
 // add sets h's bits and reports whether the layer is now full.

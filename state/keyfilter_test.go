@@ -322,3 +322,12 @@ func BenchmarkGetAbsentKey(b *testing.B) {
 		b.ReportMetric(float64(s.filter.live.Load())*float64(b.N)/b.Elapsed().Seconds(), "keys/s")
 	})
 }
+
+// totalBits is the size of the filter, in bits.
+func (f *keyFilter) totalBits() int64 {
+	var n int64
+	for _, l := range *f.layers.Load() {
+		n += int64(len(l.blocks)) * 256
+	}
+	return n
+}

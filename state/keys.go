@@ -5,20 +5,42 @@ import (
 	"fmt"
 )
 
-// Key layout. Every key starts with a one-byte space so that a scan of one
-// space never meets another.
+// Key layout: every key space of the member's Pebble store, in one place.
+// Every key starts with a one-byte space so that a scan of one space never
+// meets another.
 //
 //	'r' <tenant> 0x00 <key>                        -> msgpack saga.Record
 //	'c' <topic> 0x00 <partition u32>               -> next offset to apply (u64)
 //	'x' <expires_at u64> <tenant> 0x00 <key>      -> empty: expiry index
 //	'd' <partition u32> <tenant> 0x00 <key>        -> pending_until (u64): keys in doubt
 //	'a' <caller's key>                             -> caller's bytes: see Batch.PutAux
+//
+// The auxiliary space 'a' is shared by the packages that commit state of
+// their own with the view; each owns the keys under one prefix below, and
+// no prefix is a prefix of another, so that a scan of one (ScanAux) never
+// meets another's keys.
 const (
 	spaceRecord     = 'r'
 	spaceCheckpoint = 'c'
 	spaceExpiry     = 'x'
 	spaceDoubt      = 'd'
 	spaceAux        = 'a'
+)
+
+// The auxiliary prefixes, and the package that owns each.
+const (
+	// AuxReads: eventlog's pending reads,
+	// "read/" <partition u32> <routing key length u16> <routing key> <intent id>.
+	AuxReads = "read/"
+	// AuxAbortedTxns: the executor's own aborted transactions,
+	// "txn/" <producer id u64> <epoch u16>.
+	AuxAbortedTxns = "txn/"
+	// AuxInvestigations: the reconciler's investigations of calls,
+	// "inv/" <tenant> 0x00 <key>.
+	AuxInvestigations = "inv/"
+	// AuxCompensationInvestigations: the reconciler's investigations of
+	// compensations, "invc/" <tenant> 0x00 <key>.
+	AuxCompensationInvestigations = "invc/"
 )
 
 func auxKey(k []byte) []byte {

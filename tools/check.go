@@ -3,6 +3,8 @@ package tools
 import (
 	"fmt"
 	"net/url"
+
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // checker collects the validation errors of one spec. Fields that already
@@ -144,7 +146,7 @@ func checkCompensate(c *checker, s Spec) {
 func checkLimits(c *checker, s Spec) {
 	checkRange(c, "max_in_flight", s.MaxInFlight, 1, maxInFlightLimit)
 	checkRange(c, "retries", s.Retries, 0, maxRetriesLimit)
-	checkRange(c, "max_args_bytes", s.MaxArgsBytes, 1, maxArgsLimit)
+	checkRange(c, "max_args_bytes", s.MaxArgsBytes, 1, wire.MaxArgsLimit) // a record must fit one snapshot event
 }
 
 func checkRange(c *checker, field string, v, lo, hi int) {

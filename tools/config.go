@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"time"
 )
 
 // MaxConfigBytes bounds the size of a config given to Parse or Load.
@@ -141,23 +140,4 @@ func (c *Config) Lookup(name string) (Spec, bool) {
 		}
 	}
 	return Spec{}, false
-}
-
-// MaxRetention returns the largest retention, 0 when there are no tools:
-// how long dedup records must be kept.
-func (c *Config) MaxRetention() time.Duration {
-	var m time.Duration
-	for _, s := range c.Tools {
-		m = max(m, s.Retention)
-	}
-	return m
-}
-
-// MaxPendingTTL returns the largest pending_ttl, 0 when there are no tools.
-func (c *Config) MaxPendingTTL() time.Duration {
-	var m time.Duration
-	for _, s := range c.Tools {
-		m = max(m, s.PendingTTL)
-	}
-	return m
 }

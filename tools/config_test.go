@@ -58,27 +58,11 @@ func TestParseFull(t *testing.T) {
 	if !reflect.DeepEqual(cfg.Tools, want) {
 		t.Fatalf("Tools:\n got %+v\nwant %+v", cfg.Tools, want)
 	}
-	if got := cfg.MaxRetention(); got != 48*time.Hour {
-		t.Errorf("MaxRetention = %v, want 48h", got)
-	}
-	if got := cfg.MaxPendingTTL(); got != 2*time.Minute {
-		t.Errorf("MaxPendingTTL = %v, want 2m", got)
-	}
 	if s, ok := cfg.Lookup("mail.send"); !ok || s.Class != Irreversible {
 		t.Errorf("Lookup(mail.send) = %+v, %v", s, ok)
 	}
 	if _, ok := cfg.Lookup("nope"); ok {
 		t.Error("Lookup(nope) found something")
-	}
-}
-
-func TestConfigEmptyMaxima(t *testing.T) {
-	cfg, err := Parse([]byte("tools: []\n"))
-	if err != nil {
-		t.Fatalf("Parse: %v", err)
-	}
-	if cfg.MaxRetention() != 0 || cfg.MaxPendingTTL() != 0 {
-		t.Errorf("maxima of empty config = %v, %v; want 0, 0", cfg.MaxRetention(), cfg.MaxPendingTTL())
 	}
 }
 

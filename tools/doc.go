@@ -43,8 +43,9 @@
 //     Compensatable runs Spec.CompensateWith, Irreversible goes to an
 //     operator, NativeKey may be invoked again with the same key.
 //  4. Register tools during setup, before the Registry is shared.
-//  5. Keep Spec.Retention at least as long as the downstream remembers keys;
-//     Config.MaxRetention tells how long dedup records must be kept.
+//  5. Keep Spec.Retention at least as long as the downstream remembers keys:
+//     the event log keeps at least the largest retention plus pending_ttl
+//     of one tool (executor topics).
 //
 // A probe endpoint must answer 404 only for keys it has never seen: Probe
 // reports a 404 as NotExecuted, which allows the call to run again. A probe

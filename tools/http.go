@@ -53,16 +53,6 @@ func OpenHTTP(spec Spec, client *http.Client) (*HTTP, error) {
 	}, nil
 }
 
-// NewHTTP is OpenHTTP for a spec known to load (no headers or TLS files,
-// or ones checked already); it panics when OpenHTTP would fail.
-func NewHTTP(spec Spec, client *http.Client) *HTTP {
-	h, err := OpenHTTP(spec, client)
-	if err != nil {
-		panic(err)
-	}
-	return h
-}
-
 // Spec returns the spec the adapter was built with, defaults applied.
 func (h *HTTP) Spec() Spec { return h.spec }
 
@@ -156,7 +146,7 @@ func (h *HTTP) prepare(ctx context.Context, req Request) ([]byte, Outcome, bool)
 //
 // Why no size check here: max_args_bytes has one meaning, the size of the
 // canonical arguments, and the saga checks it before a started event is
-// written (issue 12). A second check of the JSON size here let an intent
+// written. A second check of the JSON size here let an intent
 // commit started and then come back not_executed args_too_large.
 func encodeArgs(args map[string]any) ([]byte, error) {
 	if args == nil {

@@ -76,7 +76,7 @@ func testSpec(class Class, url string) Spec {
 
 // newTestHTTP returns the adapter with a no-op sleep counting its calls.
 func newTestHTTP(spec Spec, client *http.Client) (*HTTP, *atomic.Int32) {
-	h := NewHTTP(spec, client)
+	h := newHTTP(spec, client)
 	var sleeps atomic.Int32
 	h.sleep = func(ctx context.Context, _ time.Duration) error {
 		sleeps.Add(1)
@@ -434,7 +434,7 @@ func TestHTTPCancelled(t *testing.T) {
 		checkOutcome(t, h.Invoke(ctx, testRequest()), Unknown, CodeCancelled, 1)
 	})
 	t.Run("during backoff", func(t *testing.T) {
-		h := NewHTTP(testSpec(Irreversible, refusedURL(t)), nil)
+		h := newHTTP(testSpec(Irreversible, refusedURL(t)), nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		h.sleep = func(ctx context.Context, _ time.Duration) error { cancel(); return ctx.Err() }
 		out := h.Invoke(ctx, testRequest())
@@ -448,7 +448,12 @@ func TestHTTPCancelled(t *testing.T) {
 func TestHTTPResponseTooLarge(t *testing.T) {
 	big := `"` + strings.Repeat("x", maxResponseBytes) + `"`
 	ts := newToolServer(t, answer(200, big))
-	h, _ := newTestHTTP(testSpec(NativeKey, ts.URL), nil)
+	// An attempt must have time to read 1 MiB under -race on a loaded
+	// machine: with testSpec's 200 ms, attempts timed out and were retried
+	// before one read far enough to see the size.
+	spec := testSpec(NativeKey, ts.URL)
+	spec.Timeout = 10 * time.Second
+	h, _ := newTestHTTP(spec, nil)
 	checkOutcome(t, h.Invoke(context.Background(), testRequest()), Unknown, CodeResponseTooLarge, 1)
 }
 
@@ -533,7 +538,7 @@ func TestHTTPPendingTTLBudget(t *testing.T) {
 	spec.Timeout, spec.PendingTTL, spec.Retries = time.Second, 3*time.Second, 20
 	clock := &fakeClock{now: time.Unix(0, 0)}
 	rt := &refusingTransport{clock: clock, took: spec.Timeout}
-	h := NewHTTP(spec, &http.Client{Transport: rt})
+	h := newHTTP(spec, &http.Client{Transport: rt})
 	h.now = clock.Now
 	h.sleep = func(_ context.Context, d time.Duration) error { clock.Advance(d); return nil }
 	out := h.Invoke(context.Background(), testRequest())
@@ -620,4 +625,14 @@ func TestHTTPBudgetFromDecision(t *testing.T) {
 	if n := len(ts.requests()); n != 1 {
 		t.Fatalf("%d requests, want 1", n)
 	}
+}
+
+// newHTTP is OpenHTTP for a spec known to load; it panics when OpenHTTP
+// fails.
+func newHTTP(spec Spec, client *http.Client) *HTTP {
+	h, err := OpenHTTP(spec, client)
+	if err != nil {
+		panic(err)
+	}
+	return h
 }

@@ -81,7 +81,7 @@ func (r *Registry) Specs() []Spec {
 
 // FromConfig validates cfg and builds a Registry with an HTTP tool for
 // every spec, sharing client (nil: one dedicated client per tool, see
-// NewHTTP). A tool named in inproc (which may be nil) is used instead of
+// OpenHTTP). A tool named in inproc (which may be nil) is used instead of
 // HTTP, with the file's spec; that is the only way a spec may lack a URL.
 // An inproc name with no spec in cfg is an error (ErrUnknownTool), so that
 // a misspelt in-process tool cannot go unnoticed. All problems are reported.

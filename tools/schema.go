@@ -9,7 +9,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // DefaultInputSchema is the input schema of a tool that declares none:
@@ -114,7 +114,7 @@ func checkTenants(c *checker, s Spec) {
 	seen := map[string]bool{}
 	for i, t := range s.Tenants {
 		switch {
-		case !topics.ValidTenant(t):
+		case !wire.ValidTenant(t):
 			c.fail("tenants", nil, "[%d] %s must match [a-z0-9_-]{1,64}", i, quoteBounded(t))
 			return
 		case seen[t]:

@@ -7,7 +7,7 @@ import (
 
 // Spec is one tool's configuration. YAML field names are in parentheses.
 // Parse fills unset fields with the defaults below; Registry.Register and
-// NewHTTP fill zero Timeout, PendingTTL, Retention, MaxInFlight and
+// OpenHTTP fill zero Timeout, PendingTTL, Retention, MaxInFlight and
 // MaxArgsBytes, but take Retries as given, since zero retries is a
 // meaningful choice there.
 type Spec struct {
@@ -136,7 +136,6 @@ const (
 	maxURLBytes      = 2048
 	maxInFlightLimit = 10000
 	maxRetriesLimit  = 20
-	maxArgsLimit     = 256 << 10 // topics.MaxArgsLimit: a record must fit one snapshot event
 	// maxDescriptionBytes keeps a tool list (sent to a model on every
 	// turn by MCP hosts) readable; longer prose belongs in the schema's
 	// own descriptions.

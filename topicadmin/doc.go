@@ -3,9 +3,9 @@
 // existing ones that break an assumption (Ensure), and records the
 // partition count keys are routed by (RoutingPartitions).
 //
-// It is apart from package topics so that what crosses the wire (names,
-// messages, routing) needs no Kafka client: the pure state machines import
-// topics' vocabulary, never this package.
+// It is apart from packages topics and wire so that the names and what
+// crosses the wire (messages, routing) need no Kafka client: the pure state
+// machines import their vocabulary, never this package.
 //
 // A service has these duties at start, in order:
 //

@@ -13,9 +13,10 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
-// The routing partition count (issue 12).
+// The routing partition count.
 //
 // The owner partition of a key is murmur2(key) % n. Kafka lets an operator
 // add partitions, a routine operation; with n read afresh at every start,
@@ -169,7 +170,7 @@ func metaEndOnce(ctx context.Context, adm *kadm.Client, meta string) (end int64,
 }
 
 func writeLayout(ctx context.Context, cl *kgo.Client, n topics.Names, partitions int32) error {
-	v, err := msgpack.Marshal(layoutRecord{V: topics.Version, Partitions: partitions, At: time.Now().UnixMilli()})
+	v, err := msgpack.Marshal(layoutRecord{V: wire.Version, Partitions: partitions, At: time.Now().UnixMilli()})
 	if err != nil {
 		return err
 	}

@@ -99,8 +99,8 @@ if [[ "${TOOLEXEC_PY_LONG:-}" == "1" ]]; then
   (cd "$HERE" && "$PY" -m build --outdir "$WORK/dist" >"$WORK/build.log" 2>&1) || { cat "$WORK/build.log" >&2; exit 1; }
   ls "$WORK/dist"/toolexec-*.whl >&2
   python3 -m venv "$WORK/fresh"
-  "$WORK/fresh/bin/pip" install -q "$HERE[kafka]"
-  "$WORK/fresh/bin/python" -c 'import toolexec, confluent_kafka; print("fresh venv: toolexec", toolexec.__version__)' >&2
+  "$WORK/fresh/bin/pip" install -q "$HERE[kafka,langgraph]"
+  "$WORK/fresh/bin/python" -c 'import toolexec, confluent_kafka, langgraph; print("fresh venv: toolexec", toolexec.__version__)' >&2
 fi
 rm -rf "$WORK"
 say "passed in $(( $(date +%s) - start ))s"

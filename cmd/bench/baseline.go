@@ -9,7 +9,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/executor"
 	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // baseline is the cost of Kafka exactly-once alone: a GroupTransactSession
@@ -26,11 +29,6 @@ type baseline struct {
 	records, txns, aborts atomic.Int64
 	endNanos              atomic.Int64 // time spent in End
 }
-
-const (
-	baselinePollWait = 200 * time.Millisecond // executor/loop.go pollWait
-	baselineMaxPoll  = 1000                   // executor.Config MaxPollRecords default
-)
 
 func newBaseline(ctx context.Context, o memberOpts) (*baseline, error) {
 	b := &baseline{names: topics.NamesWithPrefix(o.prefix)}
@@ -72,8 +70,8 @@ func (b *baseline) run(ctx context.Context) error {
 
 // iteration is one poll and, if it returned records, one transaction.
 func (b *baseline) iteration(ctx context.Context) error {
-	pctx, cancel := context.WithTimeout(ctx, baselinePollWait)
-	fs := b.sess.PollRecords(pctx, baselineMaxPoll)
+	pctx, cancel := context.WithTimeout(ctx, executor.PollWait)
+	fs := b.sess.PollRecords(pctx, executor.DefaultMaxPollRecords)
 	cancel()
 	defer b.sess.AllowRebalance()
 	if fs.NumRecords() == 0 {
@@ -114,15 +112,15 @@ func (b *baseline) recover(cause error) error {
 // answer decodes the intent (the wire contract, like any consumer would)
 // and answers it as succeeded.
 func (b *baseline) answer(r *kgo.Record) *kgo.Record {
-	res := &topics.Result{Status: topics.StatusSucceeded}
-	in, rej := topics.DecodeIntent(r.Value, r.Key, topics.FromIntents)
+	res := &wire.Result{Status: codes.StatusSucceeded}
+	in, rej := wire.DecodeIntent(r.Value, r.Key, wire.FromIntents)
 	if rej != nil {
-		res.IntentID, res.Tenant, res.Key, res.Status = rej.ID, rej.Tenant, rej.Key, topics.StatusRejected
+		res.IntentID, res.Tenant, res.Key, res.Status = rej.ID, rej.Tenant, rej.Key, codes.StatusRejected
 	} else {
 		res.IntentID, res.Tenant, res.Key, res.Tool = in.ID, in.Tenant, in.Key, in.Tool
 	}
-	v, _ := topics.EncodeResult(res)
-	return &kgo.Record{Topic: b.names.Results, Partition: topics.Partition(string(r.Key), b.resultParts), Key: r.Key, Value: v}
+	v, _ := wire.EncodeResult(res)
+	return &kgo.Record{Topic: b.names.Results, Partition: wire.Partition(string(r.Key), b.resultParts), Key: r.Key, Value: v}
 }
 
 func (b *baseline) counters() counters {

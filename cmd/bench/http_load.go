@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // httpSystem is something that takes a call over HTTP with an
@@ -37,7 +37,7 @@ type callAnswer struct {
 }
 
 // statusInProgress is the 409 a dedup table answers while a key's row is
-// pending. Not a wire status: topics.Terminal counts it as an answer.
+// pending. Not a wire status: codes.Terminal counts it as an answer.
 const statusInProgress = "in_progress"
 
 // proc is one process of a system, named for the report.
@@ -115,7 +115,7 @@ func callGroup(ctx context.Context, ph *phase, sys httpSystem, hc *http.Client, 
 				ph.failed(fmt.Errorf("%s: key %s: %w", sys.name(), key, err))
 				return
 			}
-			ph.answer(first+i, time.Now(), &topics.Result{Status: a.status, WasReplay: a.replay})
+			ph.answer(first+i, time.Now(), &wire.Result{Status: a.status, WasReplay: a.replay})
 			ok[i] = true
 		})
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // benchTenant is the tenant of every intent the bench sends.
@@ -71,14 +71,14 @@ func (t *target) readAnswers() {
 		}
 		now := time.Now()
 		fs.EachRecord(func(r *kgo.Record) {
-			if res, err := topics.DecodeResult(r.Value); err == nil {
+			if res, err := wire.DecodeResult(r.Value); err == nil {
 				t.deliver(res, now)
 			}
 		})
 	}
 }
 
-func (t *target) deliver(res *topics.Result, now time.Time) {
+func (t *target) deliver(res *wire.Result, now time.Time) {
 	tag, seqStr, ok := strings.Cut(res.IntentID, "-")
 	if !ok {
 		return
@@ -109,14 +109,14 @@ func (t *target) register(ph *phase) {
 // send produces intent seq of ph, sent (for latency) at base+at.
 func (t *target) send(ctx context.Context, ph *phase, seq int, at time.Duration, next intentFn) {
 	key, tool, n := next(seq)
-	in := &topics.Intent{V: topics.Version, Type: topics.TypeCall, ID: ph.tag + "-" + strconv.Itoa(seq),
+	in := &wire.Intent{V: wire.Version, Type: wire.TypeCall, ID: ph.tag + "-" + strconv.Itoa(seq),
 		Tenant: benchTenant, Key: key, Tool: tool, Args: map[string]any{"n": n}}
-	v, err := topics.EncodeIntent(in)
+	v, err := wire.EncodeIntent(in)
 	if err != nil {
 		panic(fmt.Sprintf("bench: encode intent: %v", err)) // a bench bug, not a measurement
 	}
 	rk := in.RoutingKey()
-	r := &kgo.Record{Topic: t.env.names.Intents, Partition: topics.Partition(rk, t.env.layout.Partitions), Key: []byte(rk), Value: v}
+	r := &kgo.Record{Topic: t.env.names.Intents, Partition: wire.Partition(rk, t.env.layout.Partitions), Key: []byte(rk), Value: v}
 	ph.sent(seq, at)
 	t.prod.Produce(ctx, r, func(_ *kgo.Record, err error) {
 		if err != nil {
@@ -168,5 +168,5 @@ func (t *target) paced(ctx context.Context, ph *phase, rate float64, next intent
 
 // partitionOf is the owning partition of the bench tenant's key k.
 func partitionOf(k string, parts int32) int32 {
-	return topics.Partition(topics.RoutingKey(benchTenant, k), parts)
+	return wire.Partition(wire.RoutingKey(benchTenant, k), parts)
 }

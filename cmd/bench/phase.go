@@ -9,7 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // phase is one load phase against one member: warm (not measured), then
@@ -69,7 +70,7 @@ func (ph *phase) failed(err error) {
 // answer records the answer to intent seq, received at now. Non-terminal
 // answers (pending) are counted and otherwise ignored; a second terminal
 // answer to one intent is counted as a duplicate.
-func (ph *phase) answer(seq int, now time.Time, res *topics.Result) {
+func (ph *phase) answer(seq int, now time.Time, res *wire.Result) {
 	if !ph.record(seq, now, res) {
 		return
 	}
@@ -79,16 +80,16 @@ func (ph *phase) answer(seq int, now time.Time, res *topics.Result) {
 		default:
 		}
 	}
-	if ph.onSuccess != nil && res.Status == topics.StatusSucceeded && !res.WasReplay {
+	if ph.onSuccess != nil && res.Status == codes.StatusSucceeded && !res.WasReplay {
 		ph.onSuccess(seq)
 	}
 }
 
-func (ph *phase) record(seq int, now time.Time, res *topics.Result) bool {
+func (ph *phase) record(seq int, now time.Time, res *wire.Result) bool {
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
 	ph.mu.statuses[res.Status]++
-	if !topics.Terminal(res.Status) {
+	if !codes.Terminal(res.Status) {
 		return false
 	}
 	if seq >= len(ph.mu.answered) || ph.mu.answered[seq] {

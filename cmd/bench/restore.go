@@ -18,7 +18,7 @@ import (
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // restoreResult is scenario 4.
@@ -120,13 +120,13 @@ func restoredKey(i int) string { return "r-" + strconv.Itoa(i) }
 // executor restoring them answers that intent as a replay.
 func keyEvents(e *env, i int, now int64) ([]*kgo.Record, error) {
 	key, id := restoredKey(i), "ri-"+strconv.Itoa(i)
-	_, canon, err := topics.CanonicalArgs(map[string]any{"n": i})
+	_, canon, err := wire.CanonicalArgs(map[string]any{"n": i})
 	if err != nil {
 		return nil, err
 	}
 	result, _ := msgpack.Marshal(map[string]any{"ok": true})
 	started := saga.Event{Kind: saga.EvStarted, Tenant: benchTenant, Key: key, At: now, IntentID: id, Tool: toolNoop,
-		ArgsHash: topics.ArgsHash(canon), Args: canon, PendingTTL: (2 * time.Minute).Milliseconds(),
+		ArgsHash: wire.ArgsHash(canon), Args: canon, PendingTTL: (2 * time.Minute).Milliseconds(),
 		RetentionMs: (24 * time.Hour).Milliseconds(), Attempt: 1, Waiter: &saga.Waiter{IntentID: id, Type: "call", At: now}}
 	outcome := saga.Event{Kind: saga.EvOutcome, Tenant: benchTenant, Key: key, At: now + 1, IntentID: id, CallID: id,
 		Status: saga.StatusSucceeded, Result: result}

@@ -2,21 +2,26 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"crypto/sha256"
+	"encoding/hex"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/atmostonce/toolexec/tools"
 )
 
-// demoTools are in-process tools that show the product without any setup:
+// demoTools are in-process tools that show the product without any setup.
+// What they return is derived from the call's downstream key (one per
+// call, the same on its retries), never from a process-wide counter: after
+// a restart a new key must not get the id an old key replays, or a product
+// about duplicates would seem to make them.
 //
-//   - demo.echo answers with its arguments and a call counter: send the
-//     same key twice and the counter does not move (a replay); send other
-//     arguments with the same key and get a conflict.
+//   - demo.echo answers with its arguments and "call", how many times its
+//     body ran for this call (1: a replay of the same key does not run it;
+//     other arguments with the same key are a conflict).
 //   - demo.refund takes 300 ms: send a duplicate at once and it is
-//     coalesced with the call in flight.
+//     coalesced with the call in flight. Its refund_id is rf_ and a part of
+//     the downstream key.
 //   - demo.lost_reply performs its effect and then loses the reply, the
 //     crash window: the key is in doubt and duplicates are answered
 //     "pending" until it is settled. It is irreversible: the reconciler
@@ -27,26 +32,22 @@ import (
 //     original refund back, and the key settles by itself.
 func demoTools() (*tools.Registry, error) {
 	reg := tools.NewRegistry()
-	var echoCalls, refundCalls, lostCalls atomic.Int64
+	echo := &echoRuns{n: map[string]int64{}}
 	lost := &lostRefunds{done: map[string]map[string]any{}}
 	specs := []struct {
 		spec tools.Spec
 		fn   tools.Func
 	}{
-		{demoSpec("demo.echo", tools.NativeKey, 2*time.Minute, "Echo the arguments with a call counter: the same key again is a replay (the counter does not move); other arguments with the same key are a conflict."), func(_ context.Context, r tools.Request) tools.Outcome {
-			return tools.Outcome{Status: tools.Succeeded, Attempts: 1, Result: map[string]any{"echo": r.Args, "call": echoCalls.Add(1), "downstream_key": r.DownstreamKey}}
-		}},
+		{demoSpec("demo.echo", tools.NativeKey, 2*time.Minute, "Echo the arguments, with how many times this call ran (call: 1): the same key again is a replay that does not run it; other arguments with the same key are a conflict."), echo.invoke},
 		{refundSpec(), func(ctx context.Context, r tools.Request) tools.Outcome {
 			select {
 			case <-time.After(300 * time.Millisecond):
 			case <-ctx.Done():
 				return tools.Outcome{Status: tools.Unknown, Code: "cancelled", Attempts: 1}
 			}
-			n := refundCalls.Add(1)
-			return tools.Outcome{Status: tools.Succeeded, Attempts: 1, Result: map[string]any{"refund_id": fmt.Sprintf("rf_%d", n), "amount": r.Args["amount"]}}
+			return tools.Outcome{Status: tools.Succeeded, Attempts: 1, Result: map[string]any{"refund_id": demoID("rf_", r.DownstreamKey), "amount": r.Args["amount"]}}
 		}},
 		{demoSpec("demo.lost_reply", tools.Irreversible, 30*time.Second, "Page someone; the page goes out but the reply is lost (the crash window): the key is in doubt until an operator settles it."), func(_ context.Context, _ tools.Request) tools.Outcome {
-			lostCalls.Add(1)
 			return tools.Outcome{Status: tools.Unknown, Code: "reply_lost", Attempts: 1, Message: "the effect happened but the reply never came (demo of the crash window)"}
 		}},
 		{demoSpec("demo.lost_refund", tools.NativeKey, 10*time.Second, "Refund; the first answer of every key is lost, and the reconciler's retry with the same downstream key gets the original refund back."), lost.invoke},
@@ -71,6 +72,33 @@ func refundSpec() tools.Spec {
 	return s
 }
 
+// demoID is a demo tool's id for the call with downstreamKey: prefix and
+// 10 hex digits of its hash, the same for the same call in any process.
+func demoID(prefix, downstreamKey string) string {
+	h := sha256.Sum256([]byte(downstreamKey))
+	return prefix + hex.EncodeToString(h[:5])
+}
+
+// echoRuns counts demo.echo's runs per downstream key (bounded: a demo;
+// when full, the counts start again, which can only make "call" smaller).
+type echoRuns struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+const maxEchoKeys = 10000
+
+func (e *echoRuns) invoke(_ context.Context, r tools.Request) tools.Outcome {
+	e.mu.Lock()
+	if len(e.n) >= maxEchoKeys {
+		clear(e.n)
+	}
+	e.n[r.DownstreamKey]++
+	n := e.n[r.DownstreamKey]
+	e.mu.Unlock()
+	return tools.Outcome{Status: tools.Succeeded, Attempts: 1, Result: map[string]any{"echo": r.Args, "call": n, "downstream_key": r.DownstreamKey}}
+}
+
 // lostRefunds is demo.lost_refund's ledger: one refund per downstream key,
 // remembered like a Stripe idempotency key (bounded: a demo).
 type lostRefunds struct {
@@ -89,7 +117,7 @@ func (l *lostRefunds) invoke(_ context.Context, r tools.Request) tools.Outcome {
 	if len(l.done) >= maxLostRefunds {
 		return tools.Outcome{Status: tools.NotExecuted, Code: "demo_full", Attempts: 1, Message: "the demo ledger is full; restart the executor"}
 	}
-	res := map[string]any{"refund_id": fmt.Sprintf("rf_lost_%d", len(l.done)+1), "amount": r.Args["amount"], "downstream_key": r.DownstreamKey}
+	res := map[string]any{"refund_id": demoID("rf_lost_", r.DownstreamKey), "amount": r.Args["amount"], "downstream_key": r.DownstreamKey}
 	l.done[r.DownstreamKey] = res
 	return tools.Outcome{Status: tools.Unknown, Code: "reply_lost", Attempts: 1,
 		Message: "the refund was made but its answer was lost (demo of the crash window); a retry with the same key gets it back"}

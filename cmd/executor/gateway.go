@@ -20,7 +20,7 @@ import (
 	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/internal/httpserve"
 	"github.com/atmostonce/toolexec/tools"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // gatewayFlags configure the gateway embedded in the executor process: on
@@ -42,6 +42,11 @@ func addGatewayFlags(fs *flag.FlagSet) *gatewayFlags {
 // it, so a newcomer's curl commands keep working.
 const tokenFile = "gateway.token"
 
+// tokenHint ends the gateway's 401 for an unknown token when it serves the
+// default tenant. It names the place by the flag, not the path: a wrong
+// token earns no knowledge of the server's disk.
+const tokenHint = "the embedded executor prints it at start and keeps it in <data-dir>/" + tokenFile
+
 // embeddedShutdown is how long waiting requests get when the process
 // stops. Why short: the executor in this process stops too, so their
 // answers would not come; clients retry with the same key.
@@ -54,15 +59,19 @@ func startGateway(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.R
 	if !f.gw.on {
 		return func() {}, nil
 	}
-	tenants, err := gatewayTenants(f, log)
+	tenants, kept, err := gatewayTenants(f, log)
 	if err != nil {
 		return nil, err
+	}
+	hint := ""
+	if kept != nil {
+		hint = tokenHint
 	}
 	host, _ := os.Hostname()
 	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	g, err := gateway.New(startCtx, gateway.Config{
 		Brokers: conn.Seeds, KafkaOpts: conn.Opts, Prefix: f.prefix, Tools: reg.Specs(), Tenants: gateway.NewTenantStore(tenants),
-		InstanceID: gateway.InstanceIDFrom(host), ClientID: f.clientID + "-gateway", Logger: log, Registerer: promReg,
+		InstanceID: gateway.InstanceIDFrom(host), ClientID: f.clientID + "-gateway", TokenHint: hint, Logger: log, Registerer: promReg,
 	})
 	cancel()
 	if err != nil {
@@ -78,6 +87,9 @@ func startGateway(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.R
 		stopHUP = g.ReloadOnSignal(f.gw.tenants, syscall.SIGHUP)
 	}
 	log.Info("gateway running", "http", f.gw.addr, "reply_topic", g.ReplyTopic(), "tenants", strings.Join(tenants.Names(), ","))
+	if kept != nil {
+		fmt.Print(clientBanner(f.gw.addr, *kept))
+	}
 	return func() {
 		stopHUP()
 		sctx, cancel := context.WithTimeout(context.Background(), embeddedShutdown)
@@ -87,22 +99,25 @@ func startGateway(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.R
 	}, nil
 }
 
+// keptToken is the default tenant's token and the file that keeps it.
+type keptToken struct{ path, token string }
+
 // gatewayTenants loads --tenants, or serves the tenant "default" with the
-// token kept in <data-dir>/gateway.token (made at the first start), and
-// prints how to use it.
-func gatewayTenants(f *runFlags, log *slog.Logger) (*gateway.Tenants, error) {
+// token kept in <data-dir>/gateway.token (made at the first start), which
+// it returns too.
+func gatewayTenants(f *runFlags, log *slog.Logger) (*gateway.Tenants, *keptToken, error) {
 	if f.gw.tenants != "" {
-		return gateway.LoadTenants(f.gw.tenants)
+		ts, err := gateway.LoadTenants(f.gw.tenants)
+		return ts, nil, err
 	}
 	path := filepath.Join(f.dataDir, tokenFile)
 	token, err := defaultToken(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	fmt.Printf("gateway: tenant %q, token %s (kept in %s)\n  curl -H \"Authorization: Bearer $(cat %s)\" http://%s/v1/tools\n",
-		topics.DefaultTenant, token, path, path, f.gw.addr)
 	log.Info("gateway serves the default tenant; its token is in the token file", "token_file", path)
-	return gateway.SingleTenant(topics.DefaultTenant, token)
+	ts, err := gateway.SingleTenant(wire.DefaultTenant, token)
+	return ts, &keptToken{path: path, token: token}, err
 }
 
 // defaultToken reads the token file, or writes a new random token to it

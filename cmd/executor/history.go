@@ -15,6 +15,7 @@ import (
 	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // historyMain prints a key's audit trail: every committed event of the key,
@@ -23,7 +24,7 @@ func historyMain(args []string) error {
 	fs := flag.NewFlagSet("executor history", flag.ContinueOnError)
 	kafka := cli.KafkaFlags(fs)
 	key := fs.String("key", "", "idempotency key (required)")
-	tenant := fs.String("tenant", topics.DefaultTenant, "tenant")
+	tenant := fs.String("tenant", wire.DefaultTenant, "tenant")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -45,7 +46,7 @@ func historyMain(args []string) error {
 		printJSON(eventView(ev))
 	}
 	if len(evs) == 0 {
-		fmt.Println("no events for", topics.RoutingKey(*tenant, *key))
+		fmt.Println("no events for", wire.RoutingKey(*tenant, *key))
 	}
 	return nil
 }
@@ -63,8 +64,8 @@ func History(ctx context.Context, seeds []string, n topics.Names, tenant, key st
 	if err != nil || td[n.Events].Err != nil {
 		return nil, fmt.Errorf("history: topic %s: %v %v", n.Events, err, td[n.Events].Err)
 	}
-	rk := topics.RoutingKey(tenant, key)
-	p := topics.Partition(rk, int32(len(td[n.Events].Partitions)))
+	rk := wire.RoutingKey(tenant, key)
+	p := wire.Partition(rk, int32(len(td[n.Events].Partitions)))
 	end, err := eventlog.Target(ctx, adm, n.Events, p, 30*time.Second)
 	if err != nil {
 		return nil, err

@@ -5,14 +5,14 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // jsonable converts msgpack-decoded values (maps with interface keys, raw
 // messages) into values encoding/json can print.
 func jsonable(v any) any {
 	switch x := v.(type) {
-	case *topics.Result:
+	case *wire.Result:
 		c := *x
 		c.Result = jsonable(x.Result)
 		return &c

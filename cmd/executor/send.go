@@ -11,26 +11,26 @@ import (
 
 	"github.com/atmostonce/toolexec/client"
 	"github.com/atmostonce/toolexec/internal/cli"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // sendMain produces one intent and prints its answer as JSON.
 func sendMain(args []string) error {
 	fs := flag.NewFlagSet("executor send", flag.ContinueOnError)
 	kafka := cli.KafkaFlags(fs)
-	in := topics.Intent{}
+	in := wire.Intent{}
 	fs.StringVar(&in.Tool, "tool", "", "tool name (required for a call)")
 	fs.StringVar(&in.Key, "key", "", "idempotency key (required)")
-	fs.StringVar(&in.Tenant, "tenant", topics.DefaultTenant, "tenant")
+	fs.StringVar(&in.Tenant, "tenant", wire.DefaultTenant, "tenant")
 	fs.StringVar(&in.ID, "id", "", "intent id (default: a fresh one)")
-	fs.StringVar(&in.Type, "type", topics.TypeCall, "call or compensate")
+	fs.StringVar(&in.Type, "type", wire.TypeCall, "call or compensate")
 	fs.StringVar(&in.ReplyTo, "reply-to", "", "topic for the answer (default: the results topic)")
 	argsJSON := fs.String("args", "{}", "arguments as a JSON object")
 	wait := fs.Duration("wait", 10*time.Second, "how long to wait for the answer")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if in.Key == "" || (in.Tool == "" && in.Type == topics.TypeCall) {
+	if in.Key == "" || (in.Tool == "" && in.Type == wire.TypeCall) {
 		return errors.New("send: --key and --tool are required")
 	}
 	if err := json.Unmarshal([]byte(*argsJSON), &in.Args); err != nil {
@@ -39,7 +39,7 @@ func sendMain(args []string) error {
 	return send(kafka, in, *wait)
 }
 
-func send(kafka *cli.Kafka, in topics.Intent, wait time.Duration) error {
+func send(kafka *cli.Kafka, in wire.Intent, wait time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	conn, err := kafka.Connect(ctx)
@@ -47,7 +47,7 @@ func send(kafka *cli.Kafka, in topics.Intent, wait time.Duration) error {
 		return err
 	}
 	cl, err := client.New(ctx, client.Config{Brokers: conn.Seeds, Prefix: kafka.Prefix, ReplyTo: in.ReplyTo, ClientOpts: conn.Opts,
-		OnPending: func(r *topics.Result) { printJSON(r) }})
+		OnPending: func(r *wire.Result) { printJSON(r) }})
 	if err != nil {
 		return err
 	}

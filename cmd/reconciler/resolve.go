@@ -12,7 +12,7 @@ import (
 
 	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/reconciler"
-	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // resolveMain settles a key in doubt by an operator's word and prints the
@@ -22,7 +22,7 @@ func resolveMain(args []string) error {
 	kafka := cli.KafkaFlags(fs)
 	req := reconciler.ResolveRequest{}
 	fs.StringVar(&req.Key, "key", "", "idempotency key (required)")
-	fs.StringVar(&req.Tenant, "tenant", topics.DefaultTenant, "tenant")
+	fs.StringVar(&req.Tenant, "tenant", wire.DefaultTenant, "tenant")
 	fs.StringVar(&req.Outcome, "outcome", "", "succeeded, failed or not_executed (a compensation: compensated, compensation_failed, not_executed)")
 	result := fs.String("result", "", "the call's result as JSON (answered to every waiting intent)")
 	errCode := fs.String("error-code", "", "the call's error code (with --outcome failed)")
@@ -43,7 +43,7 @@ func resolveMain(args []string) error {
 		}
 	}
 	if *errCode != "" || *errMsg != "" {
-		req.Err = &topics.ErrorInfo{Code: *errCode, Message: *errMsg}
+		req.Err = &wire.ErrorInfo{Code: *errCode, Message: *errMsg}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()

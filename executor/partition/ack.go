@@ -1,8 +1,8 @@
 package partition
 
 import (
+	"github.com/atmostonce/toolexec/overlay"
 	"github.com/atmostonce/toolexec/saga"
-	"github.com/atmostonce/toolexec/view"
 )
 
 // Committed acknowledges that rd's transaction committed. materialised
@@ -49,15 +49,15 @@ func (c *Core) Skipped(rd *Ready) {
 // partitions lists the partitions rd writes events to or read the view of.
 func (rd *Ready) partitions() map[int32]bool {
 	ps := rd.Touched() // reads write events without an overlay entry
-	rd.Overlay.Entries(func(en *view.Entry) { ps[en.P] = true })
+	rd.Overlay.Entries(func(en *overlay.Entry) { ps[en.P] = true })
 	return ps
 }
 
 // countDoubt moves the per-partition count of unsettled keys by what the
 // tick changed, and returns the owned partitions it touched.
-func (c *Core) countDoubt(ov *view.Overlay) []int32 {
+func (c *Core) countDoubt(ov *overlay.Overlay) []int32 {
 	touched := map[int32]bool{}
-	ov.Entries(func(en *view.Entry) {
+	ov.Entries(func(en *overlay.Entry) {
 		was := inDoubt(en.Prev)
 		is := inDoubt(en.Cur)
 		if pt, ok := c.parts[en.P]; ok {

@@ -4,9 +4,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/atmostonce/toolexec/overlay"
 	"github.com/atmostonce/toolexec/saga"
-	"github.com/atmostonce/toolexec/topics"
-	"github.com/atmostonce/toolexec/view"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // Config is what the core needs to know of its member.
@@ -32,9 +32,9 @@ type Config struct {
 // local Pebble store). state.Store implements it through the executor's
 // adapter; tests use a map.
 type View interface {
-	view.Base
+	overlay.Base
 	// ReadPending reports whether a read is taken on and not answered.
-	ReadPending(id view.ReadID) (bool, error)
+	ReadPending(id overlay.ReadID) (bool, error)
 	// PendingReads lists up to limit pending reads of partition p.
 	PendingReads(p int32, limit int) ([]*saga.Event, error)
 	// Expired lists up to limit (tenant, key) whose retention passed.
@@ -83,7 +83,7 @@ func (c *Core) Unrecorded() int { return len(c.unrecorded) }
 
 // partitionOf is the owner partition of (tenant, key).
 func (c *Core) partitionOf(tenant, key string) int32 {
-	return topics.Partition(topics.RoutingKey(tenant, key), c.cfg.Partitions)
+	return wire.Partition(wire.RoutingKey(tenant, key), c.cfg.Partitions)
 }
 
 func (c *Core) env(now int64, rk string, done map[string]bool) saga.Env {

@@ -7,7 +7,7 @@ import (
 )
 
 // TestCoreNeedsNoKafkaNorPebble: the core is readable and testable
-// without a broker or a store (issue 16); the loop owns those.
+// without a broker or a store; the loop owns those.
 func TestCoreNeedsNoKafkaNorPebble(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
 	if err != nil {

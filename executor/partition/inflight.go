@@ -32,7 +32,7 @@ func newInflight() inflight {
 }
 
 // readID names a read-only call in flight: its routing key and intent id.
-// An intent id alone is not unique across tenants (issue 12).
+// An intent id alone is not unique across tenants.
 func readID(rk, intentID string) string { return rk + "\x00" + intentID }
 
 func (f *inflight) keyInFlight(rk string) bool {

@@ -14,9 +14,9 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/atmostonce/toolexec/executor/partition"
+	"github.com/atmostonce/toolexec/overlay"
 	"github.com/atmostonce/toolexec/saga"
-	"github.com/atmostonce/toolexec/topics"
-	"github.com/atmostonce/toolexec/view"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // Interaction tests of the partition core, in the style of etcd raft's:
@@ -246,7 +246,7 @@ func (h *harness) abort(d *datadriven.TestData) (string, error) {
 // core.
 func (h *harness) restored(p int32) string {
 	from, _ := h.view.Checkpoint(p)
-	ov := view.New(h.view)
+	ov := overlay.New(h.view)
 	for _, ev := range h.log[p][from:] {
 		e := ev
 		_ = ov.Fold(p, &e)
@@ -310,7 +310,7 @@ func input(line string, offsets map[int32]int64) (partition.Input, error) {
 		kv[k] = v
 	}
 	tenant := or(kv["tenant"], "default")
-	owner := topics.Partition(topics.RoutingKey(tenant, kv["key"]), partitions)
+	owner := wire.Partition(wire.RoutingKey(tenant, kv["key"]), partitions)
 	on := owner
 	if s := kv["on"]; s != "" {
 		n, _ := strconv.Atoi(s)
@@ -322,8 +322,8 @@ func input(line string, offsets map[int32]int64) (partition.Input, error) {
 	}
 	offsets[on]++
 	in := partition.Input{Origin: partition.Origin{Topic: topic, Partition: on, Offset: offsets[on] - 1},
-		RecordKey: []byte(topics.RoutingKey(tenant, kv["key"]))}
-	in.Salvage = topics.Reject{ID: kv["id"], Tenant: tenant, Key: kv["key"], Tool: kv["tool"], ReplyTo: kv["reply"], Type: f[0]}
+		RecordKey: []byte(wire.RoutingKey(tenant, kv["key"]))}
+	in.Salvage = wire.Reject{ID: kv["id"], Tenant: tenant, Key: kv["key"], Tool: kv["tool"], ReplyTo: kv["reply"], Type: f[0]}
 	si := saga.Input{IntentID: kv["id"], Tenant: tenant, Key: kv["key"], Tool: kv["tool"], ReplyTo: kv["reply"],
 		Args: []byte(or(kv["args"], "1")), ArgsHash: []byte(or(kv["args"], "1")), Partition: on, Owner: owner,
 		CallID: kv["callid"], By: "test"}

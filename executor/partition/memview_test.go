@@ -5,29 +5,29 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/atmostonce/toolexec/overlay"
 	"github.com/atmostonce/toolexec/saga"
-	"github.com/atmostonce/toolexec/view"
 )
 
 // memView is the core's View and the overlays' Writer in memory: what the
 // member's Pebble store holds, for the interaction tests.
 type memView struct {
-	records     map[view.Key]*saga.Record
-	part        map[view.Key]int32
-	reads       map[view.ReadID]*saga.Event
+	records     map[overlay.Key]*saga.Record
+	part        map[overlay.Key]int32
+	reads       map[overlay.ReadID]*saga.Event
 	checkpoints map[int32]int64
 }
 
 func newMemView() *memView {
-	return &memView{records: map[view.Key]*saga.Record{}, part: map[view.Key]int32{}, reads: map[view.ReadID]*saga.Event{},
+	return &memView{records: map[overlay.Key]*saga.Record{}, part: map[overlay.Key]int32{}, reads: map[overlay.ReadID]*saga.Event{},
 		checkpoints: map[int32]int64{}}
 }
 
 func (v *memView) Get(tenant, key string) (*saga.Record, error) {
-	return v.records[view.Key{Tenant: tenant, Key: key}].Clone(), nil
+	return v.records[overlay.Key{Tenant: tenant, Key: key}].Clone(), nil
 }
 
-func (v *memView) ReadPending(id view.ReadID) (bool, error) {
+func (v *memView) ReadPending(id overlay.ReadID) (bool, error) {
 	_, ok := v.reads[id]
 	return ok, nil
 }
@@ -85,23 +85,23 @@ func (v *memView) CountInDoubt(p int32) (int, error) {
 func (v *memView) Put(p int32, prev, rec *saga.Record) error {
 	if rec == nil {
 		if prev != nil {
-			k := view.Key{Tenant: prev.Tenant, Key: prev.Key}
+			k := overlay.Key{Tenant: prev.Tenant, Key: prev.Key}
 			delete(v.records, k)
 			delete(v.part, k)
 		}
 		return nil
 	}
-	k := view.Key{Tenant: rec.Tenant, Key: rec.Key}
+	k := overlay.Key{Tenant: rec.Tenant, Key: rec.Key}
 	v.records[k], v.part[k] = rec.Clone(), p
 	return nil
 }
 
-func (v *memView) PutRead(id view.ReadID, ev *saga.Event) error {
+func (v *memView) PutRead(id overlay.ReadID, ev *saga.Event) error {
 	v.reads[id] = ev
 	return nil
 }
 
-func (v *memView) DeleteRead(id view.ReadID) error {
+func (v *memView) DeleteRead(id overlay.ReadID) error {
 	delete(v.reads, id)
 	return nil
 }
@@ -111,8 +111,8 @@ func (v *memView) SetCheckpoint(_ string, p int32, next int64) error {
 	return nil
 }
 
-func (v *memView) keys() []view.Key {
-	ks := make([]view.Key, 0, len(v.records))
+func (v *memView) keys() []overlay.Key {
+	ks := make([]overlay.Key, 0, len(v.records))
 	for k := range v.records {
 		ks = append(ks, k)
 	}
@@ -120,8 +120,8 @@ func (v *memView) keys() []view.Key {
 	return ks
 }
 
-func (v *memView) readIDs() []view.ReadID {
-	ids := make([]view.ReadID, 0, len(v.reads))
+func (v *memView) readIDs() []overlay.ReadID {
+	ids := make([]overlay.ReadID, 0, len(v.reads))
 	for id := range v.reads {
 		ids = append(ids, id)
 	}

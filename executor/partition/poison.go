@@ -1,6 +1,6 @@
 package partition
 
-// Isolation of records that cannot be produced (issue 12).
+// Isolation of records that cannot be produced.
 //
 // A tick carries every owned partition in one transaction, so one record
 // the broker refuses aborts the whole tick; its inputs are then polled and

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/atmostonce/toolexec/overlay"
 	"github.com/atmostonce/toolexec/saga"
-	"github.com/atmostonce/toolexec/topics"
-	"github.com/atmostonce/toolexec/view"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // What the core knows of restores. The caller restores (eventlog); the
@@ -62,7 +62,7 @@ func (c *Core) resumeReads(p int32, pt *part) []Call {
 	}
 	var calls []Call
 	for _, ev := range evs {
-		rk := topics.RoutingKey(ev.Tenant, ev.Key)
+		rk := wire.RoutingKey(ev.Tenant, ev.Key)
 		if c.calls.readInFlight(rk, ev.IntentID) {
 			continue
 		}
@@ -154,4 +154,4 @@ func (c *Core) catchUp(ps map[int32]bool) {
 }
 
 // readIDOf names the pending read ev on p.
-func readIDOf(p int32, ev *saga.Event) view.ReadID { return view.ReadIDOf(p, ev) }
+func readIDOf(p int32, ev *saga.Event) overlay.ReadID { return overlay.ReadIDOf(p, ev) }

@@ -7,7 +7,7 @@ import (
 )
 
 // Snapshot rounds: every record outlives the retention of the events it
-// was folded from (issue 12; eventlog/gap.go has the restore side).
+// was folded from (eventlog/gap.go has the restore side).
 //
 // The event log is deleted by time. A key in doubt for longer than the
 // log's retention, or escalated and waiting for an operator, keeps only
@@ -39,25 +39,25 @@ type round struct {
 // snapshotStep advances the round by one bounded step, starting one when
 // it is due. It runs at the end of the tick, so what it restates includes
 // everything the tick decided before it.
-func (t *tick) snapshotStep() error {
-	c := t.c
+func (s *stepper) snapshotStep() error {
+	c := s.c
 	if c.round == nil {
-		if t.now.Sub(c.lastRound) < c.cfg.SnapshotInterval || !c.startRound() {
+		if s.now.Sub(c.lastRound) < c.cfg.SnapshotInterval || !c.startRound() {
 			return nil
 		}
 	}
-	t.rd.rounded = true
+	s.rd.rounded = true
 	recs, err := c.nextRecords()
 	if err != nil {
-		return t.fatal(err)
+		return s.fatal(err)
 	}
 	for _, rec := range recs {
-		if err := t.restate(rec); err != nil {
+		if err := s.restate(rec); err != nil {
 			return err
 		}
 	}
 	if len(recs) < SnapshotStep {
-		return t.endRound()
+		return s.endRound()
 	}
 	return nil
 }
@@ -109,58 +109,58 @@ func (c *Core) inRound(p int32) bool {
 // restate writes a snapshot of rec's current value (this tick's overlay
 // first) into its partition's log. A snapshot too large to produce is not
 // written, and its partition gets no round event this time.
-func (t *tick) restate(stored *saga.Record) error {
-	p := t.c.partitionOf(stored.Tenant, stored.Key)
-	if !t.c.inRound(p) {
+func (s *stepper) restate(stored *saga.Record) error {
+	p := s.c.partitionOf(stored.Tenant, stored.Key)
+	if !s.c.inRound(p) {
 		return nil
 	}
-	en, err := t.load(p, stored.Tenant, stored.Key)
+	en, err := s.load(p, stored.Tenant, stored.Key)
 	if err != nil || en.Cur == nil {
 		return err
 	}
-	ev := saga.Snapshot(en.Cur, t.nowMs)
-	if t.c.cfg.CheckSnapshot != nil {
-		if err := t.c.cfg.CheckSnapshot(&ev); err != nil {
-			t.c.round.incomplete[p] = true
-			t.c.cfg.Logger.Error("a record cannot be restated; its partition's round stays incomplete", "key", stored.Tenant+"/"+stored.Key, "err", err)
+	ev := saga.Snapshot(en.Cur, s.nowMs)
+	if s.c.cfg.CheckSnapshot != nil {
+		if err := s.c.cfg.CheckSnapshot(&ev); err != nil {
+			s.c.round.incomplete[p] = true
+			s.c.cfg.Logger.Error("a record cannot be restated; its partition's round stays incomplete", "key", stored.Tenant+"/"+stored.Key, "err", err)
 			return nil
 		}
 	}
-	t.rd.Events = append(t.rd.Events, Event{P: p, Ev: ev, Origin: t.origin})
-	t.rd.Overlay.Apply(en, ev)
-	t.rd.Snapshots++
+	s.rd.Events = append(s.rd.Events, Event{P: p, Ev: ev, Origin: s.origin})
+	s.rd.Overlay.Apply(en, ev)
+	s.rd.Snapshots++
 	return nil
 }
 
 // endRound restates each partition's pending reads and ends its round.
-func (t *tick) endRound() error {
-	c := t.c
+func (s *stepper) endRound() error {
+	c := s.c
 	for p, from := range c.round.from {
 		if !c.inRound(p) || c.round.incomplete[p] {
 			continue
 		}
-		if err := t.restateReads(p); err != nil {
+		if err := s.restateReads(p); err != nil {
 			return err
 		}
-		t.rd.Events = append(t.rd.Events, Event{P: p, Ev: saga.Event{Kind: saga.EvRound, At: t.nowMs, RoundFrom: from}, Origin: t.origin})
+		s.rd.Events = append(s.rd.Events, Event{P: p, Ev: saga.Event{Kind: saga.EvRound, At: s.nowMs, RoundFrom: from}, Origin: s.origin})
 	}
-	c.round, c.lastRound = nil, t.now
-	t.rd.Rounds++
+	c.round, c.lastRound = nil, s.now
+	s.rd.Rounds++
 	return nil
 }
 
 // restateReads writes p's pending reads again, except those this tick
 // starts or answers itself (their own events are in the round already).
-func (t *tick) restateReads(p int32) error {
-	evs, err := t.c.view.PendingReads(p, SnapshotReadsLimit)
+func (s *stepper) restateReads(p int32) error {
+	evs, err := s.c.view.PendingReads(p, SnapshotReadsLimit)
 	if err != nil {
-		return t.fatal(err)
+		return s.fatal(err)
 	}
 	for _, ev := range evs {
-		if _, inTick := t.rd.Overlay.Read(readIDOf(p, ev)); inTick {
+		if _, inTick := s.rd.Overlay.Read(readIDOf(p, ev)); inTick {
 			continue
 		}
-		t.rd.Events = append(t.rd.Events, Event{P: p, Ev: *ev, Origin: t.origin})
+		s.rd.Events = append(s.rd.Events, Event{P: p, Ev: *ev, Origin: s.origin})
 	}
 	return nil
 }

@@ -1,9 +1,9 @@
 package partition
 
 import (
+	"github.com/atmostonce/toolexec/overlay"
 	"github.com/atmostonce/toolexec/saga"
-	"github.com/atmostonce/toolexec/topics"
-	"github.com/atmostonce/toolexec/view"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // Origin is what a produced record was produced for: a polled record
@@ -30,10 +30,10 @@ type Input struct {
 	Origin Origin
 	// Salvage is what could be read of the record (id, tenant, key, tool,
 	// reply_to, type), to answer it on its own when it is isolated.
-	Salvage topics.Reject
+	Salvage wire.Reject
 	// Reject is set when the record cannot be decided (undecodable,
 	// invalid, a bound broken): it is answered and dead-lettered.
-	Reject *topics.Reject
+	Reject *wire.Reject
 	// Intent is the saga's input when Reject is nil, with the partition it
 	// arrived on and the partition that owns its key.
 	Intent saga.Input
@@ -122,7 +122,7 @@ type Ready struct {
 	Lost []Completion
 	// Overlay holds the records and pending reads the events change, to
 	// be written once the transaction committed.
-	Overlay *view.Overlay
+	Overlay *overlay.Overlay
 
 	Inputs    int            // polled records decided
 	Verdicts  map[string]int // decisions by verdict

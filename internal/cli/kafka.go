@@ -67,10 +67,20 @@ func AllowWeakDurabilityFlag(fs *flag.FlagSet, p *bool) {
 func (k *Kafka) Names() topics.Names { return topics.NamesWithPrefix(k.Prefix) }
 
 // Connect loads --kafka-config and checks that a seed answers with it.
-// Any failure is returned: a subcommand has nothing to wait for.
+// Any failure is returned: a subcommand has nothing to wait for. A broker
+// that does not answer gets UnreachableHint: the usual cause is a command
+// run without the --brokers of an executor that listens elsewhere.
 func (k *Kafka) Connect(ctx context.Context) (*Conn, error) {
-	return Connect(ctx, k.Brokers, k.ConfigFile, DefaultBrokers, nil)
+	conn, err := Connect(ctx, k.Brokers, k.ConfigFile, DefaultBrokers, nil)
+	if errors.Is(err, kafkaconfig.ErrUnreachable) {
+		return nil, fmt.Errorf("%w\n  %s", err, UnreachableHint)
+	}
+	return conn, err
 }
+
+// UnreachableHint says what to check when no broker answers a command.
+const UnreachableHint = "is the executor running, with this address as its --embedded-addr (default " + DefaultBrokers +
+	") or among its --brokers? Give this command the same address with --brokers"
 
 // Conn is how a command reaches the cluster: the seeds, and the options
 // every kgo client of the process must take (TLS, SASL).

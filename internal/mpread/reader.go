@@ -1,7 +1,7 @@
 // Package mpread reads msgpack from a byte slice value by value, as the
 // reflective decoder of github.com/vmihailenco/msgpack/v5 (default options)
 // would decode it into the caller's fields, without reflection and without
-// its per-value interface calls (issue 17: reflective decoding of intents
+// its per-value interface calls (reflective decoding of intents
 // and records was a tenth of the executor's CPU).
 //
 // A reader handles only the forms whose reflective result is plain and
@@ -131,19 +131,6 @@ func (r *Reader) strLen(c byte) (uint64, bool) {
 	case c == 0xda:
 		return r.n(2)
 	case c == 0xdb:
-		return r.n(4)
-	}
-	return 0, false
-}
-
-// binLen reads a bin header.
-func (r *Reader) binLen(c byte) (uint64, bool) {
-	switch c {
-	case 0xc4:
-		return r.n(1)
-	case 0xc5:
-		return r.n(2)
-	case 0xc6:
 		return r.n(4)
 	}
 	return 0, false

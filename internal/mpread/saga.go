@@ -98,7 +98,7 @@ func (r *Reader) Error() (*saga.Error, bool) {
 
 // IntentType reads an intent type (a waiter's, an intent's) as String does,
 // without allocating for the three known types (saga.InputType's names;
-// topics.TypeCall and its siblings are the same strings).
+// wire.TypeCall and its siblings are the same strings).
 func (r *Reader) IntentType() (string, bool) {
 	if r.Nil() {
 		return "", true

@@ -2,7 +2,7 @@ package mpwrite
 
 import "slices"
 
-// Canonical writes a normalised args value (topics.CanonicalArgs: nil,
+// Canonical writes a normalised args value (wire.CanonicalArgs: nil,
 // bool, string, []byte, int64, uint64, float64, []any, map[string]any) as
 // a msgpack.Encoder with SetSortMapKeys(true) and UseCompactInts(true)
 // writes it: map keys sorted, integers in their shortest form. The bytes

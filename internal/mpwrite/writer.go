@@ -3,7 +3,7 @@
 // field order (the caller's), the same integer widths (an int64 field as
 // 9 bytes, an int in its shortest form, a uint8 as 2 bytes), omitempty
 // fields left out when empty. The callers' fuzz tests compare their bytes
-// with the reflective encoder's (issue 17: reflection, with its per-encode
+// with the reflective encoder's (reflection, with its per-encode
 // list of omitempty fields, was a quarter of the executor's CPU).
 package mpwrite
 

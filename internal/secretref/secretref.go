@@ -69,12 +69,6 @@ func ExpandWith(s string, env Lookup) (string, error) {
 	}
 }
 
-// HasRef reports whether s holds a reference: such a value is a secret
-// even where the key does not say so (a header, a property).
-func HasRef(s string) bool {
-	return strings.Contains(s, "${env:") || strings.Contains(s, "${file:")
-}
-
 func resolve(ref string, env Lookup) (string, error) {
 	kind, arg, ok := strings.Cut(ref, ":")
 	if !ok || arg == "" {

@@ -4,7 +4,7 @@ runs again on every resume, the refund does not.
 Run the executor on its embedded default (it serves the gateway on
 127.0.0.1:8080 and writes its token to ./data/gateway.token), then:
 
-    pip install ./clients/python langgraph
+    pip install "./clients/python[langgraph]"
     python clients/python/examples/langgraph_refund.py
 
 Settings (environment): TOOLEXEC_URL (default http://127.0.0.1:8080),
@@ -30,11 +30,9 @@ def make_client() -> toolexec.Client:
     if os.environ.get("TOOLEXEC_BROKERS"):
         return toolexec.Client.kafka(os.environ["TOOLEXEC_BROKERS"],
                                      topic_prefix=os.environ.get("TOOLEXEC_TOPIC_PREFIX", "tool."))
-    token = os.environ.get("TOOLEXEC_TOKEN")
-    if not token:
-        with open(os.environ.get("TOOLEXEC_TOKEN_FILE", "data/gateway.token")) as f:
-            token = f.read().strip()
-    return toolexec.Client.http(os.environ.get("TOOLEXEC_URL", "http://127.0.0.1:8080"), token)
+    # TOOLEXEC_URL and TOOLEXEC_TOKEN_FILE (the executor prints both at
+    # start), else the embedded default's address and ./data/gateway.token.
+    return toolexec.Client.http()
 
 
 client = make_client()

@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import e2e  # noqa: E402
 
 ROOT = e2e.ROOT
-VECTORS = os.path.join(ROOT, "topics", "testdata", "client-vectors.json")
+VECTORS = os.path.join(ROOT, "wire", "testdata", "client-vectors.json")
 
 BACKENDS = ["embedded", "broker"]
 TRANSPORTS = ["kafka", "http"]

@@ -4,7 +4,7 @@ for the tests (test_e2e_langgraph.py).
 The graph: START -> prepare -> refund -> END.
 - ``prepare`` makes the idempotency key and stores it in the state
   (``refund_idempotency_key``): it is checkpointed with this step, before
-  the step that calls the tool runs (SOP Step 3, OP-6).
+  the step that calls the tool runs.
 - ``refund`` takes the key from the state, asks a human for approval
   (``interrupt()``), calls the tool through toolexec, then asks for a note
   for the customer (a second ``interrupt()``). On every resume LangGraph runs

@@ -50,6 +50,7 @@ def test_the_same_key_with_other_arguments_is_a_conflict(client, ledger):
     with pytest.raises(Conflict) as ei:
         client.call("py.refund", key=key, args={"amount": 6})
     assert ei.value.result.status == "conflict" and ei.value.code == "args_mismatch"
+    assert "Send the original arguments, or use a new key" in str(ei.value)
     with pytest.raises(Conflict):
         client.call("py.decline", key=key, args={"amount": 5})  # another tool, same key
     assert ledger.effects_of(key) == 1
@@ -97,10 +98,14 @@ def test_an_answer_lost_in_the_crash_window_is_in_doubt(client, ledger):
     assert len(ledger.requests_of(key)) == 1  # parked, never called again
 
 
-def test_an_unknown_tool_is_rejected(client):
+def test_an_unknown_tool_is_rejected(client, target):
     with pytest.raises(UnknownTool) as ei:
         client.call("py.no_such_tool", key=new_key("x"), args={})
     assert ei.value.code == "unknown_tool" and ei.value.result.status == "rejected"
+    assert "client.list_tools()" in str(ei.value)
+    if target.transport == "http":  # the gateway knows the tenant's tools: a typo gets a suggestion
+        with pytest.raises(UnknownTool, match="did you mean py.refund\\?"):
+            client.call("py.refnd", key=new_key("x"), args={})
 
 
 def test_arguments_over_the_tools_limit_are_rejected(client, ledger):
@@ -294,8 +299,10 @@ def test_over_http_a_wrong_token_is_unauthorized(env, ledger):
     t = Target(env, "embedded", "http")
     key = new_key("unauth")
     with toolexec.Client.http(t.executor.gateway_url, "tx_not-a-token") as c:
-        with pytest.raises(toolexec.Unauthorized):
+        with pytest.raises(toolexec.Unauthorized) as ei:
             c.call("py.refund", key=key, args={"amount": 1})
+        msg = str(ei.value)
+        assert "token unknown" in msg and "keeps it in <data-dir>/gateway.token" in msg, msg
         with pytest.raises(toolexec.Unauthorized):
             c.list_tools()
     assert ledger.requests_of(key) == []

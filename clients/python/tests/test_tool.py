@@ -146,3 +146,35 @@ def test_the_async_decorator_returns_awaitables():
 
     r = asyncio.run(main())
     assert r.status == "succeeded" and t.sent[0].key == "k-a" and refund.description == "Refund (async)."
+
+
+def test_a_body_beyond_a_docstring_draws_a_warning_that_it_never_runs(fake):
+    import warnings
+
+    client, t = fake
+    ran = []
+    with pytest.warns(UserWarning, match=r"body of .*refund is never run; the executor calls the tool 'payments.refund'") as w:
+        @client.tool("payments.refund")
+        def refund(order_id: str, amount: int) -> Result:
+            """Refund an order."""
+            ran.append(order_id)  # a newcomer's expectation: this runs
+            return Result("succeeded")
+    assert w[0].filename == __file__  # pointed at the decoration, not at toolexec
+    refund.using(key="k1")(order_id="o-1", amount=5)
+    assert ran == [] and len(t.sent) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+
+        @client.tool("payments.refund")
+        def declared(order_id: str) -> Result:
+            """Only a docstring."""
+
+        @client.tool("payments.refund")
+        def ellipsis(order_id: str) -> Result: ...
+
+        @client.tool("payments.refund")
+        def passes(order_id: str) -> Result:
+            """A docstring and pass."""
+            pass
+
+        client.tool("payments.refund")(lambda order_id: None)  # no source to read: no warning

@@ -1,5 +1,5 @@
 """The Python client routes and canonicalises exactly as the executor: the
-vectors are written by the Go code (topics/vectors_test.go, which fails when
+vectors are written by the Go code (wire/vectors_test.go, which fails when
 the file and the code disagree) and checked here byte for byte."""
 
 import json

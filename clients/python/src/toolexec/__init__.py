@@ -50,7 +50,7 @@ from .result import (
 from .routing import murmur2, owner_partition, routing_key
 from .tool import AsyncTool, Tool
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "AnswerError", "AsyncClient", "AsyncTool", "Client", "COMPENSATED", "COMPENSATION_FAILED",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
@@ -19,7 +20,7 @@ from urllib.parse import quote
 import httpx
 
 from ._request import COMPENSATE, CallRequest
-from .errors import InvalidRequest, TransportError, Unauthorized
+from .errors import ConfigError, InvalidRequest, TransportError, Unauthorized
 from .result import CONFLICT, REJECTED, RUNNING, ErrorInfo, Result
 
 #: The gateway's cap on ``Prefer: wait``; longer waits poll the key.
@@ -44,6 +45,68 @@ MAX_POLL_S = 5.0
 _STATUS_BY_HTTP = {422: CONFLICT, 400: REJECTED, 404: REJECTED, 409: REJECTED, 413: REJECTED}
 _DEFAULT_CODE_BY_HTTP = {422: "args_mismatch", 400: "bad_request", 404: "unknown_tool", 409: "not_compensatable",
                          413: "payload_too_large"}
+
+
+#: The embedded executor's gateway and token file, relative to the
+#: directory it runs in (``go run ./cmd/executor``).
+DEFAULT_URL = "http://127.0.0.1:8080"
+DEFAULT_TOKEN_FILE = os.path.join("data", "gateway.token")
+#: What the executor's start banner exports (cmd/executor/banner.go).
+ENV_URL = "TOOLEXEC_URL"
+ENV_TOKEN = "TOOLEXEC_TOKEN"
+ENV_TOKEN_FILE = "TOOLEXEC_TOKEN_FILE"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """The gateway's URL and the bearer token, with where the token came
+    from (for the message of a refused token)."""
+
+    url: str
+    token: str
+    token_source: str
+
+
+def endpoint(url: str | None, token: str | None) -> Endpoint:
+    """The gateway to use: ``url`` else ``$TOOLEXEC_URL`` else the embedded
+    default; ``token`` else ``$TOOLEXEC_TOKEN``, else the file
+    ``$TOOLEXEC_TOKEN_FILE``, else ``./data/gateway.token``."""
+    url = url or os.environ.get(ENV_URL) or DEFAULT_URL
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"gateway url {url!r} must start with http:// or https://")
+    if token is not None:
+        if not token:
+            raise ConfigError("no gateway token given (token='')")
+        return Endpoint(url, token, "token=")
+    if os.environ.get(ENV_TOKEN):
+        return Endpoint(url, os.environ[ENV_TOKEN], f"${ENV_TOKEN}")
+    path = os.environ.get(ENV_TOKEN_FILE)
+    source = f"${ENV_TOKEN_FILE} ({path})" if path else f"{os.path.abspath(DEFAULT_TOKEN_FILE)}, the default"
+    return Endpoint(url, _read_token(path or DEFAULT_TOKEN_FILE, source), source)
+
+
+def _read_token(path: str, source: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            token = f.read().strip()
+    except OSError as e:
+        raise ConfigError(f"no gateway token: cannot read {source}: {e.strerror}. Run where the executor keeps its "
+                          f"data (./data/gateway.token), or export {ENV_TOKEN_FILE} as the executor's start banner "
+                          f"shows (or {ENV_TOKEN}, or pass token=)") from None
+    if not token:
+        raise ConfigError(f"no gateway token: {source} is empty")
+    return token
+
+
+def refused_token(resp: httpx.Response, ep: Endpoint) -> Unauthorized | None:
+    """The Unauthorized that a 401 or 403 stands for, saying where this
+    client's token came from and where the right one is; None otherwise."""
+    if resp.status_code not in (401, 403):
+        return None
+    said = _detail(_json(resp)) or resp.reason_phrase
+    return Unauthorized(f"gateway {ep.url} refused the token ({resp.status_code}: {said}). This client's token came "
+                        f"from {ep.token_source}: export {ENV_TOKEN_FILE}=<the executor's <data-dir>/gateway.token> "
+                        f"(its start banner prints the line), set {ENV_TOKEN}, or pass token=")
 
 
 @dataclass(frozen=True)
@@ -137,7 +200,8 @@ def own_call(answer: Result, ours: set[str]) -> Result:
 
 
 def read(resp: httpx.Response, req: CallRequest) -> Reading:
-    """Reads a response to a call or a compensation."""
+    """Reads a response to a call or a compensation (a refused token was
+    caught before, by refused_token)."""
     code = resp.status_code
     doc = _json(resp)
     if code == 200:
@@ -145,8 +209,6 @@ def read(resp: httpx.Response, req: CallRequest) -> Reading:
     if code == 202:
         so_far = Result.from_wire(doc) if _is_answer(doc) else None
         return Reading(waiting=True, result=so_far, retry_after=_retry_after(resp))
-    if code in (401, 403):
-        raise Unauthorized(f"gateway: {code} {_detail(doc) or resp.reason_phrase}: check the token")
     if code in _STATUS_BY_HTTP:
         return Reading(answer=_problem_answer(code, doc, req))
     if code == 429 or code >= 500:
@@ -180,9 +242,12 @@ def _problem_answer(code: int, doc: Any, req: CallRequest) -> Result:
     err: dict[str, Any] = e if isinstance(e, dict) else {}
     code_s = err.get("code") or d.get("code") or d.get("reason") or _DEFAULT_CODE_BY_HTTP[code]
     msg = err.get("message") or _detail(d) or ""
+    # The detail may name an error of the list already (the gateway's names
+    # the first): each is said once.
     paths = [f"{x.get('path', '')}: {x.get('message', '')}" for x in d.get("errors") or [] if isinstance(x, dict)]
-    if paths:
-        msg = f"{msg} ({'; '.join(paths)})"
+    rest = [p for p in paths if p not in msg]
+    if rest:
+        msg = f"{msg} ({'; '.join(rest)})" if msg else "; ".join(rest)
     return Result(status=_STATUS_BY_HTTP[code], error=ErrorInfo(str(code_s), str(msg)), key=req.key,
                   tool=req.tool, intent_id=d.get("intent_id") if isinstance(d.get("intent_id"), str) else None,
                   raw=d)
@@ -239,8 +304,6 @@ def transport_failure(e: httpx.TransportError) -> tuple[str, bool]:
 
 
 def parse_tools(resp: httpx.Response) -> list[dict[str, Any]]:
-    if resp.status_code in (401, 403):
-        raise Unauthorized(f"gateway: {resp.status_code}: check the token")
     if resp.status_code != 200:
         raise TransportError(f"gateway: GET /v1/tools answered {resp.status_code}", sent=True)
     doc = _json(resp)
@@ -258,8 +321,6 @@ def read_current(resp: httpx.Response, tool: str, key: str) -> Result | None:
     doc = _json(resp)
     if code == 404:
         return None
-    if code in (401, 403):
-        raise Unauthorized(f"gateway: {code} {_detail(doc) or resp.reason_phrase}: check the token")
     if code in (200, 202) and _is_answer(doc):
         return Result.from_wire(doc)
     if code == 202:

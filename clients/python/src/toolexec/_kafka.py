@@ -10,9 +10,11 @@ only produce (thread-safe in librdkafka) and wait on their own waiter.
 
 from __future__ import annotations
 
+import logging
 import secrets
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -37,6 +39,41 @@ DEFAULT_CONNECT_TIMEOUT = 30.0
 #: Answers kept for one waiter that has not read them yet (pending answers
 #: come at most one per delivery; a terminal one ends the wait).
 _MAX_QUEUED_ANSWERS = 16
+#: The first metadata request at connect is sent again in slices this long,
+#: so that a broker that refuses the connection is noticed at once.
+_CONNECT_SLICE_S = 0.5
+#: How long no broker may be reachable (refused, not resolved) at connect
+#: before connect() gives up, however long connect_timeout is. Why not at
+#: once: a broker that is starting next to the client gets this long.
+_UNREACHABLE_GRACE_S = 10.0
+#: librdkafka errors that mean no broker could be reached at all.
+_UNREACHABLE_CODES = frozenset({"_TRANSPORT", "_ALL_BROKERS_DOWN", "_RESOLVE"})
+#: The Python logger that librdkafka's log lines go to once connected.
+LOG = logging.getLogger("toolexec.kafka")
+
+
+class _RdkafkaLog:
+    """librdkafka's ``logger``: while the client connects, its lines are
+    held back (a failed connect is one exception, and the last line held is
+    its cause); afterwards they go to the Python logger ``toolexec.kafka``.
+    Called on the threads that poll the clients."""
+
+    def __init__(self) -> None:
+        self.connecting = True
+        self._held: deque[str] = deque(maxlen=8)
+
+    def log(self, level: int, msg: str, *args: object) -> None:
+        if self.connecting:
+            self._held.append(msg % args if args else msg)
+            return
+        LOG.log(level, msg, *args)
+
+    def last(self) -> str | None:
+        """The cause in the last line held: what follows its ``]: ``."""
+        if not self._held:
+            return None
+        line = self._held[-1]
+        return line.rsplit("]: ", 1)[-1]
 
 
 class Waiter(Protocol):
@@ -79,6 +116,7 @@ class KafkaCore:
         self._reply_parts: set[int] = set()
         self._last_error: str | None = None
         self._undecodable = 0
+        self._log = _RdkafkaLog()
 
     # ---- life cycle
 
@@ -89,7 +127,7 @@ class KafkaCore:
         ck = self._ck
         # Warnings and errors only unless told otherwise: librdkafka's info
         # lines (telemetry, ...) would fill an agent's terminal.
-        common = {"log_level": 4, **self._props, "bootstrap.servers": self._servers}
+        common = {"log_level": 4, **self._props, "bootstrap.servers": self._servers, "logger": self._log}
         try:
             self._producer = ck.Producer({"enable.idempotence": True, "acks": "all", "linger.ms": 2, **common})
             self._consumer = ck.Consumer({
@@ -101,6 +139,7 @@ class KafkaCore:
             })
         except ck.KafkaException as e:
             raise ConfigError(f"kafka client: {e}") from None
+        self._reach_brokers()
         self._n_intents = len(self._partitions(self.intents, "is the executor running?"))
         parts = self._partitions(self.reply_to, "create it, or leave reply_to unset")
         start = []
@@ -109,8 +148,37 @@ class KafkaCore:
             start.append(ck.TopicPartition(self.reply_to, p, high))
         self._consumer.assign(start)
         self._reply_parts = set(parts)
+        self._log.connecting = False
         self._thread = threading.Thread(target=self._run, name="toolexec-kafka", daemon=True)
         self._thread.start()
+
+    def _reach_brokers(self) -> None:
+        """Asks for the intents topic's metadata until a broker answers: up
+        to connect_timeout, but no longer than _UNREACHABLE_GRACE_S while
+        no broker can be reached at all. Raises TransportError."""
+        start = time.monotonic()
+        deadline = start + self._timeout
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                self._consumer.list_topics(self.intents, timeout=max(0.01, min(_CONNECT_SLICE_S, left)))
+                return
+            except self._ck.KafkaException as e:
+                # Polling serves the log lines into self._log (held), so the
+                # error below can name their cause.
+                self._consumer.poll(0)
+                self._producer.poll(0)
+                err = e.args[0] if e.args else None
+                unreachable = getattr(err, "name", lambda: "")() in _UNREACHABLE_CODES
+                now = time.monotonic()
+                if now >= deadline or (unreachable and now - start >= _UNREACHABLE_GRACE_S):
+                    raise TransportError(self._unreachable(e, now - start), sent=False) from None
+
+    def _unreachable(self, e: Exception, waited: float) -> str:
+        cause = self._log.last() or str(e)
+        return (f"kafka: no broker at {self._servers} answered within {waited:.0f}s ({cause}): is the executor "
+                f"running, with this address as its --embedded-addr (default 127.0.0.1:9092) or among its "
+                f"--brokers? Give Client.kafka() that address; nothing was sent")
 
     def close(self, timeout: float = 10.0) -> None:
         self._stop.set()

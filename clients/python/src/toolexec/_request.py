@@ -53,10 +53,12 @@ def outcome(req: CallRequest, last: Result | None, note: str = "") -> Result:
                       f"arguments is safe and returns the final answer once it is known", last)
     if last.status == CONFLICT:
         raise Conflict(f"{what}: conflict ({_why(last)}): the key was used with other arguments or another "
-                       f"tool; nothing ran", last)
+                       f"tool; nothing ran. Send the original arguments, or use a new key for a new action", last)
     if last.status == REJECTED:
-        cls = UnknownTool if last.error is not None and last.error.code == "unknown_tool" else Rejected
-        raise cls(f"{what}: rejected ({_why(last)})", last)
+        if last.error is not None and last.error.code == "unknown_tool":
+            raise UnknownTool(f"{what}: rejected ({_why(last)}); client.list_tools() lists the tools this "
+                              f"tenant may call (over the gateway)", last)
+        raise Rejected(f"{what}: rejected ({_why(last)})", last)
     return last
 
 
@@ -103,10 +105,10 @@ def journaled(req: CallRequest, step: Step | None) -> Result | None:
     then not sent again); None when the call must be sent."""
     if step is None:
         return None
-    step.bind_tool(req.tool)
     if not step.completed:
-        step.sending(req.tool)
+        step.sending(req.tool, req.args)
         return None
+    step.bind_call(req.tool, req.args)
     answer = step.answer
     if answer is None:
         raise InvalidRequest(f"step {step.name!r} was completed without an answer; "

@@ -50,16 +50,14 @@ class AsyncClient:
         self._tenant = tenant
 
     @classmethod
-    def http(cls, url: str, token: str, *, http_client: httpx.AsyncClient | None = None,
-             verify: bool | str = True) -> AsyncClient:
-        """As :meth:`Client.http <toolexec.Client.http>`."""
-        if not url.startswith(("http://", "https://")):
-            raise ConfigError(f"gateway url {url!r} must start with http:// or https://")
-        if not token:
-            raise ConfigError("no gateway token given")
+    def http(cls, url: str | None = None, token: str | None = None, *,
+             http_client: httpx.AsyncClient | None = None, verify: bool | str = True) -> AsyncClient:
+        """As :meth:`Client.http <toolexec.Client.http>`, with the same
+        defaults from the environment."""
+        ep = _http.endpoint(url, token)
         hc = http_client or httpx.AsyncClient(verify=verify,
                                               transport=httpx.AsyncHTTPTransport(verify=verify, retries=0))
-        return cls(_AsyncHttpTransport(url, token, hc))
+        return cls(_AsyncHttpTransport(ep, hc))
 
     @classmethod
     def kafka(cls, brokers: str | list[str], config: Mapping[str, object] | None = None, *,
@@ -129,8 +127,8 @@ class AsyncClient:
 
 
 class _AsyncHttpTransport:
-    def __init__(self, url: str, token: str, client: httpx.AsyncClient) -> None:
-        self._url, self._token, self._c = url, token, client
+    def __init__(self, ep: _http.Endpoint, client: httpx.AsyncClient) -> None:
+        self._ep, self._url, self._token, self._c = ep, ep.url, ep.token, client
 
     async def connect(self) -> None:
         return None
@@ -179,8 +177,12 @@ class _AsyncHttpTransport:
         await asyncio.sleep(pause)
 
     async def _send(self, plan: _http.Plan) -> httpx.Response:
-        return await self._c.request(plan.method, plan.url, headers=plan.headers, content=plan.body,
+        resp = await self._c.request(plan.method, plan.url, headers=plan.headers, content=plan.body,
                                      timeout=plan.timeout)
+        refused = _http.refused_token(resp, self._ep)
+        if refused is not None:
+            raise refused
+        return resp
 
     async def get(self, tool: str, key: str) -> Result | None:
         try:

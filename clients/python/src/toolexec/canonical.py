@@ -1,4 +1,4 @@
-"""Canonical arguments, as the executor computes them (topics/canonical.go).
+"""Canonical arguments, as the executor computes them (wire/canonical.go).
 
 Duplicates are recognised by the tool name and the SHA-256 of the canonical
 arguments, so two encodings of one call must give the same bytes: map keys
@@ -9,7 +9,7 @@ integers take their shortest msgpack form and other floats are float64.
 The msgpack writer here is a small one of our own on purpose: keys are
 computed without the ``[kafka]`` extra (the HTTP transport needs no msgpack),
 and its output is checked byte for byte against the vectors that the Go code
-writes (``topics/testdata/client-vectors.json``).
+writes (``wire/testdata/client-vectors.json``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 from .errors import InvalidRequest
 
-#: Nesting the executor accepts (topics.maxArgsDepth): the top-level map is
+#: Nesting the executor accepts (wire.maxArgsDepth): the top-level map is
 #: depth 0, and a value deeper than this is ``invalid_args``.
 MAX_ARGS_DEPTH = 32
 

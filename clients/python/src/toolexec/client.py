@@ -77,17 +77,19 @@ class Client:
         self._tenant = tenant
 
     @classmethod
-    def http(cls, url: str, token: str, *, http_client: httpx.Client | None = None,
+    def http(cls, url: str | None = None, token: str | None = None, *, http_client: httpx.Client | None = None,
              verify: bool | str = True) -> Client:
-        """A client of the gateway at ``url`` (``http://127.0.0.1:8080``)
-        with a bearer ``token``. The tenant is the token's. ``http_client``
-        replaces the default httpx client (for proxies, TLS, tests)."""
-        if not url.startswith(("http://", "https://")):
-            raise ConfigError(f"gateway url {url!r} must start with http:// or https://")
-        if not token:
-            raise ConfigError("no gateway token given")
+        """A client of the gateway at ``url`` with a bearer ``token``; the
+        tenant is the token's. With no arguments, the embedded executor's
+        gateway: ``url`` is ``$TOOLEXEC_URL``, else
+        ``http://127.0.0.1:8080``; ``token`` is ``$TOOLEXEC_TOKEN``, else
+        read from the file ``$TOOLEXEC_TOKEN_FILE``, else from
+        ``./data/gateway.token`` (the executor's start banner prints the
+        two export lines). ``http_client`` replaces the default httpx
+        client (for proxies, TLS, tests)."""
+        ep = _http.endpoint(url, token)
         hc = http_client or httpx.Client(verify=verify, transport=httpx.HTTPTransport(verify=verify, retries=0))
-        return cls(_HttpTransport(url, token, hc))
+        return cls(_HttpTransport(ep, hc))
 
     @classmethod
     def kafka(cls, brokers: str | list[str], config: Mapping[str, object] | None = None, *,
@@ -175,8 +177,8 @@ class Client:
 
 
 class _HttpTransport:
-    def __init__(self, url: str, token: str, client: httpx.Client) -> None:
-        self._url, self._token, self._c = url, token, client
+    def __init__(self, ep: _http.Endpoint, client: httpx.Client) -> None:
+        self._ep, self._url, self._token, self._c = ep, ep.url, ep.token, client
 
     def exchange(self, req: CallRequest) -> tuple[Result | None, str]:
         deadline = time.monotonic() + req.wait
@@ -222,8 +224,12 @@ class _HttpTransport:
         time.sleep(pause)
 
     def _send(self, plan: _http.Plan) -> httpx.Response:
-        return self._c.request(plan.method, plan.url, headers=plan.headers, content=plan.body,
+        resp = self._c.request(plan.method, plan.url, headers=plan.headers, content=plan.body,
                                timeout=plan.timeout)
+        refused = _http.refused_token(resp, self._ep)
+        if refused is not None:
+            raise refused
+        return resp
 
     def get(self, tool: str, key: str) -> Result | None:
         plan = _http.plan_get(self._url, self._token, tool, key)

@@ -1,4 +1,4 @@
-"""A local journal of steps and their keys (SOP OP-8), in SQLite.
+"""A local journal of steps and their keys, in SQLite.
 
 ``with journal.step("refund-7") as step:`` gives the step's idempotency key,
 the same one after a crash and a restart of the process, because the key is
@@ -21,9 +21,23 @@ written (and synced) before the body runs:
    step with it; any other exception (:class:`~toolexec.InDoubt`, a crash,
    your own) leaves it ``in_progress``; a normal exit completes it, unless
    a call of the step got no final answer (an :class:`~toolexec.InDoubt`
-   that the block caught): then it stays ``in_progress``.
+   that the block caught, or a call sent in an earlier entry and not sent
+   again): then it stays ``in_progress``.
 
-One step is one tool call: its key is the call's idempotency key.
+One step is one call: one tool, one set of arguments. Its key is the call's
+idempotency key, and the journal keeps the call's tool and the SHA-256 of its
+canonical arguments (as the executor computes them, so ``{"a": 1, "b": 120}``
+and ``{"b": 120.0, "a": 1}`` are one call). A call of the step with another
+tool or other arguments raises :class:`~toolexec.Conflict` and sends nothing,
+as the executor answers the same key with other arguments: the journal never
+answers one call with the recorded answer of another.
+
+A step recorded by a version of this package that kept no hash (toolexec
+0.1.0) has its tool but not its arguments: its next call is taken as the
+step's own (its hash is recorded, with a warning), and every later call is
+checked. An ``in_progress`` step is sent to the executor, which checks the
+arguments against the key's record; a ``completed`` one is answered from the
+journal, as before.
 
 The journal is safe for concurrent use by threads and by several processes
 (SQLite locking). Steps are kept until :meth:`Journal.forget`.
@@ -36,14 +50,17 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+import warnings
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 from . import _validate
-from .errors import AnswerError, InvalidRequest
-from .result import Result
+from .canonical import args_hash
+from .errors import AnswerError, Conflict, InvalidRequest
+from .result import CONFLICT, ErrorInfo, Result
 
 IN_PROGRESS = "in_progress"
 COMPLETED = "completed"
@@ -59,12 +76,16 @@ CREATE TABLE IF NOT EXISTS toolexec_steps (
     key          TEXT NOT NULL,
     status       TEXT NOT NULL CHECK (status IN ('in_progress', 'completed')),
     tool         TEXT,
+    args_hash    TEXT,
     answer       TEXT,
     entries      INTEGER NOT NULL,
     created_at   REAL NOT NULL,
     updated_at   REAL NOT NULL
 )
 """
+#: The column added in toolexec 0.2.0; _add_args_hash adds it to older files.
+_ARGS_HASH_COLUMN = "ALTER TABLE toolexec_steps ADD COLUMN args_hash TEXT"
+_SELECT = "SELECT name, key, status, tool, args_hash, answer, entries FROM toolexec_steps"
 
 _current: contextvars.ContextVar[Step | None] = contextvars.ContextVar("toolexec_step", default=None)
 
@@ -83,6 +104,9 @@ class StepRecord:
     key: str
     status: str
     tool: str | None
+    #: SHA-256 of the call's canonical arguments, hex; None before the
+    #: step's first call, and for a step written by toolexec 0.1.0.
+    args_hash: str | None
     answer: Result | None
     entries: int
 
@@ -99,6 +123,7 @@ class Journal:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute(_SCHEMA)
+        self._add_args_hash()
 
     def close(self) -> None:
         with self._lock:
@@ -126,17 +151,13 @@ class Journal:
     def get(self, name: str) -> StepRecord | None:
         """The stored step, or None."""
         with self._lock:
-            row = self._db.execute(
-                "SELECT name, key, status, tool, answer, entries FROM toolexec_steps WHERE name = ?", (name,)
-            ).fetchone()
+            row = self._db.execute(_SELECT + " WHERE name = ?", (name,)).fetchone()
         return _record(row) if row else None
 
     def steps(self) -> list[StepRecord]:
         """Every stored step, oldest first."""
         with self._lock:
-            rows = self._db.execute(
-                "SELECT name, key, status, tool, answer, entries FROM toolexec_steps ORDER BY created_at, name"
-            ).fetchall()
+            rows = self._db.execute(_SELECT + " ORDER BY created_at, name").fetchall()
         return [_record(r) for r in rows]
 
     def forget(self, name: str) -> None:
@@ -144,20 +165,31 @@ class Journal:
         with self._lock, self._tx():
             self._db.execute("DELETE FROM toolexec_steps WHERE name = ?", (name,))
 
+    def _add_args_hash(self) -> None:
+        """Adds the args_hash column to a journal written by toolexec 0.1.0
+        (its steps keep a NULL hash). Checked again under the write lock:
+        another process may be opening the same old file."""
+        if self._has_args_hash():
+            return
+        with self._lock, self._tx():
+            if not self._has_args_hash():
+                self._db.execute(_ARGS_HASH_COLUMN)
+
+    def _has_args_hash(self) -> bool:
+        return any(col[1] == "args_hash" for col in self._db.execute("PRAGMA table_info(toolexec_steps)"))
+
     # ---- used by Step
 
     def _enter(self, name: str, key: str | None) -> StepRecord:
         now = time.time()
         with self._lock, self._tx():
-            row = self._db.execute(
-                "SELECT name, key, status, tool, answer, entries FROM toolexec_steps WHERE name = ?", (name,)
-            ).fetchone()
+            row = self._db.execute(_SELECT + " WHERE name = ?", (name,)).fetchone()
             if row is None:
                 k = key or _validate.key(f"{name[:64]}-{uuid.uuid4().hex}")
                 self._db.execute(
                     "INSERT INTO toolexec_steps (name, key, status, entries, created_at, updated_at) "
                     "VALUES (?, ?, 'in_progress', 1, ?, ?)", (name, k, now, now))
-                return StepRecord(name, k, IN_PROGRESS, None, None, 1)
+                return StepRecord(name, k, IN_PROGRESS, None, None, None, 1)
             rec = _record(row)
             if key is not None and key != rec.key:
                 raise InvalidRequest(f"step {name!r} was recorded with key {rec.key!r}, not {key!r}")
@@ -166,10 +198,18 @@ class Journal:
             rec.entries += 1
             return rec
 
-    def _set_tool(self, name: str, tool: str) -> None:
+    def _bind(self, name: str, tool: str, hash_hex: str) -> tuple[str | None, str | None]:
+        """Records (tool, hash_hex) as the step's call when it has none yet,
+        or the hash alone when the step has this tool and no hash (written
+        by toolexec 0.1.0). Returns the tool and hash stored before, read
+        under the write lock, so two processes cannot both bind a step."""
         with self._lock, self._tx():
-            self._db.execute("UPDATE toolexec_steps SET tool = ?, updated_at = ? WHERE name = ? AND tool IS NULL",
-                             (tool, time.time(), name))
+            row = self._db.execute("SELECT tool, args_hash FROM toolexec_steps WHERE name = ?", (name,)).fetchone()
+            old_tool, old_hash = row if row is not None else (None, None)
+            if old_tool is None or (old_tool == tool and old_hash is None):
+                self._db.execute("UPDATE toolexec_steps SET tool = ?, args_hash = ?, updated_at = ? WHERE name = ?",
+                                 (tool, hash_hex, time.time(), name))
+            return old_tool, old_hash
 
     def _complete(self, name: str, answer: Result | None) -> None:
         doc = answer.to_json() if answer is not None else None
@@ -189,9 +229,9 @@ class Journal:
         self._db.execute("COMMIT")
 
 
-def _record(row: tuple[str, str, str, str | None, str | None, int]) -> StepRecord:
-    name, key, status, tool, answer, entries = row
-    return StepRecord(name, key, status, tool, Result.from_json(answer) if answer else None, entries)
+def _record(row: tuple[str, str, str, str | None, str | None, str | None, int]) -> StepRecord:
+    name, key, status, tool, hash_hex, answer, entries = row
+    return StepRecord(name, key, status, tool, hash_hex, Result.from_json(answer) if answer else None, entries)
 
 
 class Step:
@@ -210,6 +250,9 @@ class Step:
     def __enter__(self) -> Step:
         self._rec = self.journal._enter(self.name, self._want_key)
         self.resumed = self._rec.status == IN_PROGRESS and self._rec.entries > 1
+        # A call sent in an earlier entry without a final answer is still
+        # owed one: leaving the block without it keeps the step open.
+        self._unanswered = self._rec.status == IN_PROGRESS and self._rec.tool is not None
         self._token = _current.set(self)
         return self
 
@@ -222,7 +265,9 @@ class Step:
         if e is None:
             if not self._unanswered:
                 self.complete(None)
-        elif isinstance(e, AnswerError) and e.result is not None and e.result.terminal:
+        elif isinstance(e, AnswerError) and e.result is not None and e.result.terminal and not e.result.journaled:
+            # A journaled answer (the journal's own conflict) is no answer
+            # of the executor to the step's call: the step stays as it was.
             self.complete(e.result)
 
     @property
@@ -251,23 +296,47 @@ class Step:
         a = self._record.answer
         return a.with_journaled() if a is not None else None
 
-    def bind_tool(self, tool: str) -> None:
-        """Records the step's tool; a step serves one tool call, so a call
-        of another tool in it is an error."""
+    def bind_call(self, tool: str, args: Mapping[str, Any] | None) -> None:
+        """Records the step's call: its tool and the hash of its canonical
+        arguments. A step is one call, so a call of another tool or with
+        other arguments raises :class:`~toolexec.Conflict` (the journal's
+        own answer, ``journaled`` set; the step is left as it was)."""
         rec = self._record
-        if rec.tool is None:
-            self.journal._set_tool(self.name, tool)
-            rec.tool = tool
-        elif rec.tool != tool:
-            raise InvalidRequest(
-                f"step {self.name!r} belongs to a call of {rec.tool!r}, not {tool!r}: one step is one call")
+        hash_hex = args_hash(args).hex()
+        if rec.tool == tool and rec.args_hash == hash_hex:
+            return
+        old_tool, old_hash = self.journal._bind(self.name, tool, hash_hex)
+        if old_tool is not None and (old_tool != tool or old_hash not in (None, hash_hex)):
+            raise self._conflict(old_tool, tool)
+        if old_tool is not None and old_hash is None:
+            warnings.warn(f"journal step {self.name!r} was recorded by toolexec 0.1.0, without the hash of its "
+                          f"arguments: this call's arguments are taken as the step's, and later calls are checked "
+                          f"against them", UserWarning, stacklevel=2)
+        rec.tool, rec.args_hash = tool, hash_hex
 
-    def sending(self, tool: str) -> None:
+    def _conflict(self, recorded_tool: str, tool: str) -> Conflict:
+        rec = self._record
+        what = "other arguments" if recorded_tool == tool else f"tool {tool!r}"
+        if rec.status == COMPLETED:
+            how = (f"journal.forget({self.name!r}) first to run the step anew under a new key (the tool then "
+                   f"runs again)")
+        else:
+            how = (f"its call has no final answer yet: do not forget the step before the call under key "
+                   f"{rec.key!r} is settled, it may have run")
+        msg = (f"journal step {self.name!r} is one call of {recorded_tool!r} with the arguments it was first sent "
+               f"with; this call has {what}, so nothing was sent. Send the step's original arguments, or give "
+               f"this call a step of its own (another name); or {how}")
+        answer = Result(status=CONFLICT, error=ErrorInfo("args_mismatch", msg), key=rec.key, tool=tool,
+                        journaled=True)
+        return Conflict(msg, answer)
+
+    def sending(self, tool: str, args: Mapping[str, Any] | None) -> None:
         """Called by the client before it sends the step's call: binds the
-        tool and notes that an answer is owed, so that leaving the block
-        after an :class:`~toolexec.InDoubt` that was caught keeps the step
-        ``in_progress`` (it is sent again next time, under its key)."""
-        self.bind_tool(tool)
+        call (:meth:`bind_call`) and notes that an answer is owed, so that
+        leaving the block after an :class:`~toolexec.InDoubt` that was
+        caught keeps the step ``in_progress`` (it is sent again next time,
+        under its key)."""
+        self.bind_call(tool, args)
         self._unanswered = True
 
     def complete(self, answer: Result | None) -> None:

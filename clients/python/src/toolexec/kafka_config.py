@@ -26,7 +26,7 @@ _REF = re.compile(r"\$\{(env|file):([^}]*)\}")
 #: refused with a clear message.
 RESERVED = frozenset({
     "group.id", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset",
-    "isolation.level", "enable.partition.eof", "partitioner",
+    "isolation.level", "enable.partition.eof", "partitioner", "logger",
 })
 
 

@@ -1,4 +1,4 @@
-"""Idempotency keys that survive a retry, a resume and a crash (SOP Step 3).
+"""Idempotency keys that survive a retry, a resume and a crash.
 
 A key must be chosen before the call, kept in the agent's persisted state,
 and sent again on every retry. Model tool-call ids (``call_id``,

@@ -1,4 +1,4 @@
-"""Routing of intents to the partition that owns their key (topics/route.go).
+"""Routing of intents to the partition that owns their key (wire/route.go).
 
 An intent's Kafka key is ``<tenant>/<key>`` and its owner partition is
 Kafka's Java default: ``(murmur2(key) & 0x7fffffff) % partitions``. The

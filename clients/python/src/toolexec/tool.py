@@ -1,11 +1,15 @@
 """``@client.tool("payments.refund")``: a typed Python signature that calls a
 tool through the executor.
 
-The decorated function's body is never run: its signature says which
-arguments the tool takes (they are checked and sent as the ``args`` map),
-and its docstring is the tool's description, for frameworks that read it
-(``__doc__``, ``description``, ``input_schema``). Calling the result sends
-the call and returns the :class:`~toolexec.Result`.
+**The decorated function's body is never run.** It declares a remote tool
+(the executor calls it, at most once per key); it does not make a local
+function idempotent, as AWS Powertools' ``@idempotent`` does. A body that
+holds more than a docstring, ``...`` or ``pass`` draws a warning at
+decoration. The signature says which arguments the tool takes (they are
+checked and sent as the ``args`` map), and the docstring is the tool's
+description, for frameworks that read it (``__doc__``, ``description``,
+``input_schema``). Calling the result sends the call and returns the
+:class:`~toolexec.Result`.
 
 The idempotency key comes from, in order: ``.using(key=...)``,
 ``.using(step=...)``, ``.using(state=...)`` (the state field
@@ -17,9 +21,12 @@ on every retry.
 
 from __future__ import annotations
 
+import ast
 import inspect
+import textwrap
 import types
 import typing
+import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any, Generic, Literal, ParamSpec, Protocol, Union
@@ -53,6 +60,11 @@ class _Spec:
             raise InvalidRequest(f"tool {name}: cannot read the annotations of {fn.__qualname__}: {e}") from None
         self.description = description if description is not None else inspect.getdoc(fn) or ""
         self.input_schema = _schema(self.sig, self.hints)
+        if _has_body(fn):
+            warnings.warn(f"@client.tool({name!r}): the body of {fn.__qualname__} is never run; the executor calls "
+                          f"the tool {name!r}. Leave only a docstring (the tool's description) or ...; code that "
+                          f"must run around the call belongs in a function that calls this one",
+                          UserWarning, stacklevel=3)
 
     def args(self, a: tuple[Any, ...], kw: Mapping[str, Any]) -> dict[str, Any]:
         try:
@@ -69,6 +81,26 @@ class _Spec:
             _check_type(self.name, pname, value, self.hints.get(pname))
             out[pname] = value
         return out
+
+
+def _has_body(fn: Callable[..., Any]) -> bool:
+    """Whether fn's body holds more than a docstring, ``...`` and ``pass``.
+    False when its source cannot be read (a REPL, a lambda, a builtin)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    return any(not _is_placeholder(stmt) for stmt in node.body)
+
+
+def _is_placeholder(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, ast.Pass):
+        return True
+    return (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+            and (isinstance(stmt.value.value, str) or stmt.value.value is Ellipsis))
 
 
 class _KeySource:

@@ -1,6 +1,6 @@
 // Command pgsvc is the PostgreSQL side of the bench's peer comparison
 // (cmd/bench --peer postgres): the idempotency table most teams write by
-// hand (SOP OP-2), as plainly as such services are written. Per call of
+// hand, as plainly as such services are written. Per call of
 // POST /call with an Idempotency-Key header, synchronously and one call at
 // a time per request (no batching), over a connection pool:
 //

@@ -1,0 +1,74 @@
+package wire
+
+import "regexp"
+
+// Version is the wire contract version this build reads and writes.
+const Version = 1
+
+// Intent types. Resolve is accepted only on the control topic.
+const (
+	TypeCall       = "call"
+	TypeCompensate = "compensate"
+	TypeResolve    = "resolve"
+)
+
+// Bounds of wire contract v1. They protect the executor's memory and the
+// event log from one oversized message.
+const (
+	MaxKeyBytes      = 256
+	MaxIDBytes       = 128
+	MaxToolBytes     = 128
+	MaxReplyToBytes  = 249 // Kafka's own topic-name limit
+	MaxMessageBytes  = 1 << 20
+	DefaultTenant    = "default"
+	MaxResolveResult = MaxResultBytes // one bound for every stored result (bounds.go)
+)
+
+var tenantRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+
+// ValidTenant reports whether t matches [a-z0-9_-]{1,64}.
+func ValidTenant(t string) bool { return tenantRE.MatchString(t) }
+
+// Scope is audit context: which agent run and thread emitted the intent.
+type Scope struct {
+	RunID    string `msgpack:"run_id,omitempty"`
+	ThreadID string `msgpack:"thread_id,omitempty"`
+}
+
+// Intent is what an agent (on Intents) or an operator or the reconciler (on
+// Control) sends. Fields follow docs/wire-format.md; unknown fields are
+// ignored when decoding.
+type Intent struct {
+	V          int            `msgpack:"v"`
+	Type       string         `msgpack:"type"`
+	ID         string         `msgpack:"id"`
+	Tenant     string         `msgpack:"tenant,omitempty"`
+	Key        string         `msgpack:"key"`
+	Tool       string         `msgpack:"tool,omitempty"`
+	Args       map[string]any `msgpack:"args,omitempty"`
+	ReplyTo    string         `msgpack:"reply_to,omitempty"`
+	DeadlineMs int64          `msgpack:"deadline_ms,omitempty"`
+	Scope      *Scope         `msgpack:"scope,omitempty"`
+
+	// Resolve only: the settled outcome, and who settled it.
+	Outcome string     `msgpack:"outcome,omitempty"`
+	Result  any        `msgpack:"result,omitempty"`
+	Error   *ErrorInfo `msgpack:"error,omitempty"`
+	By      string     `msgpack:"by,omitempty"`
+	Reason  string     `msgpack:"reason,omitempty"`
+
+	// CallID (resolve, compensate) makes the command conditional: it
+	// applies only while that call (for a resolve of a compensation in
+	// doubt: that compensation) is the key's current one and in doubt,
+	// and is rejected (invalid_command) otherwise. The reconciler sets it.
+	CallID string `msgpack:"call_id,omitempty"`
+
+	// Force (resolve, compensate; the control topic only): settle or undo
+	// a call that may still reach its tool, before its pending_ttl has
+	// passed. Recorded in the event log (forced). Refused on Intents: an
+	// agent never forces.
+	Force bool `msgpack:"force,omitempty"`
+}
+
+// RoutingKey is the intent's Kafka key.
+func (in *Intent) RoutingKey() string { return RoutingKey(in.Tenant, in.Key) }

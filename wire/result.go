@@ -1,0 +1,55 @@
+package wire
+
+// ErrorInfo is a machine-readable code and a human message.
+type ErrorInfo struct {
+	Code    string `msgpack:"code" json:"code"`
+	Message string `msgpack:"message,omitempty" json:"message,omitempty"`
+}
+
+// Result is the answer to one intent, keyed like it.
+type Result struct {
+	V                int        `msgpack:"v" json:"v"`
+	IntentID         string     `msgpack:"intent_id" json:"intent_id"`
+	Type             string     `msgpack:"type,omitempty" json:"type,omitempty"`
+	Tenant           string     `msgpack:"tenant" json:"tenant"`
+	Key              string     `msgpack:"key" json:"key"`
+	Tool             string     `msgpack:"tool,omitempty" json:"tool,omitempty"`
+	Status           string     `msgpack:"status" json:"status"`
+	Result           any        `msgpack:"result,omitempty" json:"result,omitempty"`
+	Error            *ErrorInfo `msgpack:"error,omitempty" json:"error,omitempty"`
+	WasReplay        bool       `msgpack:"was_replay" json:"was_replay"`
+	OriginalIntentID string     `msgpack:"original_intent_id,omitempty" json:"original_intent_id,omitempty"`
+	OriginalCalledAt int64      `msgpack:"original_called_at,omitempty" json:"original_called_at,omitempty"`
+	CompletedAt      int64      `msgpack:"completed_at,omitempty" json:"completed_at,omitempty"`
+	// PreviousStatus is set when an earlier attempt of this key was settled
+	// not_executed and this intent therefore ran the tool anew.
+	PreviousStatus string `msgpack:"previous_status,omitempty" json:"previous_status,omitempty"`
+	Attempt        int    `msgpack:"attempt,omitempty" json:"attempt,omitempty"`
+	// ReplyToError says why this answer is on the results topic and not on
+	// the intent's reply_to (the topic does not exist, or was deleted
+	// while the answer was owed).
+	ReplyToError string `msgpack:"reply_to_error,omitempty" json:"reply_to_error,omitempty"`
+}
+
+// DeadLetter is what lands on the dead-letter topic: the reason and the
+// original bytes, so nothing is dropped silently.
+type DeadLetter struct {
+	V         int               `msgpack:"v"`
+	Reason    string            `msgpack:"reason"`
+	Detail    string            `msgpack:"detail"`
+	Topic     string            `msgpack:"topic"`
+	Partition int32             `msgpack:"partition"`
+	Offset    int64             `msgpack:"offset"`
+	IntentID  string            `msgpack:"intent_id,omitempty"`
+	Tenant    string            `msgpack:"tenant,omitempty"`
+	Key       string            `msgpack:"key,omitempty"`
+	Headers   map[string]string `msgpack:"headers,omitempty"`
+	// Value is the offending record's value, or its first
+	// MaxDeadLetterPrefix bytes (ValueTruncated); ValueLen and ValueSHA256
+	// are of the whole value (DeadLetterValue).
+	Value          []byte `msgpack:"value"`
+	ValueLen       int    `msgpack:"value_len"`
+	ValueSHA256    []byte `msgpack:"value_sha256,omitempty"`
+	ValueTruncated bool   `msgpack:"value_truncated,omitempty"`
+	At             int64  `msgpack:"at"`
+}
