@@ -166,8 +166,8 @@ func validateIdentity(in *Intent) *Reject {
 		return reject(codes.ReasonMissingField, "field key is required")
 	case len(in.Key) > MaxKeyBytes:
 		return reject(codes.ReasonOversized, "field key is %d bytes, the limit is %d", len(in.Key), MaxKeyBytes)
-	case !utf8.ValidString(in.Key):
-		return reject(codes.ReasonInvalidField, "field key must be valid UTF-8")
+	case CheckKey(in.Key) != nil:
+		return reject(codes.ReasonInvalidField, "field key: %v", CheckKey(in.Key))
 	case len(in.ReplyTo) > MaxReplyToBytes:
 		return reject(codes.ReasonBadReplyTo, "field reply_to is longer than %d bytes", MaxReplyToBytes)
 	case len(in.CallID) > MaxIDBytes:
