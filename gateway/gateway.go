@@ -31,7 +31,7 @@ type Gateway struct {
 	admCl   *kgo.Client
 	adm     *kadm.Client
 	client  *client.Client
-	lookups chan struct{} // slots for event-log reads (GET, compensate)
+	lookups *lookupLimiter // GET and compensate of a key
 	mcp     *mcpServers
 }
 
@@ -43,11 +43,6 @@ type tool struct {
 	schemaJSON map[string]any
 }
 
-// maxConcurrentLookups bounds the event-log reads of GET and compensate
-// requests: each reads one partition of the log from its start, so a flood
-// of them must queue instead of opening a consumer each.
-const maxConcurrentLookups = 4
-
 // New checks cfg, creates this instance's reply topic if it is missing,
 // and connects. The executor's topics must exist (an executor ran once).
 // ctx bounds the start only.
@@ -57,7 +52,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{cfg: cfg, names: topics.NamesWithPrefix(cfg.Prefix), replyTopic: ReplyTopic(cfg.Prefix, cfg.InstanceID),
-		log: cfg.Logger.With("component", "gateway"), lookups: make(chan struct{}, maxConcurrentLookups)}
+		log: cfg.Logger.With("component", "gateway"), lookups: newLookupLimiter()}
 	if err := g.loadTools(); err != nil {
 		return nil, err
 	}

@@ -11,7 +11,10 @@ func TestParseIdempotencyKey(t *testing.T) {
 		`order-42`:               "order-42",
 		`"order-42"`:             "order-42",
 		`"a b"`:                  "a b",
-		`"say \"hi\" \\ "`:       `say "hi" \ `,
+		`"say \"hi\" \\ x"`:      `say "hi" \ x`,
+		`%"caf%c3%a9"`:           "caf\u00e9",
+		`%"a%25b"`:               "a%b",
+		`...`:                    "...",
 		`  run-7/step-3  `:       "run-7/step-3",
 		strings.Repeat("k", 256): strings.Repeat("k", 256),
 	}
@@ -21,7 +24,10 @@ func TestParseIdempotencyKey(t *testing.T) {
 			t.Errorf("%q: got %q, %v; want %q", in, got, err, want)
 		}
 	}
-	bad := []string{``, `""`, `"open`, `"a"b`, `"\n"`, `"\x"`, `a b`, `a"b`, `a\b`, "caf\u00e9", "tab\there", strings.Repeat("k", 257)}
+	bad := []string{``, `""`, `"open`, `"a"b`, `"\n"`, `"\x"`, `a b`, `a"b`, `a\b`, "caf\u00e9", "tab\there", strings.Repeat("k", 257),
+		// the wire's grammar: no dot paths, no white space at an end, no
+		// control characters, bidi controls or invalid UTF-8 by any form
+		`.`, `..`, `"."`, `" a"`, `"a "`, `%"a%00b"`, `%"a%e2%80%aeb"`, `%"%ff"`, `%"caf%C3%A9"`, `%"x%2"`, `%"x"y"`, `%"caf` + "é" + `"`}
 	for _, in := range bad {
 		if got, err := parseIdempotencyKey([]string{in}); !errors.Is(err, ErrIdempotencyKey) {
 			t.Errorf("%q: got %q, %v; want an error", in, got, err)

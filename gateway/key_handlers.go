@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/saga"
@@ -16,12 +15,16 @@ import (
 // pathKey reads {key}; a key no intent could carry is unknown.
 func pathKey(r *http.Request) (string, bool) {
 	k := r.PathValue("key")
-	return k, k != "" && len(k) <= wire.MaxKeyBytes && utf8.ValidString(k)
+	return k, wire.CheckKey(k) == nil
 }
 
 func (g *Gateway) getCall(w http.ResponseWriter, r *http.Request, tenant string) {
 	t, key, ok := g.knownKeyRequest(w, r, tenant)
 	if !ok {
+		return
+	}
+	if !t.requiresKey() { // reads keep no record: nothing to look up
+		writeProblem(w, http.StatusNotFound, codeUnknownKey, "no such key")
 		return
 	}
 	rec, found := g.record(w, r, tenant, t, key)
@@ -58,6 +61,12 @@ func (g *Gateway) knownKeyRequest(w http.ResponseWriter, r *http.Request, tenant
 // tool's, an expired one and one that never was all give the same 404.
 func (g *Gateway) record(w http.ResponseWriter, r *http.Request, tenant string, t *tool, key string) (*saga.Record, bool) {
 	rec, err := g.lookup(r.Context(), tenant, key)
+	if errors.Is(err, errBusy) {
+		w.Header().Set("Retry-After", strconv.Itoa(retryBusy))
+		writeProblem(w, http.StatusTooManyRequests, codeTooManyRequests,
+			fmt.Sprintf("too many key lookups at once: at most %d per tenant run or wait; retry after %d s", maxTenantQueued, retryBusy))
+		return nil, false
+	}
 	if err != nil {
 		if r.Context().Err() == nil {
 			g.log.Warn("event log lookup failed", "err", err)
@@ -78,14 +87,14 @@ func (g *Gateway) postCompensate(w http.ResponseWriter, r *http.Request, tenant 
 	if !ok {
 		return
 	}
-	if _, found := g.record(w, r, tenant, t, key); !found {
-		return
-	}
-	if t.spec.CompensateWith == "" {
+	if t.spec.CompensateWith == "" { // known without a lookup
 		writeProblem(w, http.StatusConflict, codeNotCompensatable, fmt.Sprintf("tool %s has no compensate_with", t.name()))
 		return
 	}
-	rep, err := g.send(r.Context(), intentReq{typ: wire.TypeCompensate, tenant: tenant, tool: t.name(), key: key,
+	if _, found := g.record(w, r, tenant, t, key); !found {
+		return
+	}
+	rep, err := g.send(r.Context(), intentReq{typ: wire.TypeCompensate, tenant: tenant, tool: t, key: key,
 		wait: g.wait(w, r), traceparent: traceparent(r)})
 	if err != nil {
 		g.sendFailed(w, err)

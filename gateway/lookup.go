@@ -24,15 +24,14 @@ const lookupSettle = 10 * time.Second
 //
 // Why read the log and not ask the executor: asking would need a new wire
 // message the executor answers (a read-only query); the log already holds
-// everything, at the cost of a scan of one partition. At most
-// maxConcurrentLookups run at once; the rest wait for a slot or ctx.
+// everything, at the cost of a scan of one partition. The lookup
+// limiter bounds them (limit.go): errBusy when the tenant may not wait.
 func (g *Gateway) lookup(ctx context.Context, tenant, key string) (*saga.Record, error) {
-	select {
-	case g.lookups <- struct{}{}:
-		defer func() { <-g.lookups }()
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	release, err := g.lookups.acquire(ctx, tenant)
+	if err != nil {
+		return nil, err
 	}
+	defer release()
 	start := time.Now()
 	defer func() { g.m.lookupSeconds.Observe(time.Since(start).Seconds()) }()
 	rk := wire.RoutingKey(tenant, key)
