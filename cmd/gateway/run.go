@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -57,6 +56,8 @@ func runMain(args []string) error {
 	if err != nil {
 		return err
 	}
+	hup, stopHup := cli.Hangups() // before the start, which can take --broker-outage
+	defer stopHup()
 	log := cli.Logger()
 	ctx, stop := cli.SignalContext()
 	defer stop()
@@ -89,7 +90,7 @@ func runMain(args []string) error {
 		return err
 	}
 	defer g.Close()
-	stopHUP := g.ReloadOnSignal(f.tenantsFile, syscall.SIGHUP)
+	stopHUP := g.ReloadOn(f.tenantsFile, hup)
 	defer stopHUP()
 	kafkaUp := httpserve.Watch(ctx, "gateway: kafka", readyInterval, readyTimeout, g.Ping, log)
 	mux := httpserve.Health(reg, kafkaUp)
