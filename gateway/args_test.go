@@ -174,3 +174,30 @@ func mustTool(schema string) *tool {
 	}
 	return tl
 }
+
+// _meta["io.toolexec/wait"] is capped at MaxWait however large: 1e10
+// seconds overflowed a Duration to a negative wait.
+func TestMCPWaitCapped(t *testing.T) {
+	g := &Gateway{cfg: Config{DefaultWait: DefaultWait, MaxWait: MaxWait}}
+	for _, n := range []float64{1e10, 9.3e9, 1e300, MaxWait.Seconds()} {
+		if got := g.mcpWait(map[string]any{metaWait: n}); got != MaxWait {
+			t.Errorf("wait %g: %s, want %s", n, got, MaxWait)
+		}
+	}
+	if got := g.mcpWait(map[string]any{metaWait: 2.5}); got != 2500*time.Millisecond {
+		t.Errorf("wait 2.5: %s", got)
+	}
+}
+
+// MCP keys follow the wire's grammar, as HTTP and Kafka keys do.
+func TestMCPKeyGrammar(t *testing.T) {
+	tl := mustTool(`{"type":"object"}`)
+	for _, k := range []string{"a\x00b", "a\u202eb", "trailing ", ".."} {
+		if _, msg := mcpKey(map[string]any{tools.ReservedArg: k}, nil, tl); msg == "" {
+			t.Errorf("key %q accepted", k)
+		}
+	}
+	if k, msg := mcpKey(map[string]any{tools.ReservedArg: "caf\u00e9 1"}, nil, tl); k != "caf\u00e9 1" || msg != "" {
+		t.Errorf("%q %q", k, msg)
+	}
+}
