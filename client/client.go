@@ -234,6 +234,18 @@ func (p *Pending) Intent() wire.Intent { return p.in }
 // and ctx's error when no answer came at all.
 func (p *Pending) Wait(ctx context.Context) (*wire.Result, error) { return p.c.await(ctx, p.ch) }
 
+// Next waits for the intent's next answer, terminal or not: a lookup's
+// pending answer (the key is running or in doubt) is its whole answer.
+// When ctx ends first it returns nil and an error wrapping ctx's.
+func (p *Pending) Next(ctx context.Context) (*wire.Result, error) {
+	select {
+	case res := <-p.ch:
+		return res, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("client: no answer: %w", ctx.Err())
+	}
+}
+
 // Close stops listening for the intent's answers. Idempotent.
 func (p *Pending) Close() { p.c.unregister(p.in.ID) }
 

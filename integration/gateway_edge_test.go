@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/atmostonce/toolexec/executor"
 )
 
 // One tenant flooding GETs of a key cannot starve another: the flooding
@@ -72,12 +74,14 @@ func TestGatewayLookupFloodIsBoundedPerTenant(t *testing.T) {
 
 // What is known without a lookup is answered without one: a read-only
 // tool keeps no record (GET is 404), a tool without compensate_with
-// cannot be compensated (409).
+// cannot be compensated (409). A GET of a key is one lookup the executor
+// answers from its view (decision "lookup"), not a scan of the log.
 func TestGatewayAnswersWithoutLookupWhatIsKnown(t *testing.T) {
 	e := newEnv(t, 3)
 	l := newLedger(t)
 	yaml := gatewayTools(l)
-	e.startInproc(registry(t, yaml), nil)
+	exReg := prometheus.NewRegistry()
+	e.startInproc(registry(t, yaml), func(c *executor.Config) { c.Registerer = exReg })
 	reg := prometheus.NewRegistry()
 	gw := e.startGatewayReg(yaml, reg)
 	post(t, gw, "acme", "t.ok", "known-1", `{}`).want(t, 200, "")
@@ -86,9 +90,15 @@ func TestGatewayAnswersWithoutLookupWhatIsKnown(t *testing.T) {
 	if got := histogramCount(t, reg, "toolexec_gateway_lookup_duration_seconds"); got != 0 {
 		t.Fatalf("%d lookups for answers known in advance, want 0", got)
 	}
-	get(t, gw, "acme", "/v1/tools/t.ok/calls/known-1").want(t, 200, "")
+	got := get(t, gw, "acme", "/v1/tools/t.ok/calls/known-1").want(t, 200, "")
+	if got.str("status") != "succeeded" || got.body["was_replay"] != true || got.str("intent_id") == "" || got.str("intent_id") != got.str("original_intent_id") {
+		t.Fatalf("GET of a settled key: %s", got.raw)
+	}
 	if got := histogramCount(t, reg, "toolexec_gateway_lookup_duration_seconds"); got != 1 {
 		t.Fatalf("%d lookups after one GET of a real key, want 1", got)
+	}
+	if n := labelledCounter(t, exReg, "toolexec_executor_intents_total", "decision", "lookup"); n != 1 {
+		t.Fatalf("the executor answered %v lookups, want 1 (a GET is a lookup, not a scan of the log)", n)
 	}
 }
 
@@ -148,5 +158,26 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		}
 	}
 	t.Fatalf("no %s", name)
+	return 0
+}
+
+func labelledCounter(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == label && lp.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
 	return 0
 }

@@ -125,7 +125,7 @@ func validateIntent(in *Intent, src Source) *Reject {
 		return rej
 	}
 	switch in.Type {
-	case TypeCall:
+	case TypeCall, TypeLookup:
 		return validateCall(in)
 	case TypeResolve:
 		return validateResolve(in)
@@ -145,8 +145,8 @@ func validateHeader(in *Intent, src Source) *Reject {
 		return reject(codes.ReasonResolveOnIntents, "resolve is accepted only on the control topic")
 	case in.Force && src == FromIntents:
 		return reject(codes.ReasonResolveOnIntents, "force is accepted only on the control topic")
-	case in.Type != TypeCall && in.Type != TypeCompensate && in.Type != TypeResolve:
-		return reject(codes.ReasonInvalidField, "field type %q is not call, compensate or resolve", in.Type)
+	case in.Type != TypeCall && in.Type != TypeCompensate && in.Type != TypeResolve && in.Type != TypeLookup:
+		return reject(codes.ReasonInvalidField, "field type %q is not call, compensate, resolve or lookup", in.Type)
 	}
 	return nil
 }
@@ -179,7 +179,7 @@ func validateIdentity(in *Intent) *Reject {
 func validateCall(in *Intent) *Reject {
 	switch {
 	case in.Tool == "":
-		return reject(codes.ReasonMissingField, "field tool is required for a call")
+		return reject(codes.ReasonMissingField, "field tool is required for a %s", in.Type)
 	case len(in.Tool) > MaxToolBytes:
 		return reject(codes.ReasonInvalidField, "field tool is longer than %d bytes", MaxToolBytes)
 	}
