@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 )
@@ -52,6 +55,38 @@ func TestIdempotencyKeyBareIsVerbatim(t *testing.T) {
 		}
 		if err == nil && (c <= 0x20 || c > 0x7e || c == '"' || c == '\\') {
 			t.Fatalf("%q accepted", v)
+		}
+	}
+}
+
+// Every valid key of the shared vectors arrives intact in the header form
+// the clients send (wire/testdata/client-vectors.json, "keys"); every
+// invalid one is refused in any form.
+func TestIdempotencyKeyVectors(t *testing.T) {
+	raw, err := os.ReadFile("../wire/testdata/client-vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Keys []struct {
+			KeyHex string `json:"key_hex"`
+			Valid  bool   `json:"valid"`
+			Header string `json:"header"`
+		} `json:"keys"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil || len(v.Keys) < 20 {
+		t.Fatalf("%d keys, %v", len(v.Keys), err)
+	}
+	for _, kv := range v.Keys {
+		k, _ := hex.DecodeString(kv.KeyHex)
+		if !kv.Valid {
+			if _, err := parseIdempotencyKey([]string{`"` + string(k) + `"`}); err == nil {
+				t.Errorf("invalid key %q accepted", k)
+			}
+			continue
+		}
+		if got, err := parseIdempotencyKey([]string{kv.Header}); err != nil || got != string(k) {
+			t.Errorf("%s: %q, %v; want %q", kv.Header, got, err, k)
 		}
 	}
 }
