@@ -33,6 +33,8 @@ type Gateway struct {
 	client  *client.Client
 	lookups *lookupLimiter // GET and compensate of a key
 	mcp     *mcpServers
+	stop    chan struct{} // ends keepReplyTopic
+	stopped chan struct{}
 }
 
 // tool is one configured tool as the gateway serves it.
@@ -62,6 +64,8 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g.mcp = newMCPServers(g)
+	g.stop, g.stopped = make(chan struct{}), make(chan struct{})
+	go func() { defer close(g.stopped); g.keepReplyTopic(g.stop) }()
 	return g, nil
 }
 
@@ -163,6 +167,11 @@ func (g *Gateway) Handler() http.Handler { return g.routes() }
 // Close releases the Kafka clients. Requests still waiting get no answer
 // (their clients retry with the same key).
 func (g *Gateway) Close() {
+	if g.stop != nil {
+		close(g.stop)
+		<-g.stopped
+		g.stop = nil
+	}
 	if g.client != nil {
 		g.client.Close()
 	}
