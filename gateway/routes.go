@@ -115,6 +115,9 @@ type toolView struct {
 	Description            string         `json:"description"`
 	InputSchema            map[string]any `json:"input_schema"`
 	IdempotencyKeyRequired bool           `json:"idempotency_key_required"`
+	// ResidualRisk is what the at-most-once promise leaves open for this
+	// tool (tools.Spec.ResidualRisk), absent when nothing beyond it.
+	ResidualRisk string `json:"residual_risk,omitempty"`
 }
 
 func (g *Gateway) listTools(w http.ResponseWriter, _ *http.Request, tenant string) {
@@ -123,7 +126,7 @@ func (g *Gateway) listTools(w http.ResponseWriter, _ *http.Request, tenant strin
 	}{Tools: []toolView{}}
 	for _, t := range g.visibleTools(tenant) {
 		out.Tools = append(out.Tools, toolView{Name: t.name(), Class: string(t.spec.Class), Description: t.spec.Description,
-			InputSchema: t.schemaJSON, IdempotencyKeyRequired: t.requiresKey()})
+			InputSchema: t.schemaJSON, IdempotencyKeyRequired: t.requiresKey(), ResidualRisk: t.spec.ResidualRisk()})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

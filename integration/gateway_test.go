@@ -317,6 +317,14 @@ func gwListTools(t *testing.T, gw string, _ *ledger) {
 	if acme["t.ro"]["idempotency_key_required"] != false {
 		t.Fatalf("t.ro: %v", acme["t.ro"])
 	}
+	// A probe tool that does not fence states its residual risk; the
+	// others have none to state.
+	if risk, _ := acme["t.hang"]["residual_risk"].(string); !strings.Contains(risk, "probe_fence") {
+		t.Fatalf("t.hang (probe, no fence): %v", acme["t.hang"])
+	}
+	if _, ok := refund["residual_risk"]; ok {
+		t.Fatalf("t.refund states a risk: %v", refund)
+	}
 }
 
 // inDoubt sends a request for a key whose call times out (300 ms) until
