@@ -56,7 +56,9 @@ func decodeIntentBytes(value []byte) (*Intent, *Reject) {
 		return in, nil
 	}
 	if mpread.ExtUnder(value, "args") {
-		return nil, reject(codes.ReasonUndecodable, "not a msgpack intent map: args is a msgpack extension, not a map")
+		rej := reject(codes.ReasonUndecodable, "not a msgpack intent map: args is a msgpack extension, not a map")
+		salvageStrings(value, rej)
+		return nil, rej
 	}
 	var in Intent
 	if err := unmarshal(value, &in); err != nil {
@@ -68,22 +70,18 @@ func decodeIntentBytes(value []byte) (*Intent, *Reject) {
 }
 
 // salvage reads the string fields it can from a message whose typed decode
-// failed, so that the rejection can still be answered.
+// failed, so that the rejection can still be answered: the top-level
+// strings whatever the other fields hold (salvageStrings), and, when the
+// map decodes, the field whose type is wrong (invalid_field).
 func salvage(value []byte, rej *Reject) {
 	var m map[string]any
-	if unmarshal(value, &m) != nil {
-		return
+	if unmarshal(value, &m) == nil {
+		rej.Reason = codes.ReasonInvalidField
+		if f := wrongTypeField(m); f != "" {
+			rej.Detail = fmt.Sprintf("field %s has the wrong type (%s)", f, rej.Detail)
+		}
 	}
-	str := func(k string) string { s, _ := m[k].(string); return s }
-	partial := &Intent{ID: str("id"), Tenant: str("tenant"), Key: str("key"), Tool: str("tool"), ReplyTo: str("reply_to"), Type: str("type")}
-	if partial.Tenant == "" {
-		partial.Tenant = DefaultTenant
-	}
-	rej.Reason = codes.ReasonInvalidField
-	if f := wrongTypeField(m); f != "" {
-		rej.Detail = fmt.Sprintf("field %s has the wrong type (%s)", f, rej.Detail)
-	}
-	rej.from(partial)
+	salvageStrings(value, rej)
 }
 
 // wrongTypeField names the first field of m whose msgpack type the
