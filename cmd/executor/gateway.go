@@ -46,7 +46,7 @@ const tokenFile = "gateway.token"
 // tokenHint ends the gateway's 401 for an unknown token when it serves the
 // default tenant. It names the place by the flag, not the path: a wrong
 // token earns no knowledge of the server's disk.
-const tokenHint = "the embedded executor prints it at start and keeps it in <data-dir>/" + tokenFile
+const tokenHint = "the embedded executor keeps it in <data-dir>/" + tokenFile
 
 // embeddedShutdown is how long waiting requests get when the process
 // stops. Why short: the executor in this process stops too, so their
