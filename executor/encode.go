@@ -12,6 +12,7 @@ import (
 	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/executor/partition"
+	"github.com/atmostonce/toolexec/executor/txn"
 	"github.com/atmostonce/toolexec/internal/mpwrite"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/wire"
@@ -23,29 +24,11 @@ import (
 // cannot be produced fails the tick, and its origin is isolated on the
 // redo (partition/poison.go).
 
-// txnRecords are the records of one tick's transaction and what became
-// of them.
+// txnRecords are the records of one tick's transaction (the session's
+// Batch), each with the origin it was produced for.
 type txnRecords struct {
-	out     []*kgo.Record
+	txn.Batch
 	origins map[*kgo.Record]partition.Origin
-	touched map[int32]bool // events partitions written (the fence)
-	txn     txnKey         // the producer id and epoch of its transaction
-	// pidKnown: txn was read from the client (the commit confirmation
-	// trusts no abort it cannot attribute otherwise).
-	pidKnown bool
-	tried    map[string]map[int32]kgo.EpochOffset
-
-	mu          sync.Mutex
-	firstOffset map[int32]int64 // events partition -> offset of the first event produced
-	lastOffset  map[int32]int64 // events partition -> offset of the last event produced
-	produceErr  error
-	failedRecs  []failedRecord // records that could not be produced, with their origins
-}
-
-type failedRecord struct {
-	topic  string
-	origin partition.Origin
-	err    error
 }
 
 // errRecordTooLarge is a record caught before it was produced.
@@ -59,7 +42,8 @@ var errRecordTooLarge = errors.New("executor: record too large to produce")
 // carries the same records in the same order as when one goroutine
 // encoded them.
 func (e *Executor) encode(rd *partition.Ready, pr *prepared) (*txnRecords, error) {
-	tr := &txnRecords{origins: map[*kgo.Record]partition.Origin{}, touched: rd.Touched(), firstOffset: map[int32]int64{}, lastOffset: map[int32]int64{}}
+	tr := &txnRecords{origins: map[*kgo.Record]partition.Origin{}}
+	tr.Touched, tr.Polled = rd.Touched(), pr.records
 	nev := len(rd.Events)
 	recs := make([]*kgo.Record, nev+len(rd.Answers))
 	var errMu sync.Mutex
@@ -246,61 +230,12 @@ func recordSize(r *kgo.Record) int {
 // too large to be accepted is not queued: the tick fails as if the broker
 // had refused it, and its origin is isolated on the redo.
 func (tr *txnRecords) produce(r *kgo.Record, o partition.Origin) {
+	tr.origins[r] = o
 	if n := recordSize(r); n > maxRecordBytes {
-		tr.fail(r, o, fmt.Errorf("%w: %d bytes to %s, the limit is %d", errRecordTooLarge, n, r.Topic, maxRecordBytes))
+		tr.Fail(r, fmt.Errorf("%w: %d bytes to %s, the limit is %d", errRecordTooLarge, n, r.Topic, maxRecordBytes))
 		return
 	}
-	tr.origins[r] = o
-	tr.out = append(tr.out, r)
-}
-
-// fail notes a record of origin o that cannot be produced.
-func (tr *txnRecords) fail(r *kgo.Record, o partition.Origin, err error) {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	if tr.produceErr == nil {
-		tr.produceErr = fmt.Errorf("produce to %s/%d: %w", r.Topic, r.Partition, err)
-	}
-	tr.failedRecs = append(tr.failedRecs, failedRecord{topic: r.Topic, origin: o, err: err})
-}
-
-// promise is the produce callback of every record of the transaction.
-func (tr *txnRecords) promise(events string) func(*kgo.Record, error) {
-	return func(r *kgo.Record, err error) {
-		if err != nil {
-			tr.fail(r, tr.origins[r], err) // origins is complete before the first produce
-			return
-		}
-		tr.mu.Lock()
-		defer tr.mu.Unlock()
-		if r.Topic != events {
-			return
-		}
-		if r.Offset >= tr.lastOffset[r.Partition] {
-			tr.lastOffset[r.Partition] = r.Offset
-		}
-		if first, ok := tr.firstOffset[r.Partition]; !ok || r.Offset < first {
-			tr.firstOffset[r.Partition] = r.Offset
-		}
-	}
-}
-
-func (tr *txnRecords) failed() bool {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	return tr.produceErr != nil
-}
-
-// checkpoints are the next offsets of the events partitions the
-// transaction wrote, once it committed.
-func (tr *txnRecords) checkpoints() map[int32]int64 {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	out := make(map[int32]int64, len(tr.lastOffset))
-	for p, off := range tr.lastOffset {
-		out[p] = off + 1
-	}
-	return out
+	tr.Records = append(tr.Records, r)
 }
 
 // encodeToolResult encodes a tool's result as msgpack.Marshal does: by

@@ -2,7 +2,6 @@ package executor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/executor/partition"
+	"github.com/atmostonce/toolexec/executor/txn"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
 	"github.com/atmostonce/toolexec/tools"
@@ -26,7 +26,8 @@ import (
 type Executor struct {
 	cfg     Config
 	m       *Metrics
-	sess    *kgo.GroupTransactSession
+	client  *kgo.Client  // the group session's: polls, rebalances, pauses
+	txns    transactions // the producer's transactions, end to end (package txn)
 	adm     *kadm.Client
 	store   *state.Store
 	layout  topicadmin.Layout
@@ -39,12 +40,6 @@ type Executor struct {
 	// Loop-owned: touched only by the loop goroutine.
 	core *partition.Core // every per-partition rule and what it remembers
 	hot  *hotRecords     // the records materialised last, read before Pebble (hotrecords.go)
-	// offsetsUnsure: a transaction end failed, so it may have committed
-	// although the session rewound to the offsets before it (txn.go).
-	offsetsUnsure  bool
-	loggedPID      int64        // the producer id last named in the log (pidChanged)
-	lastStallCheck time.Time    // hanging.go
-	aborted        *abortedTxns // transactions this member treated as aborted (owntxns.go)
 
 	layoutRefused    atomic.Bool  // the topics' partitions or the assignment do not match the routing (layout.go)
 	layoutAtStart    string       // why the topics found at start were refused; "" when they were not
@@ -58,14 +53,24 @@ type Executor struct {
 	ready            atomic.Bool
 	wakeMu           sync.Mutex
 	wakeFn           context.CancelFunc
-	endMu            sync.Mutex
-	endCancel        context.CancelFunc // cancels a transaction end that waits on a blocked group callback
-	eventsID         [16]byte           // the events topic's id, for the commit confirmation's fetches
-	markers          *kgo.Client        // the commit confirmation's own connections (confirm.go)
 }
 
-// ErrFatal wraps errors after which the executor must stop.
-var ErrFatal = errors.New("executor: fatal")
+// transactions is what the loop asks of its transaction session,
+// *txn.Session (the package doc of txn states the contract: what blocks,
+// what cancelling does, which goroutine calls what). Commit, Reset and
+// CheckHanging run on the loop goroutine; Interrupt runs on the group's
+// callback goroutine; Close after Run returned, or under it (Crash).
+type transactions interface {
+	Commit(ctx context.Context, b *txn.Batch, beforeEnd func()) (txn.Outcome, error)
+	Reset(ctx context.Context, what string) error
+	Interrupt()
+	CheckHanging(ctx context.Context)
+	Close()
+}
+
+// ErrFatal wraps errors after which the executor must stop, its
+// transaction session's included (the same value as txn.ErrFatal).
+var ErrFatal = txn.ErrFatal
 
 // New validates cfg, opens the store, ensures the topics and joins nothing
 // yet: the group is joined when Run starts polling.
@@ -73,7 +78,7 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Executor{cfg: cfg, m: newMetrics(cfg.Registerer), runDone: make(chan struct{}), loggedPID: -1}
+	e := &Executor{cfg: cfg, m: newMetrics(cfg.Registerer), runDone: make(chan struct{})}
 	if err := e.open(ctx); err != nil {
 		e.Close()
 		return nil, err
@@ -92,19 +97,13 @@ func (e *Executor) open(ctx context.Context) error {
 	} else if n > 0 {
 		e.cfg.Logger.Info("pending reads moved to keys that name their tenant and key", "reads", n)
 	}
-	if e.aborted, err = loadAbortedTxns(st, time.Now()); err != nil {
-		return err
-	}
-	sess, err := kgo.NewGroupTransactSession(e.clientOpts()...)
+	sess, err := txn.New(e.txnConfig())
 	if err != nil {
-		return fmt.Errorf("executor: client: %w", err)
-	}
-	e.sess = sess
-	e.pauser = sess.Client()
-	e.adm = kadm.NewClient(sess.Client())
-	if e.markers, err = e.markerClient(); err != nil {
 		return err
 	}
+	e.txns, e.client = sess, sess.Client()
+	e.pauser = e.client
+	e.adm = kadm.NewClient(e.client)
 	if e.layout, err = e.ensureTopics(ctx); err != nil {
 		return err
 	}
@@ -124,6 +123,20 @@ func (e *Executor) coreConfig() partition.Config {
 		Partitions: e.layout.Partitions, MaxWaiters: e.cfg.MaxWaiters, Policy: e.policy,
 		SweepInterval: e.cfg.SweepInterval, SnapshotInterval: e.snapshotInterval(),
 		CheckSnapshot: e.checkSnapshot, Logger: e.cfg.Logger,
+	}
+}
+
+// txnConfig is the transaction session's configuration: the group
+// session's options, the confirmation client's, and the bounds.
+func (e *Executor) txnConfig() txn.Config {
+	markers := append([]kgo.Opt{kgo.SeedBrokers(e.cfg.Brokers...), kgo.WithLogger(kgoLogger{l: e.cfg.Logger, level: e.cfg.KafkaLogLevel})},
+		e.cfg.Connect...)
+	return txn.Config{
+		Session: e.clientOpts(), Markers: append(markers, e.cfg.ClientOpts...),
+		Names: e.cfg.Names, Group: e.cfg.Group, TransactionTimeout: e.cfg.TransactionTimeout, BrokerOutage: e.cfg.BrokerOutage,
+		Store: e.store, Owned: func() []int32 { return e.core.Owned() }, Logger: e.cfg.Logger,
+		Metrics: txn.Metrics{TxnDuration: e.m.TxnDuration, ConfirmDuration: e.m.ConfirmDuration,
+			HangingCommitted: e.m.HangingCommitted, HangingUnclosed: e.m.HangingUnclosed, HangingBlind: e.m.HangingBlind},
 	}
 }
 
@@ -167,7 +180,7 @@ func (e *Executor) clientOpts() []kgo.Opt {
 // while its broker restarts should come up with it, not crash-loop.
 func (e *Executor) ensureTopics(ctx context.Context) (topicadmin.Layout, error) {
 	var layout topicadmin.Layout
-	err := e.throughOutage(ctx, "topic check at start", func() (err error) {
+	err := txn.ThroughOutage(ctx, e.cfg.Logger, e.cfg.BrokerOutage, "topic check at start", func() (err error) {
 		layout, err = topicadmin.Ensure(ctx, e.adm, e.cfg.Names, e.cfg.Settings)
 		return err
 	})
@@ -196,11 +209,8 @@ func (e *Executor) Close() {
 	if e.cancelCall != nil {
 		e.cancelCall()
 	}
-	if e.sess != nil {
-		e.sess.Close()
-	}
-	if e.markers != nil {
-		e.markers.Close()
+	if e.txns != nil {
+		e.txns.Close()
 	}
 	if e.store != nil {
 		_ = e.store.Close()
@@ -213,8 +223,7 @@ func (e *Executor) Close() {
 func (e *Executor) Crash() {
 	e.crashed.Store(true)
 	e.cancelCall()
-	e.sess.Client().Close()
-	e.markers.Close()
+	e.txns.Close()
 	<-e.runDone
 }
 

@@ -36,7 +36,7 @@ func (e *Executor) iteration(ctx context.Context) error {
 		return err
 	}
 	fs := e.poll(ctx)
-	defer e.sess.AllowRebalance()
+	defer e.client.AllowRebalance()
 	e.applyOwnershipChanges()
 	if e.holdIfLayoutRefused() && fs.NumRecords() > 0 {
 		return e.retryLater(ctx, fmt.Errorf("%w: the layout is refused; %d polled records are rewound", errRetryTick, fs.NumRecords()))
@@ -66,7 +66,7 @@ func (e *Executor) poll(ctx context.Context) kgo.Fetches {
 		<-pctx.Done()
 		return nil
 	}
-	return e.sess.PollRecords(pctx, e.cfg.MaxPollRecords)
+	return e.client.PollRecords(pctx, e.cfg.MaxPollRecords)
 }
 
 // errRetryTick marks a tick that could not be decided for a passing
@@ -79,15 +79,7 @@ func (e *Executor) retryLater(ctx context.Context, err error) error {
 		return err
 	}
 	e.cfg.Logger.Warn("tick deferred", "err", err)
-	if err := e.begin(); err != nil {
-		return err
-	}
-	if _, err := e.sess.End(context.WithoutCancel(ctx), kgo.TryAbort); err != nil {
-		if aerr := e.abortThroughOutage(); aerr != nil {
-			return fmt.Errorf("%w: rewind: %w (abort: %w)", ErrFatal, err, aerr)
-		}
-	}
-	if _, err := e.resyncOffsets(); err != nil {
+	if err := e.txns.Reset(ctx, "rewind"); err != nil {
 		return err
 	}
 	select {
@@ -115,16 +107,7 @@ func (e *Executor) resetSessionIfDirty(ctx context.Context) error {
 	if !e.dirty.Swap(false) {
 		return nil
 	}
-	if err := e.begin(); err != nil {
-		return err
-	}
-	if _, err := e.sess.End(context.WithoutCancel(ctx), kgo.TryAbort); err != nil {
-		if aerr := e.abortThroughOutage(); aerr != nil {
-			return fmt.Errorf("%w: reset session: %w (abort: %w)", ErrFatal, err, aerr)
-		}
-	}
-	_, err := e.resyncOffsets()
-	return err
+	return e.txns.Reset(ctx, "reset session")
 }
 
 // fetchErrors logs fetch errors other than the poll's own timeout.

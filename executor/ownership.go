@@ -88,11 +88,7 @@ func (e *Executor) ours(parts map[string][]int32) map[string][]int32 {
 func (e *Executor) onCallbackBlocked(context.Context, *kgo.Client) {
 	e.rebalancePending.Store(true)
 	e.wake()
-	e.endMu.Lock()
-	defer e.endMu.Unlock()
-	if e.endCancel != nil {
-		e.endCancel()
-	}
+	e.txns.Interrupt()
 }
 
 // applyOwnershipChanges runs on the loop goroutine after each poll. A new
@@ -118,7 +114,7 @@ func (e *Executor) release(p int32) {
 	e.hot.forgetPartition(p)
 	if rel.Gapped {
 		e.gapChanged()
-		e.sess.Client().ResumeFetchPartitions(e.coPartitions(p))
+		e.client.ResumeFetchPartitions(e.coPartitions(p))
 	}
 	for _, rk := range rel.Lost {
 		e.m.OutcomesLost.Inc()

@@ -173,7 +173,7 @@ func (e *Executor) fold(ctx context.Context, p int32, settle time.Duration) (eve
 func (e *Executor) restored(ctx context.Context, p int32, r foldResult) error {
 	if err := r.err; err != nil {
 		if errors.Is(err, eventlog.ErrRestoreTimeout) {
-			e.checkHanging(ctx)
+			e.txns.CheckHanging(ctx)
 		}
 		var ge *eventlog.GapError
 		if errors.As(err, &ge) {
@@ -185,7 +185,7 @@ func (e *Executor) restored(ctx context.Context, p int32, r foldResult) error {
 	resumed, gapEnded := e.core.Restored(p)
 	if gapEnded {
 		e.gapChanged()
-		e.sess.Client().ResumeFetchPartitions(e.coPartitions(p))
+		e.client.ResumeFetchPartitions(e.coPartitions(p))
 	}
 	e.m.Restores.Observe(stats.Duration.Seconds())
 	e.m.RestoreEvents.Add(float64(stats.Events))
@@ -212,7 +212,7 @@ func (e *Executor) noteGap(p int32, ge *eventlog.GapError) {
 		return
 	}
 	e.gapChanged()
-	e.sess.Client().PauseFetchPartitions(e.coPartitions(p))
+	e.client.PauseFetchPartitions(e.coPartitions(p))
 	e.cfg.Logger.Error("partition not decided: its event log lost events the view needs (docs/DESIGN.md, gaps)",
 		"partition", p, "checkpoint", ge.Checkpoint, "log_start", ge.LogStart)
 }
