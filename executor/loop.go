@@ -38,7 +38,7 @@ func (e *Executor) iteration(ctx context.Context) error {
 	fs := e.poll(ctx)
 	defer e.client.AllowRebalance()
 	e.applyOwnershipChanges()
-	if e.holdIfLayoutRefused() && fs.NumRecords() > 0 {
+	if e.guard.holdIfLayoutRefused() && fs.NumRecords() > 0 {
 		return e.retryLater(ctx, fmt.Errorf("%w: the layout is refused; %d polled records are rewound", errRetryTick, fs.NumRecords()))
 	}
 	if err := e.tick(ctx, fs); err != nil {
@@ -68,11 +68,6 @@ func (e *Executor) poll(ctx context.Context) kgo.Fetches {
 	}
 	return e.client.PollRecords(pctx, e.cfg.MaxPollRecords)
 }
-
-// errRetryTick marks a tick that could not be decided for a passing
-// reason (a restore that timed out, a partition with a gap): nothing was
-// produced, so the polled records are rewound and decided again later.
-var errRetryTick = errors.New("executor: retry tick")
 
 func (e *Executor) retryLater(ctx context.Context, err error) error {
 	if !errors.Is(err, errRetryTick) {
@@ -104,18 +99,17 @@ func (e *Executor) wake() {
 // run between ticks), so the mark is cleared here rather than costing the
 // next real tick an abort.
 func (e *Executor) resetSessionIfDirty(ctx context.Context) error {
-	if !e.dirty.Swap(false) {
+	if !e.changes.dirty.Swap(false) {
 		return nil
 	}
 	return e.txns.Reset(ctx, "reset session")
 }
 
-// fetchErrors logs fetch errors other than the poll's own timeout.
-func (e *Executor) fetchErrors(fs kgo.Fetches) {
-	fs.EachError(func(t string, p int32, err error) {
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
-			return
-		}
-		e.cfg.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)
-	})
+// onCallbackBlocked runs when the group wants to revoke, assign or mark
+// partitions lost while our poll blocks it: drain at the end of the tick,
+// and stop waiting in a transaction end that cannot finish first.
+func (e *Executor) onCallbackBlocked(context.Context, *kgo.Client) {
+	e.rebalancePending.Store(true)
+	e.wake()
+	e.txns.Interrupt()
 }

@@ -1,6 +1,8 @@
 package executor
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -86,3 +88,5 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	return m
 }
+
+func partitionLabel(p int32) string { return strconv.Itoa(int(p)) }

@@ -45,7 +45,7 @@ func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 	if err != nil {
 		return err
 	}
-	tr, err := e.encode(rd, pr)
+	tr, err := e.enc.encode(rd, pr.records)
 	if err != nil {
 		return err
 	}
@@ -174,4 +174,14 @@ func callPartitions(calls []partition.Call) map[int32]bool {
 		ps[c.P] = true
 	}
 	return ps
+}
+
+// fetchErrors logs fetch errors other than the poll's own timeout.
+func (e *Executor) fetchErrors(fs kgo.Fetches) {
+	fs.EachError(func(t string, p int32, err error) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
+			return
+		}
+		e.cfg.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)
+	})
 }
