@@ -119,18 +119,3 @@ func (b *Batch) produceErr() error {
 	defer b.mu.Unlock()
 	return b.mu.produceErr
 }
-
-// spansOf are the spans of the events on the partitions ps.
-func (b *Batch) spansOf(ps map[int32]bool) map[int32]span {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := map[int32]span{}
-	for p := range ps {
-		first, ok := b.mu.firstOffset[p]
-		if !ok {
-			continue
-		}
-		out[p] = span{first: first, last: b.mu.lastOffset[p]}
-	}
-	return out
-}

@@ -152,15 +152,6 @@ func (s *Session) recoverTxn(cause error) error {
 	return cause
 }
 
-// recordAborted keeps k among the transactions this member treated as
-// aborted. A failed write is logged, not fatal: the remnant it protects
-// is rare, and losing the record costs at most a repeated answer.
-func (s *Session) recordAborted(k txnKey) {
-	if err := s.aborted.add(k, time.Now()); err != nil {
-		s.cfg.Logger.Error("recording an aborted transaction failed", "producer_id", k.pid, "producer_epoch", k.epoch, "err", err)
-	}
-}
-
 // abortThroughOutage drops the buffered records and aborts the open
 // transaction, retrying for up to BrokerOutage while the failure is the
 // broker being unreachable. Why: a broker restart refuses connections for

@@ -269,3 +269,18 @@ func (s *Session) eventsTopicID(ctx context.Context) [16]byte {
 }
 
 func (s *Session) forgetEventsTopicID() { s.eventsID = [16]byte{} }
+
+// spansOf are the spans of the events on the partitions ps.
+func (b *Batch) spansOf(ps map[int32]bool) map[int32]span {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := map[int32]span{}
+	for p := range ps {
+		first, ok := b.mu.firstOffset[p]
+		if !ok {
+			continue
+		}
+		out[p] = span{first: first, last: b.mu.lastOffset[p]}
+	}
+	return out
+}

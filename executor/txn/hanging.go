@@ -258,12 +258,6 @@ func (s *Session) partitionsOf(ctx context.Context, names ...string) (kadm.Topic
 	return set, unlisted, nil
 }
 
-// txnKey names one transaction of one producer.
-type txnKey struct {
-	pid   int64
-	epoch int16
-}
-
 // markersErr is the request's error, else the first partition's: a
 // refused marker must not be counted as closed.
 func markersErr(rs kadm.TxnMarkersResponses, err error) error {

@@ -138,3 +138,12 @@ func (s *Session) rewind(polled []*kgo.Record, ps map[int32]bool) {
 	s.gs.Client().SetOffsets(set)
 	s.cfg.Logger.Warn("consumer moved back to the aborted tick's inputs", "offsets", set)
 }
+
+// recordAborted keeps k among the transactions this member treated as
+// aborted. A failed write is logged, not fatal: the remnant it protects
+// is rare, and losing the record costs at most a repeated answer.
+func (s *Session) recordAborted(k txnKey) {
+	if err := s.aborted.add(k, time.Now()); err != nil {
+		s.cfg.Logger.Error("recording an aborted transaction failed", "producer_id", k.pid, "producer_epoch", k.epoch, "err", err)
+	}
+}

@@ -119,3 +119,9 @@ func actedCommitted(tried, committed map[string]map[int32]kgo.EpochOffset, owned
 	}
 	return true
 }
+
+// txnKey names one transaction of one producer.
+type txnKey struct {
+	pid   int64
+	epoch int16
+}
