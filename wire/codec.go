@@ -261,11 +261,7 @@ func EncodeIntent(in *Intent) ([]byte, error) {
 	if in.V == 0 {
 		in.V = Version
 	}
-	b, err := msgpack.Marshal(in)
-	if err != nil {
-		return nil, fmt.Errorf("wire: encode intent: %w", err)
-	}
-	return b, nil
+	return marshal(in, "intent")
 }
 
 // EncodeResult encodes an answer.
@@ -276,9 +272,15 @@ func EncodeResult(r *Result) ([]byte, error) {
 	if b, ok, err := encodeResult(r); ok {
 		return b, err
 	}
-	b, err := msgpack.Marshal(r)
+	return marshal(r, "result")
+}
+
+// marshal encodes a record of the wire (what names it in an error)
+// reflectively.
+func marshal(v any, what string) ([]byte, error) {
+	b, err := msgpack.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("wire: encode result: %w", err)
+		return nil, fmt.Errorf("wire: encode %s: %w", what, err)
 	}
 	return b, nil
 }
@@ -291,11 +293,7 @@ func EncodeDeadLetter(d *DeadLetter) ([]byte, error) {
 	if d.V == 0 {
 		d.V = Version
 	}
-	b, err := msgpack.Marshal(d)
-	if err != nil {
-		return nil, fmt.Errorf("wire: encode dead letter: %w", err)
-	}
-	return b, nil
+	return marshal(d, "dead letter")
 }
 
 // DecodeDeadLetter decodes a dead-letter record.
