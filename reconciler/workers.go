@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/wire"
 )
@@ -109,11 +107,8 @@ func (w *workers) invoke(j job) tools.Outcome {
 // decodeArgs decodes canonical msgpack arguments as the executor does, so
 // a retry sends the same JSON body.
 func decodeArgs(b []byte) (map[string]any, error) {
-	if len(b) == 0 {
-		return map[string]any{}, nil
-	}
-	var m map[string]any
-	if err := msgpack.Unmarshal(b, &m); err != nil {
+	m, err := wire.DecodeCanonicalArgs(b)
+	if err != nil {
 		return nil, fmt.Errorf("reconciler: decode canonical args: %w", err)
 	}
 	return m, nil

@@ -7,6 +7,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/atmostonce/toolexec/internal/mpstruct"
 )
 
@@ -59,7 +60,7 @@ var (
 	resultCodec = mpstruct.For[Result]()
 )
 
-// decodeIntentFast decodes a message that checkShape passed, or reports
+// decodeIntentFast decodes a message that mpread.CheckShape passed, or reports
 // false when it holds a form left to the reflective decoder.
 func decodeIntentFast(value []byte) (*Intent, bool) {
 	in := &Intent{}
@@ -81,16 +82,19 @@ func encodeResult(r *Result) ([]byte, bool, error) {
 func decodeIntentBytes(value []byte) (*Intent, *Reject) {
 	// Wire contract v1 messages are maps; msgpack would otherwise decode an
 	// array positionally into the struct.
-	if len(value) == 0 || !isMapCode(value[0]) {
+	if len(value) == 0 || !mpread.IsMapCode(value[0]) {
 		return nil, reject(codes.ReasonUndecodable, "not a msgpack intent map")
 	}
 	// Refuse what would make the decoder allocate or recurse without
 	// bound before anything decodes it (salvage included).
-	if err := checkShape(value, maxNesting); err != nil {
+	if err := mpread.CheckShape(value, maxNesting); err != nil {
 		return nil, reject(codes.ReasonUndecodable, "not a msgpack intent map: %v", err)
 	}
 	if in, ok := decodeIntentFast(value); ok {
 		return in, nil
+	}
+	if mpread.ExtUnder(value, "args") {
+		return nil, reject(codes.ReasonUndecodable, "not a msgpack intent map: args is a msgpack extension, not a map")
 	}
 	var in Intent
 	if err := unmarshal(value, &in); err != nil {
@@ -286,7 +290,7 @@ func marshal(v any, what string) ([]byte, error) {
 }
 
 // DecodeResult decodes an answer; unknown fields are ignored.
-func DecodeResult(b []byte) (*Result, error) { return decodeMap[Result](b, "result") }
+func DecodeResult(b []byte) (*Result, error) { return decodeMap[Result](b, "result", "headers") }
 
 // EncodeDeadLetter encodes a dead-letter record.
 func EncodeDeadLetter(d *DeadLetter) ([]byte, error) {
@@ -301,14 +305,19 @@ func DecodeDeadLetter(b []byte) (*DeadLetter, error) { return decodeMap[DeadLett
 
 // decodeMap decodes a record of the wire's (what names it in an error)
 // reflectively, after the checks every reader of the wire makes: a map,
-// and a shape that cannot make the decoder allocate or recurse without
-// bound.
-func decodeMap[T any](b []byte, what string) (*T, error) {
-	if len(b) == 0 || !isMapCode(b[0]) {
+// a shape that cannot make the decoder allocate or recurse without bound,
+// and no extension under the keys of mapFields (mpread.ExtUnder says why).
+func decodeMap[T any](b []byte, what string, mapFields ...string) (*T, error) {
+	if len(b) == 0 || !mpread.IsMapCode(b[0]) {
 		return nil, fmt.Errorf("wire: decode %s: not a msgpack map", what)
 	}
-	if err := checkShape(b, maxNesting); err != nil {
+	if err := mpread.CheckShape(b, maxNesting); err != nil {
 		return nil, fmt.Errorf("wire: decode %s: %w", what, err)
+	}
+	for _, f := range mapFields {
+		if mpread.ExtUnder(b, f) {
+			return nil, fmt.Errorf("wire: decode %s: %s is a msgpack extension, not a map", what, f)
+		}
 	}
 	var v T
 	if err := unmarshal(b, &v); err != nil {
