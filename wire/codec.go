@@ -290,7 +290,7 @@ func marshal(v any, what string) ([]byte, error) {
 }
 
 // DecodeResult decodes an answer; unknown fields are ignored.
-func DecodeResult(b []byte) (*Result, error) { return decodeMap[Result](b, "result", "headers") }
+func DecodeResult(b []byte) (*Result, error) { return decodeMap[Result](b, "result") }
 
 // EncodeDeadLetter encodes a dead-letter record.
 func EncodeDeadLetter(d *DeadLetter) ([]byte, error) {
@@ -301,7 +301,7 @@ func EncodeDeadLetter(d *DeadLetter) ([]byte, error) {
 }
 
 // DecodeDeadLetter decodes a dead-letter record.
-func DecodeDeadLetter(b []byte) (*DeadLetter, error) { return decodeMap[DeadLetter](b, "dead letter") }
+func DecodeDeadLetter(b []byte) (*DeadLetter, error) { return decodeMap[DeadLetter](b, "dead letter", "headers") }
 
 // decodeMap decodes a record of the wire's (what names it in an error)
 // reflectively, after the checks every reader of the wire makes: a map,
