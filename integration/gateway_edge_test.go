@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/atmostonce/toolexec/executor"
 )
@@ -87,34 +88,19 @@ func TestGatewayAnswersWithoutLookupWhatIsKnown(t *testing.T) {
 	post(t, gw, "acme", "t.ok", "known-1", `{}`).want(t, 200, "")
 	get(t, gw, "acme", "/v1/tools/t.ro/calls/anything").want(t, 404, "unknown_key")
 	doGateway(t, gw, gwReq{method: http.MethodPost, path: "/v1/tools/t.ok/calls/known-1/compensate", tenant: "acme"}).want(t, 409, "not_compensatable")
-	if got := histogramCount(t, reg, "toolexec_gateway_lookup_duration_seconds"); got != 0 {
-		t.Fatalf("%d lookups for answers known in advance, want 0", got)
+	if got := metric(t, reg, "toolexec_gateway_lookup_duration_seconds", "", ""); got != 0 {
+		t.Fatalf("%v lookups for answers known in advance, want 0", got)
 	}
 	got := get(t, gw, "acme", "/v1/tools/t.ok/calls/known-1").want(t, 200, "")
 	if got.str("status") != "succeeded" || got.body["was_replay"] != true || got.str("intent_id") == "" || got.str("intent_id") != got.str("original_intent_id") {
 		t.Fatalf("GET of a settled key: %s", got.raw)
 	}
-	if got := histogramCount(t, reg, "toolexec_gateway_lookup_duration_seconds"); got != 1 {
-		t.Fatalf("%d lookups after one GET of a real key, want 1", got)
+	if got := metric(t, reg, "toolexec_gateway_lookup_duration_seconds", "", ""); got != 1 {
+		t.Fatalf("%v lookups after one GET of a real key, want 1", got)
 	}
-	if n := labelledCounter(t, exReg, "toolexec_executor_intents_total", "decision", "lookup"); n != 1 {
+	if n := metric(t, exReg, "toolexec_executor_intents_total", "decision", "lookup"); n != 1 {
 		t.Fatalf("the executor answered %v lookups, want 1 (a GET is a lookup, not a scan of the log)", n)
 	}
-}
-
-func histogramCount(t *testing.T, reg *prometheus.Registry, name string) uint64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
-		}
-	}
-	t.Fatalf("no %s", name)
-	return 0
 }
 
 // /mcp without a valid token answers as the API does: 401 with
@@ -141,27 +127,14 @@ func TestMCPUnauthorizedIsCountedAndChallenged(t *testing.T) {
 			t.Fatalf("%q: %d %v", auth, resp.StatusCode, resp.Header)
 		}
 	}
-	if n := counterValue(t, reg, "toolexec_gateway_auth_failures_total"); n != 2 {
+	if n := metric(t, reg, "toolexec_gateway_auth_failures_total", "", ""); n != 2 {
 		t.Fatalf("auth_failures_total %v, want 2", n)
 	}
 }
 
-func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	t.Fatalf("no %s", name)
-	return 0
-}
-
-func labelledCounter(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+// metric is the value of name's series with label=value (any series
+// when label is ""): a counter's value, or a histogram's sample count.
+func metric(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -172,12 +145,23 @@ func labelledCounter(t *testing.T, reg *prometheus.Registry, name, label, value 
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == label && lp.GetValue() == value {
-					return m.GetCounter().GetValue()
-				}
+			if label != "" && !hasLabel(m.GetLabel(), label, value) {
+				continue
 			}
+			if h := m.GetHistogram(); h != nil {
+				return float64(h.GetSampleCount())
+			}
+			return m.GetCounter().GetValue()
 		}
 	}
 	return 0
+}
+
+func hasLabel(labels []*dto.LabelPair, name, value string) bool {
+	for _, lp := range labels {
+		if lp.GetName() == name && lp.GetValue() == value {
+			return true
+		}
+	}
+	return false
 }
