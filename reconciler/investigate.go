@@ -17,6 +17,7 @@ func (r *Reconciler) examine(ctx context.Context, now int64, p int32, rec *saga.
 		return nil
 	}
 	if now < subj.Deadline {
+		g.started[subj.Tool]++
 		// An executor call may still be running: not ours yet. A key known
 		// to be in doubt is listed (an answer was lost); one merely started
 		// is most likely a call in flight.
@@ -117,6 +118,9 @@ func (r *Reconciler) finish(ctx context.Context, res result) error {
 	}
 	step := Judge(r.now(), subj, res.job.inv, res.job.kind, res.out, r.cfg.Policy)
 	r.m.Investigations.WithLabelValues(subj.Tool, string(subj.Class), judged(step, res)).Inc()
+	if judged(step, res) == "ambiguous" {
+		r.noteAnswer(res)
+	}
 	r.cfg.Logger.Info("reconciler: investigated", "key", rk, "tool", subj.Tool, "how", res.job.kind.String(),
 		"answer", res.out.Status.String(), "code", res.out.Code, "next", step.Kind.String(), "attempts", step.Inv.Attempts)
 	return r.carryOut(ctx, res.job.partition, rec, subj, step)

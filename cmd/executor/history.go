@@ -7,14 +7,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/saga"
-	"github.com/atmostonce/toolexec/topics"
 	"github.com/atmostonce/toolexec/wire"
 )
 
@@ -38,7 +35,7 @@ func historyMain(args []string) error {
 	if err != nil {
 		return err
 	}
-	evs, err := History(ctx, conn.Seeds, kafka.Names(), *tenant, *key, conn.Opts...)
+	evs, err := eventlog.History(ctx, conn.Seeds, kafka.Names().Events, *tenant, *key, conn.Opts...)
 	if err != nil {
 		return err
 	}
@@ -49,40 +46,6 @@ func historyMain(args []string) error {
 		fmt.Println("no events for", wire.RoutingKey(*tenant, *key))
 	}
 	return nil
-}
-
-// History reads the committed events of one key from its events partition;
-// opts (TLS, SASL) apply to every client it makes.
-func History(ctx context.Context, seeds []string, n topics.Names, tenant, key string, opts ...kgo.Opt) ([]*saga.Event, error) {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, opts...)...)
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	td, err := adm.ListTopics(ctx, n.Events)
-	if err != nil || td[n.Events].Err != nil {
-		return nil, fmt.Errorf("history: topic %s: %v %v", n.Events, err, td[n.Events].Err)
-	}
-	rk := wire.RoutingKey(tenant, key)
-	p := wire.Partition(rk, int32(len(td[n.Events].Partitions)))
-	end, err := eventlog.Target(ctx, adm, n.Events, p, 30*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	var out []*saga.Event
-	_, err = eventlog.Read(ctx, seeds, n.Events, p, 0, end, func(_ int64, r *kgo.Record) error {
-		if string(r.Key) != rk {
-			return nil
-		}
-		ev, err := eventlog.Decode(r.Value)
-		if err != nil {
-			return err
-		}
-		out = append(out, ev)
-		return nil
-	}, opts...)
-	return out, err
 }
 
 func eventView(ev *saga.Event) map[string]any {
