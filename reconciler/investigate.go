@@ -12,7 +12,7 @@ import (
 
 // examine plans and carries out the next step for one record in doubt.
 func (r *Reconciler) examine(ctx context.Context, now int64, p int32, rec *saga.Record, g *gauges, rows *[]Row) error {
-	subj, ok := subjectOf(rec, r.lookup)
+	subj, ok := SubjectOf(rec, r.lookup)
 	if !ok {
 		return nil
 	}
@@ -112,7 +112,7 @@ func (r *Reconciler) finish(ctx context.Context, res result) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrFatal, err)
 	}
-	subj, ok := subjectOf(rec, r.lookup)
+	subj, ok := SubjectOf(rec, r.lookup)
 	if !ok || subj.Phase != res.job.subj.Phase || subj.CallID != res.job.subj.CallID {
 		return nil
 	}

@@ -76,7 +76,7 @@ func PendingFromLog(ctx context.Context, o LogOptions) ([]Row, error) {
 	now := o.Now.UnixMilli()
 	var rows []Row
 	for _, rec := range recs {
-		if subj, ok := subjectOf(rec, o.Lookup); ok {
+		if subj, ok := SubjectOf(rec, o.Lookup); ok {
 			rows = append(rows, rowOf(now, subj, nil))
 		}
 	}

@@ -7,11 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/internal/cli"
-	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/wire"
 )
 
@@ -40,45 +37,10 @@ func historyMain(args []string) error {
 		return err
 	}
 	for _, ev := range evs {
-		printJSON(eventView(ev))
+		printJSON(eventlog.AuditView(ev))
 	}
 	if len(evs) == 0 {
 		fmt.Println("no events for", wire.RoutingKey(*tenant, *key))
 	}
 	return nil
-}
-
-func eventView(ev *saga.Event) map[string]any {
-	m := map[string]any{"at": time.UnixMilli(ev.At).UTC().Format(time.RFC3339Nano), "event": ev.Kind.String(), "tenant": ev.Tenant, "key": ev.Key}
-	put := func(k string, v any, ok bool) {
-		if ok {
-			m[k] = v
-		}
-	}
-	put("intent_id", ev.IntentID, ev.IntentID != "")
-	put("tool", ev.Tool, ev.Tool != "")
-	put("call_id", ev.CallID, ev.CallID != "")
-	put("status", ev.Status.String(), ev.Status != saga.StatusNone)
-	put("attempt", ev.Attempt, ev.Attempt != 0)
-	put("error", ev.Err, ev.Err != nil)
-	put("downstream_key", ev.DownstreamKey, ev.DownstreamKey != "")
-	put("by", ev.By, ev.By != "")
-	put("forced", true, ev.Forced)
-	put("reason", ev.Reason, ev.Reason != "")
-	put("run_id", ev.RunID, ev.RunID != "")
-	put("reply_to", waiterReply(ev), waiterReply(ev) != "")
-	if len(ev.Result) > 0 {
-		var v any
-		if msgpack.Unmarshal(ev.Result, &v) == nil {
-			m["result"] = jsonable(v)
-		}
-	}
-	return m
-}
-
-func waiterReply(ev *saga.Event) string {
-	if ev.Waiter == nil {
-		return ""
-	}
-	return ev.Waiter.ReplyTo
 }
