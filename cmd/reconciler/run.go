@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/atmostonce/toolexec/console"
 	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/internal/httpserve"
 	"github.com/atmostonce/toolexec/reconciler"
@@ -17,6 +18,7 @@ import (
 type runFlags struct {
 	kafka                                   *cli.Kafka
 	toolsFile, dataDir, httpAddr, group, by string
+	operators, consoleURL                   string
 	policy                                  reconciler.Policy
 	scan, session                           time.Duration
 	maxConcurrent, maxScan                  int
@@ -28,7 +30,9 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	f.kafka = cli.KafkaFlags(fs)
 	fs.StringVar(&f.toolsFile, "tools", "", "the executor's tool configuration YAML (required)")
 	fs.StringVar(&f.dataDir, "data-dir", "./data-reconciler", "directory of the reconciler's Pebble view")
-	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9465", "serves /metrics, /healthz, /readyz and /pending")
+	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9465", "serves /metrics, /healthz, /readyz, /pending and the operator console (/console)")
+	fs.StringVar(&f.operators, "operators", "", "the operator console's operators file (the tenants file's format, reloaded on SIGHUP); empty: the console is off")
+	fs.StringVar(&f.consoleURL, "console-url", "", "where operators reach the console (e.g. https://ops.example.com): alert annotations link there, and an https URL makes the session cookie Secure")
 	fs.StringVar(&f.group, "group", "tool-reconciler", "consumer group of the reconcilers")
 	fs.StringVar(&f.by, "by", "reconciler", "author recorded on every command")
 	fs.IntVar(&f.policy.MaxAttempts, "max-attempts", 8, "failed rounds of an investigation (ambiguous answers, commands that never land, compensations that come back not_executed) before it is escalated")
@@ -86,11 +90,22 @@ func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry
 		return err
 	}
 	defer rc.Close()
-	srv, err := httpserve.Listen(f.httpAddr, rc.Handler(promReg), log)
+	con, stopConsole, err := console.Open(console.Options{OperatorsFile: f.operators, ExternalURL: f.consoleURL, Registerer: promReg, Logger: log,
+		Backend: &console.ReconcilerBackend{Reconciler: rc, Tools: reg.Specs(), Brokers: conn.Seeds, Names: f.kafka.Names(), ClientOpts: conn.Opts}})
+	if err != nil {
+		return err
+	}
+	defer stopConsole()
+	mux := rc.Handler(promReg)
+	con.Mount(mux)
+	srv, err := httpserve.Listen(f.httpAddr, mux, log)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
+	if !con.On() {
+		log.Info(console.OffHint)
+	}
 	log.Info("reconciler running", "brokers", strings.Join(conn.Seeds, ","), "kafka", conn.Config.String(), "group", f.group, "data_dir", f.dataDir, "http", f.httpAddr)
 	err = rc.Run(ctx)
 	log.Info("reconciler stopped", "err", err)
