@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"fmt"
 	"log/slog"
 	"strings"
@@ -56,6 +58,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer takes the gateway's metrics; nil: not registered.
 	Registerer prometheus.Registerer
+	// TracerProvider makes the spans of calls (a request's, its intent's
+	// produce), continuing the caller's traceparent; nil: no spans
+	// (internal/tracing.FromEnv decides from OTEL_*).
+	TracerProvider trace.TracerProvider
 }
 
 func (c *Config) withDefaults() {

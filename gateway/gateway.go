@@ -1,6 +1,9 @@
 package gateway
 
 import (
+	"github.com/atmostonce/toolexec/internal/tracing"
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +30,7 @@ type Gateway struct {
 	tools      map[string]*tool
 	toolNames  []string // sorted
 	m          *metrics
+	tracer     trace.Tracer // nil: tracing off
 
 	admCl   *kgo.Client
 	adm     *kadm.Client
@@ -62,6 +66,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g.m = newMetrics(cfg.Registerer)
+	g.tracer = tracing.Tracer(cfg.TracerProvider, "github.com/atmostonce/toolexec/gateway")
 	if err := g.connect(ctx); err != nil {
 		g.Close()
 		return nil, err

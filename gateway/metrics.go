@@ -1,6 +1,9 @@
 package gateway
 
 import (
+	"github.com/atmostonce/toolexec/internal/tracing"
+	"go.opentelemetry.io/otel/trace"
+
 	"strconv"
 	"time"
 
@@ -43,9 +46,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-func (m *metrics) observe(route string, code int, d time.Duration) {
+// observe counts a request; its duration carries the trace id of its
+// span as an exemplar when the span is sampled, so that a slow bucket
+// leads to a trace.
+func (m *metrics) observe(route string, code int, d time.Duration, span trace.Span) {
 	m.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
-	m.duration.WithLabelValues(route).Observe(d.Seconds())
+	o := m.duration.WithLabelValues(route)
+	if span != nil {
+		if id := tracing.TraceID(span.SpanContext()); id != "" {
+			o.(prometheus.ExemplarObserver).ObserveWithExemplar(d.Seconds(), prometheus.Labels{"trace_id": id})
+			return
+		}
+	}
+	o.Observe(d.Seconds())
 }
 
 // ReloadTenants reads the tenants file again (on SIGHUP) and puts it in
