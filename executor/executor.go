@@ -1,6 +1,8 @@
 package executor
 
 import (
+	"github.com/atmostonce/toolexec/internal/tracing"
+
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +34,7 @@ type Executor struct {
 	layout  topicadmin.Layout
 	disp    *dispatcher
 	replies *replyTopics
+	trace   *callTracer // nil: tracing off
 
 	callCtx    context.Context // parent of calls: outlives Run's ctx for the drain
 	cancelCall context.CancelFunc
@@ -115,7 +118,9 @@ func (e *Executor) open(ctx context.Context) error {
 	e.hot = newHotRecords(e.m.HotRecords)
 	e.core = partition.New(e.coreConfig(), storeView{st: st, events: e.cfg.Names.Events, hot: e.hot}, time.Now())
 	e.callCtx, e.cancelCall = context.WithCancel(context.Background())
+	e.trace = newCallTracer(e.cfg.TracerProvider, e.cfg.Tools, e.cfg.Names.Results)
 	e.disp = newDispatcher(e.callCtx, e.cfg.Tools, e.cfg.MaxInFlight, e.cfg.Hooks, e.wake)
+	e.disp.tracer = tracing.Tracer(e.cfg.TracerProvider, tracerName)
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package executor
 
 import (
+	"github.com/atmostonce/toolexec/internal/tracing"
+
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -183,7 +185,7 @@ func (e *Executor) collectCompletions() {
 // finished counts a finished call and hands it to the core.
 func (e *Executor) finished(c completion) {
 	e.m.Calls.WithLabelValues(c.job.Tool, c.outcome.Status.String()).Inc()
-	e.m.CallDuration.WithLabelValues(c.job.Tool).Observe(c.dur.Seconds())
+	tracing.Observe(e.m.CallDuration.WithLabelValues(c.job.Tool), c.dur.Seconds(), c.traceID)
 	e.core.Finished(toCompletion(c.job, c.outcome))
 }
 

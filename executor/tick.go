@@ -35,6 +35,7 @@ import (
 //     committed.
 func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 	start := time.Now()
+	tt := e.trace.tick(start)
 	e.fetchErrors(fs)
 	e.collectCompletions()
 	pr := e.prepare(fs)
@@ -44,6 +45,7 @@ func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 	if err != nil {
 		return err
 	}
+	tt.decided(pr, rd)
 	tr, err := e.encode(rd, pr)
 	if err != nil {
 		return err
@@ -62,6 +64,7 @@ func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 	if cf := e.confirmCalls(ctx, rd.Calls, tr); cf.err != nil {
 		return e.afterBrokenCommit(rd, tr, pr, cf)
 	}
+	tt.committed(rd)
 	e.afterCommit(rd, tr)
 	e.m.TickDuration.Observe(time.Since(start).Seconds())
 	return nil

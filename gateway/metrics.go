@@ -51,14 +51,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 // leads to a trace.
 func (m *metrics) observe(route string, code int, d time.Duration, span trace.Span) {
 	m.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
-	o := m.duration.WithLabelValues(route)
+	id := ""
 	if span != nil {
-		if id := tracing.TraceID(span.SpanContext()); id != "" {
-			o.(prometheus.ExemplarObserver).ObserveWithExemplar(d.Seconds(), prometheus.Labels{"trace_id": id})
-			return
-		}
+		id = tracing.TraceID(span.SpanContext())
 	}
-	o.Observe(d.Seconds())
+	tracing.Observe(m.duration.WithLabelValues(route), d.Seconds(), id)
 }
 
 // ReloadTenants reads the tenants file again (on SIGHUP) and puts it in

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -30,8 +31,12 @@ func (g *Gateway) serverSpan(r *http.Request) (*http.Request, trace.Span) {
 		return r, nil
 	}
 	ctx := tracing.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-	ctx, span := g.tracer.Start(ctx, r.Method+" "+r.Pattern, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(tracing.AttrHTTPMethod.String(r.Method), tracing.AttrHTTPRoute.String(r.Pattern)))
+	route := r.Pattern // a pattern may start with its method: the route is its path
+	if i := strings.IndexByte(route, '/'); i >= 0 {
+		route = route[i:]
+	}
+	ctx, span := g.tracer.Start(ctx, r.Method+" "+route, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(tracing.AttrHTTPMethod.String(r.Method), tracing.AttrHTTPRoute.String(route)))
 	return r.WithContext(ctx), span
 }
 

@@ -1,6 +1,8 @@
 package reconciler
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,7 +41,10 @@ type Config struct {
 	Registerer prometheus.Registerer // default: none (metrics kept, not exported)
 	Now        func() time.Time      // default time.Now; tests move time
 	Hooks      Hooks                 // fault points for tests
-	ClientOpts []kgo.Opt             // extra kgo options (tests)
+	// TracerProvider makes a span per retry or probe, linked to the call's
+	// trace; nil: no spans.
+	TracerProvider trace.TracerProvider
+	ClientOpts     []kgo.Opt // extra kgo options (tests)
 }
 
 // ErrConfig is wrapped by every validation error.

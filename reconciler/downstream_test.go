@@ -65,7 +65,7 @@ func TestReconcilerProbesTheCallInDoubtUnderItsOwnDownstreamKey(t *testing.T) {
 	}
 	wk := newWorkers(Config{Tools: reg, MaxConcurrent: 1}, func() {})
 	defer wk.stop()
-	wk.invoke(job{subj: subj, kind: StepProbe})
+	wk.invoke(job{subj: subj, kind: StepProbe}, "", "")
 	if len(probe.asked) != 1 || probe.asked[0] != "tk2_second" {
 		t.Fatalf("the probe was asked about %v, want [tk2_second] (the per-key key is %s)", probe.asked,
 			tools.DownstreamKey("acme", "deploy", "k1"))

@@ -76,6 +76,7 @@ func startGateway(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.R
 	g, err := gateway.New(startCtx, gateway.Config{
 		Brokers: conn.Seeds, KafkaOpts: conn.Opts, Prefix: f.prefix, Tools: reg.Specs(), Tenants: gateway.NewTenantStore(tenants),
 		InstanceID: gateway.InstanceIDFrom(host), ClientID: f.clientID + "-gateway", TokenHint: hint, Logger: log, Registerer: promReg,
+		TracerProvider: f.tracer,
 	})
 	cancel()
 	if err != nil {

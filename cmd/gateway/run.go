@@ -66,11 +66,16 @@ func runMain(args []string) error {
 	if err != nil {
 		return err
 	}
+	tp, stopTracing, err := cli.Tracing(ctx, "toolexec-gateway", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	reg := httpserve.ProcessRegistry()
 	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	g, err := gateway.New(startCtx, gateway.Config{
 		Brokers: conn.Seeds, KafkaOpts: conn.Opts, Prefix: f.prefix, Tools: cfg.Tools, Tenants: gateway.NewTenantStore(tenants),
-		InstanceID: f.instanceID, ClientID: f.clientID, Logger: log, Registerer: reg,
+		InstanceID: f.instanceID, ClientID: f.clientID, Logger: log, Registerer: reg, TracerProvider: tp,
 	})
 	cancel()
 	if err != nil {

@@ -79,12 +79,17 @@ func runMain(args []string) error {
 }
 
 func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry, log *slog.Logger) error {
+	tp, stopTracing, err := cli.Tracing(ctx, "toolexec-reconciler", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	promReg := httpserve.ProcessRegistry()
 	rc, err := reconciler.New(ctx, reconciler.Config{
 		Brokers: conn.Seeds, Names: f.kafka.Names(), Group: f.group, DataDir: f.dataDir,
 		Tools: reg, By: f.by, Policy: f.policy, ScanInterval: f.scan, SessionTimeout: f.session, MaxConcurrent: f.maxConcurrent,
 		MaxScan: f.maxScan,
-		Logger:  log, Registerer: promReg, ClientOpts: conn.Opts,
+		Logger:  log, Registerer: promReg, ClientOpts: conn.Opts, TracerProvider: tp,
 	})
 	if err != nil {
 		return err

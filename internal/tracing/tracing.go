@@ -25,6 +25,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
@@ -181,4 +182,15 @@ func TraceID(sc trace.SpanContext) string {
 		return ""
 	}
 	return sc.TraceID().String()
+}
+
+// Observe records v on o, with traceID as its exemplar when there is one
+// (a sampled span's), so that a slow bucket in Grafana leads to a trace.
+// Exemplars are exported in the OpenMetrics format only.
+func Observe(o prometheus.Observer, v float64, traceID string) {
+	if eo, ok := o.(prometheus.ExemplarObserver); ok && traceID != "" {
+		eo.ObserveWithExemplar(v, prometheus.Labels{"trace_id": traceID})
+		return
+	}
+	o.Observe(v)
 }
