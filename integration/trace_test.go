@@ -160,8 +160,9 @@ func TestTraceEndToEnd(t *testing.T) {
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
 	l := newLedger(t)
 	yaml := l.toolsYAML(toolEntry("t.lost", "probe", l.url("/hang"), "300ms", "    pending_ttl: 2s\n    probe_url: "+l.url("/status")+"\n"))
-	e.startProc(yaml, "")
-	gw := "http://" + e.startGatewayProc("gw-"+randHex(3), yaml, tenantsFile(t)).http
+	ex := e.startProc(yaml, "")
+	gwp := e.startGatewayProc("gw-"+randHex(3), yaml, tenantsFile(t))
+	gw := "http://" + gwp.http
 	e.startReconcilerProc(yaml, t.TempDir())
 
 	const callerTrace, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
@@ -192,6 +193,13 @@ func TestTraceEndToEnd(t *testing.T) {
 	}
 	if got := l.headerOf("acme", key, "tracestate"); got != "vendor=x" {
 		t.Fatalf("the tool saw tracestate %q, want the caller's", got)
+	}
+
+	// The latency histograms' exemplars lead to the trace.
+	for _, m := range []struct{ addr, metric string }{{ex.http, "toolexec_executor_call_duration_seconds_bucket"}, {gwp.http, "toolexec_gateway_request_duration_seconds_bucket"}} {
+		if !hasExemplar(t, m.addr, m.metric, callerTrace) {
+			t.Fatalf("%s at %s has no exemplar with trace_id %s", m.metric, m.addr, callerTrace)
+		}
 	}
 
 	// A replay, a conflict, and a key in doubt, each in a trace of its own.
@@ -231,4 +239,24 @@ func TestTraceEndToEnd(t *testing.T) {
 			}
 		}
 	}
+}
+
+// hasExemplar scrapes addr's /metrics in the OpenMetrics format and
+// reports whether a sample of metric carries trace id as its exemplar.
+func hasExemplar(t *testing.T, addr, metric, traceID string) bool {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+	req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, metric) && strings.Contains(line, `# {trace_id="`+traceID+`"}`) {
+			return true
+		}
+	}
+	return false
 }
