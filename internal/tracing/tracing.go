@@ -8,8 +8,9 @@
 // OTEL_TRACES_EXPORTER=otlp; OTEL_SDK_DISABLED=true and
 // OTEL_TRACES_EXPORTER=none turn it off. Off, FromEnv returns a nil
 // provider and every component skips its spans behind one nil check, so
-// tracing off costs nothing per call. On, spans go to an OTLP/HTTP
-// exporter (protobuf) in batches; the sampler (OTEL_TRACES_SAMPLER,
+// tracing off costs nothing per call. On, spans go to an OTLP exporter in
+// batches, over HTTP (protobuf, the default) or gRPC
+// (OTEL_EXPORTER_OTLP_PROTOCOL=grpc); the sampler (OTEL_TRACES_SAMPLER,
 // default parentbased_always_on), the service name (OTEL_SERVICE_NAME,
 // OTEL_RESOURCE_ATTRIBUTES), the exporter's endpoint, headers, timeout
 // and TLS (OTEL_EXPORTER_OTLP_*) and the batch processor
@@ -27,6 +28,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -35,7 +37,8 @@ import (
 )
 
 // ErrConfig reports an OTEL_* setting this build cannot honour (another
-// exporter or protocol): refused at start rather than silently ignored.
+// exporter, the http/json protocol): refused at start rather than
+// silently ignored.
 var ErrConfig = errors.New("tracing: unsupported OpenTelemetry setting")
 
 // Headers that carry W3C trace context, in HTTP requests and Kafka
@@ -97,21 +100,39 @@ func On() (bool, error) {
 	return true, checkProtocol()
 }
 
-// checkProtocol refuses the OTLP protocols this build does not link: gRPC
-// would double the binary's dependencies, and collectors take OTLP/HTTP
-// on port 4318 as well.
-func checkProtocol() error {
+// protocol is the OTLP protocol the environment names for traces:
+// http/protobuf (the default) or grpc. http/json is refused: the SDK has
+// no such exporter.
+func protocol() (string, error) {
 	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
 		switch p := strings.TrimSpace(os.Getenv(name)); p {
-		case "", "http/protobuf":
+		case "":
+			continue
+		case "http/protobuf", "grpc":
+			return p, nil
 		default:
-			return fmt.Errorf("%w: %s=%s; this build sends OTLP over HTTP: set it to http/protobuf and point the endpoint at the collector's OTLP/HTTP port (4318)", ErrConfig, name, p)
-		}
-		if os.Getenv(name) != "" {
-			break
+			return "", fmt.Errorf("%w: %s=%s; the exporters are http/protobuf (the default) and grpc", ErrConfig, name, p)
 		}
 	}
-	return nil
+	return "http/protobuf", nil
+}
+
+func checkProtocol() error {
+	_, err := protocol()
+	return err
+}
+
+// exporter is the OTLP exporter of the environment's protocol, configured
+// by its OTEL_EXPORTER_OTLP_* variables.
+func exporter(ctx context.Context) (sdktrace.SpanExporter, error) {
+	p, err := protocol()
+	if err != nil {
+		return nil, err
+	}
+	if p == "grpc" {
+		return otlptracegrpc.New(ctx)
+	}
+	return otlptracehttp.New(ctx)
 }
 
 // FromEnv returns the tracer provider the environment asks for, and the
@@ -123,7 +144,7 @@ func FromEnv(ctx context.Context, service string) (trace.TracerProvider, func(co
 	if err != nil || !on {
 		return nil, noop, err
 	}
-	exp, err := otlptracehttp.New(ctx)
+	exp, err := exporter(ctx)
 	if err != nil {
 		return nil, noop, fmt.Errorf("tracing: OTLP exporter: %w", err)
 	}
