@@ -26,6 +26,7 @@ type reconcilerFlags struct {
 	on                    bool
 	httpAddr, group       string
 	operators, consoleURL string
+	consoleKafka          string
 }
 
 func addReconcilerFlags(fs *flag.FlagSet) *reconcilerFlags {
@@ -33,6 +34,7 @@ func addReconcilerFlags(fs *flag.FlagSet) *reconcilerFlags {
 	fs.BoolVar(&f.on, "reconciler", true, "also run the reconciler in this process (data under <data-dir>/reconciler); false when cmd/reconciler runs separately")
 	fs.StringVar(&f.httpAddr, "reconciler-http-addr", "127.0.0.1:9465", "the embedded reconciler's /metrics, /healthz, /readyz, /pending and the operator console (/console); empty: not served")
 	fs.StringVar(&f.operators, "operators", "", "the operator console's operators file (the tenants file's format, reloaded on SIGHUP); empty: the console is off")
+	fs.StringVar(&f.consoleKafka, "console-kafka-config", "", "Kafka client properties of the console's own clients (event-log reads, actions and their answers on the results topic): the operator role's on a secured cluster; empty: --kafka-config")
 	fs.StringVar(&f.consoleURL, "console-url", "", "where operators reach the console (e.g. https://ops.example.com): alert annotations link there, and an https URL makes the session cookie Secure")
 	fs.StringVar(&f.group, "reconciler-group", "tool-reconciler", "consumer group of the embedded reconciler")
 	return f
@@ -40,11 +42,12 @@ func addReconcilerFlags(fs *flag.FlagSet) *reconcilerFlags {
 
 // serveReconciler serves the embedded reconciler's HTTP endpoints and the
 // operator console; the returned stop closes them.
-func serveReconciler(f *runFlags, rc *reconciler.Reconciler, conn *cli.Conn, reg *tools.Registry, promReg *prometheus.Registry, log *slog.Logger) (func(), error) {
+func serveReconciler(ctx context.Context, f *runFlags, rc *reconciler.Reconciler, conn *cli.Conn, reg *tools.Registry, promReg *prometheus.Registry, log *slog.Logger) (func(), error) {
 	if f.rec.httpAddr == "" {
 		return func() {}, nil
 	}
-	con, stopConsole, err := console.Open(console.Options{OperatorsFile: f.rec.operators, ExternalURL: f.rec.consoleURL, Registerer: promReg, Logger: log,
+	con, stopConsole, err := console.Open(ctx, console.Options{OperatorsFile: f.rec.operators, ExternalURL: f.rec.consoleURL,
+		KafkaConfigFile: f.rec.consoleKafka, Registerer: promReg, Logger: log,
 		Backend: &console.ReconcilerBackend{Reconciler: rc, Tools: reg.Specs(), Brokers: conn.Seeds, Names: topics.NamesWithPrefix(f.prefix), ClientOpts: conn.Opts}})
 	if err != nil {
 		return nil, err
@@ -82,7 +85,7 @@ func startReconciler(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tool
 	if err != nil {
 		return nil, err
 	}
-	stopHTTP, err := serveReconciler(f, rc, conn, reg, promReg, log)
+	stopHTTP, err := serveReconciler(ctx, f, rc, conn, reg, promReg, log)
 	if err != nil {
 		rc.Close()
 		return nil, err

@@ -18,7 +18,7 @@ import (
 type runFlags struct {
 	kafka                                   *cli.Kafka
 	toolsFile, dataDir, httpAddr, group, by string
-	operators, consoleURL                   string
+	operators, consoleURL, consoleKafka     string
 	policy                                  reconciler.Policy
 	scan, session                           time.Duration
 	maxConcurrent, maxScan                  int
@@ -32,6 +32,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.StringVar(&f.dataDir, "data-dir", "./data-reconciler", "directory of the reconciler's Pebble view")
 	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9465", "serves /metrics, /healthz, /readyz, /pending and the operator console (/console)")
 	fs.StringVar(&f.operators, "operators", "", "the operator console's operators file (the tenants file's format, reloaded on SIGHUP); empty: the console is off")
+	fs.StringVar(&f.consoleKafka, "console-kafka-config", "", "Kafka client properties of the console's own clients (event-log reads, actions and their answers on the results topic): the operator role's on a secured cluster; empty: --kafka-config")
 	fs.StringVar(&f.consoleURL, "console-url", "", "where operators reach the console (e.g. https://ops.example.com): alert annotations link there, and an https URL makes the session cookie Secure")
 	fs.StringVar(&f.group, "group", "tool-reconciler", "consumer group of the reconcilers")
 	fs.StringVar(&f.by, "by", "reconciler", "author recorded on every command")
@@ -95,7 +96,8 @@ func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry
 		return err
 	}
 	defer rc.Close()
-	con, stopConsole, err := console.Open(console.Options{OperatorsFile: f.operators, ExternalURL: f.consoleURL, Registerer: promReg, Logger: log,
+	con, stopConsole, err := console.Open(ctx, console.Options{OperatorsFile: f.operators, ExternalURL: f.consoleURL, KafkaConfigFile: f.consoleKafka,
+		Registerer: promReg, Logger: log,
 		Backend: &console.ReconcilerBackend{Reconciler: rc, Tools: reg.Specs(), Brokers: conn.Seeds, Names: f.kafka.Names(), ClientOpts: conn.Opts}})
 	if err != nil {
 		return err
