@@ -150,6 +150,15 @@ func readUint8[T ~uint8](r *mpread.Reader, n *T) bool {
 // decodeByReflection is the reference decoder, and the one for what
 // decodeEnvelope leaves to it.
 func decodeByReflection(b []byte) (*envelope, error) {
+	// The reflective decoder preallocates what a header declares: a
+	// 5-byte array32 header in a snapshot's waiters is a fatal out of
+	// memory, on every member that restores the partition. A value that
+	// declares more than its bytes can hold is refused first; the depth
+	// is bounded by the bytes alone, so whatever reflection can decode
+	// still passes.
+	if err := mpread.CheckShape(b, len(b)); err != nil {
+		return nil, err
+	}
 	env := &envelope{}
 	if err := msgpack.Unmarshal(b, env); err != nil {
 		return nil, err

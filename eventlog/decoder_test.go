@@ -9,6 +9,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/atmostonce/toolexec/saga"
 )
 
@@ -224,6 +225,21 @@ func BenchmarkDecodeEnvelope(b *testing.B) {
 	for b.Loop() {
 		if _, ok := decodeEnvelope(enc); !ok {
 			b.Fatal("declined")
+		}
+	}
+}
+
+// TestDecodeRefusesAHeaderLargerThanItsBytes: a snapshot whose waiters
+// declare 2^31 elements in 5 bytes is a bad event, not a fatal out of
+// memory in the reflective decoder (which preallocates what a header
+// declares) on every member that restores the partition.
+func TestDecodeRefusesAHeaderLargerThanItsBytes(t *testing.T) {
+	for _, b := range [][]byte{
+		[]byte("\x81\xa8snapshot\x81\xa7waiters\xdd\x7f\xff\xff\xff"),
+		[]byte("\x82\xa1v\x01\xa8snapshot\x81\xa7waiters\xdd\x00\xff\xff\xff"),
+	} {
+		if _, err := Decode(b); !errors.Is(err, ErrBadEvent) || !errors.Is(err, mpread.ErrShape) {
+			t.Fatalf("%x: %v, want ErrBadEvent wrapping the shape refusal", b, err)
 		}
 	}
 }

@@ -58,6 +58,9 @@ func FuzzDecodeArgsMatchesReflection(f *testing.F) {
 		if len(b) > 0 && !r.Skip() {
 			return // reflection would preallocate from a declared length
 		}
+		if len(b) > 0 && mpread.IsExtCode(b[0]) {
+			return // refused before reflection (TestDecodeArgsRefusesAnExtension)
+		}
 		checkDecodeArgs(t, b)
 	})
 }
@@ -78,6 +81,18 @@ func TestToolResultEncodesAsMarshal(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%#v: %x, Marshal %x", v, got, want)
+		}
+	}
+}
+
+// TestDecodeArgsRefusesAnExtension: stored arguments that are an
+// extension, which msgpack would read as a map whose header is the
+// extension's payload (a map32 of 2^31 entries here: a fatal out of
+// memory), are refused before reflection.
+func TestDecodeArgsRefusesAnExtension(t *testing.T) {
+	for _, b := range [][]byte{[]byte("\xc7\x05\x30\xdf\x7f\xff\xff\xff"), []byte("\xd5\x30\xdf\x0a\x0a\x1a\x1a")} {
+		if m, err := decodeArgs(b); err == nil {
+			t.Fatalf("%x: decoded %v, want an error", b, m)
 		}
 	}
 }

@@ -8,12 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atmostonce/toolexec/executor/partition"
-	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/atmostonce/toolexec/tools"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // job is a call whose started event (if it has one) is committed, with
@@ -187,19 +186,10 @@ func (d *dispatcher) invoke(j job, tp, ts string) tools.Outcome {
 	return tool.Invoke(d.ctx, req)
 }
 
+// decodeArgs decodes the call's stored canonical arguments.
 func decodeArgs(b []byte) (map[string]any, error) {
-	if len(b) == 0 {
-		return map[string]any{}, nil
-	}
-	// By hand first; the reflective decoder reads what the
-	// reader leaves to it (an ext value, a key that is not a str), with
-	// the same result either way (FuzzDecodeArgsMatchesReflection).
-	r := mpread.New(b)
-	if m, ok := r.Map(); ok {
-		return m, nil
-	}
-	var m map[string]any
-	if err := msgpack.Unmarshal(b, &m); err != nil {
+	m, err := wire.DecodeCanonicalArgs(b)
+	if err != nil {
 		return nil, fmt.Errorf("executor: decode canonical args: %w", err)
 	}
 	return m, nil

@@ -59,6 +59,8 @@ type Executor struct {
 	crashed          atomic.Bool
 	runDone          chan struct{}
 	ready            atomic.Bool
+	assigned         bool        // an assignment was applied (loop goroutine)
+	warm             atomic.Bool // the partitions of an assignment were all restored (noteWarm)
 	wakeMu           sync.Mutex
 	wakeFn           context.CancelFunc
 	endMu            sync.Mutex
@@ -180,11 +182,12 @@ func (e *Executor) ensureTopics(ctx context.Context) (topicadmin.Layout, error) 
 }
 
 // Ready reports whether the loop runs and decides: false before Run,
-// after it, and while the member refuses to decide because the topics'
-// partitions changed (layout.go) or a partition's log has a gap
+// after it, until the partitions of the member's first assignment are
+// restored (noteWarm), and while the member refuses to decide because the
+// topics' partitions changed (layout.go) or a partition's log has a gap
 // (restore.go).
 func (e *Executor) Ready() bool {
-	return e.ready.Load() && !e.layoutRefused.Load() && e.gapCount.Load() == 0
+	return e.ready.Load() && e.warm.Load() && !e.layoutRefused.Load() && e.gapCount.Load() == 0
 }
 
 // Store exposes the view, read-only by convention (history, tests).

@@ -21,6 +21,7 @@ func (e *Executor) Run(ctx context.Context) error {
 		if err := e.iteration(ctx); err != nil {
 			return err
 		}
+		e.noteWarm()
 	}
 	if e.crashed.Load() {
 		return nil

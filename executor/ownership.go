@@ -105,6 +105,7 @@ func (e *Executor) applyOwnershipChanges() {
 		if ch.assigned {
 			e.checkAssignment(ch.byTopic)
 			e.core.Assign(e.cfg.Now(), ch.partitions...)
+			e.assigned = true
 			continue
 		}
 		for _, p := range ch.partitions {
@@ -128,3 +129,18 @@ func (e *Executor) release(p int32) {
 }
 
 func partitionLabel(p int32) string { return strconv.Itoa(int(p)) }
+
+// noteWarm marks the member warm, once and for good, at the end of the
+// first iteration after an assignment in which every partition it holds
+// is restored (the restores of partitions that records did not ask for
+// come from IdleRestore, one per tick). Until then Ready is false, so a
+// rolling update waits for a member that can decide at once, and a member
+// that takes partitions over is not counted ready while it restores them.
+// Why once: every rebalance makes the taken-over partitions unrestored
+// for a moment; a readiness that followed each would take every member
+// out of its Service at every rebalance.
+func (e *Executor) noteWarm() {
+	if !e.warm.Load() && e.assigned && e.core.AllRestored() {
+		e.warm.Store(true)
+	}
+}

@@ -89,7 +89,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: Brokers: required", ErrConfig)
 	case c.Tenants == nil || c.Tenants.Current() == nil:
 		return fmt.Errorf("%w: Tenants: required", ErrConfig)
-	case !validInstanceID(c.InstanceID):
+	case !ValidInstanceID(c.InstanceID):
 		return fmt.Errorf("%w: InstanceID %q must match [a-z0-9._-]{1,64}", ErrConfig, c.InstanceID)
 	case c.DefaultWait < 0 || c.MaxWait <= 0 || c.DefaultWait > c.MaxWait:
 		return fmt.Errorf("%w: want 0 <= DefaultWait (%s) <= MaxWait (%s), MaxWait > 0", ErrConfig, c.DefaultWait, c.MaxWait)
@@ -100,7 +100,9 @@ func (c *Config) Validate() error {
 // ReplyTopic is the reply topic of the instance id under prefix.
 func ReplyTopic(prefix, instanceID string) string { return prefix + "gateway." + instanceID }
 
-func validInstanceID(s string) bool {
+// ValidInstanceID reports whether s may name an instance's reply topic:
+// [a-z0-9._-]{1,64}.
+func ValidInstanceID(s string) bool {
 	if len(s) == 0 || len(s) > 64 {
 		return false
 	}

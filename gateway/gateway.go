@@ -153,6 +153,16 @@ func (g *Gateway) visibleTools(tenant string) []*tool {
 	return out
 }
 
+// Ping reports whether a broker of the cluster answers on the gateway's
+// admin connection. Without one no call can be produced nor its answer
+// read: a gateway's readiness follows it.
+func (g *Gateway) Ping(ctx context.Context) error {
+	if err := g.admCl.Ping(ctx); err != nil {
+		return fmt.Errorf("gateway: no broker answers: %w", err)
+	}
+	return nil
+}
+
 // ReplyTopic is the topic this instance reads its answers from.
 func (g *Gateway) ReplyTopic() string { return g.replyTopic }
 

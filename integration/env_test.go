@@ -198,28 +198,45 @@ func (e *env) startNamedProc(name, toolsYAML, dataDir string, extraEnv ...string
 	return e.launch(name, "executor", cmd, addr)
 }
 
-// launch starts cmd with its output captured, waits until it answers
-// /readyz on addr, and kills it when the test ends, showing its log if the
-// test failed.
+// launch starts cmd (startProcess) and waits until it answers /readyz on
+// addr.
 func (e *env) launch(name, what string, cmd *exec.Cmd, addr string) *proc {
 	e.t.Helper()
+	p := startProcess(e.t, name, what, cmd, addr)
+	p.waitReady(e.t)
+	return p
+}
+
+// startProcess starts cmd with its output captured, and kills it when the
+// test ends, showing its log if the test failed.
+func startProcess(t *testing.T, name, what string, cmd *exec.Cmd, addr string) *proc {
+	t.Helper()
 	p := &proc{name: name, what: what, cmd: cmd, log: &bytes.Buffer{}, http: addr, mu: &sync.Mutex{}, done: make(chan struct{})}
 	w := lockedWriter{p.mu, p.log}
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	go func() { _ = cmd.Wait(); close(p.done) }()
-	e.t.Cleanup(func() {
+	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGCONT) // a test may have left it stopped (SIGSTOP)
 		_ = cmd.Process.Kill()
 		<-p.done
-		if e.t.Failed() {
-			e.t.Logf("%s log (pid %d):\n%s", p.what, cmd.Process.Pid, p.output())
+		if t.Failed() {
+			t.Logf("%s log (pid %d):\n%s", p.what, cmd.Process.Pid, p.output())
 		}
 	})
-	p.waitReady(e.t)
 	return p
+}
+
+// running reports whether the process has not exited.
+func (p *proc) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
 }
 
 // writeTools writes a tool file for a process under test and returns its path.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/vmihailenco/msgpack/v5"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atmostonce/toolexec/internal/tracing"
@@ -114,11 +113,8 @@ func (w *workers) invoke(j job, tp, ts string) tools.Outcome {
 // decodeArgs decodes canonical msgpack arguments as the executor does, so
 // a retry sends the same JSON body.
 func decodeArgs(b []byte) (map[string]any, error) {
-	if len(b) == 0 {
-		return map[string]any{}, nil
-	}
-	var m map[string]any
-	if err := msgpack.Unmarshal(b, &m); err != nil {
+	m, err := wire.DecodeCanonicalArgs(b)
+	if err != nil {
 		return nil, fmt.Errorf("reconciler: decode canonical args: %w", err)
 	}
 	return m, nil

@@ -23,6 +23,12 @@ func unmarshalRecord(v []byte, r *saga.Record) error {
 		return nil
 	}
 	*r = saga.Record{}
+	// As eventlog's reflective decode: a header that declares more than
+	// its bytes can hold would be preallocated (a fatal out of memory for
+	// an array32 of waiters).
+	if err := mpread.CheckShape(v, len(v)); err != nil {
+		return err
+	}
 	return msgpack.Unmarshal(v, r)
 }
 

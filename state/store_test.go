@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/atmostonce/toolexec/saga"
 )
 
@@ -506,5 +507,15 @@ func TestPrefixEnd(t *testing.T) {
 		if got := prefixEnd(c.in); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("prefixEnd(%x) = %x, want %x", c.in, got, c.want)
 		}
+	}
+}
+
+// TestDecodeRecordRefusesAHeaderLargerThanItsBytes: a stored record whose
+// waiters declare 2^31 elements in 5 bytes is corrupt, not a fatal out of
+// memory in the reflective decoder.
+func TestDecodeRecordRefusesAHeaderLargerThanItsBytes(t *testing.T) {
+	b := []byte("\x82\xa6tenant\xa1t\xa7waiters\xdd\x7f\xff\xff\xff")
+	if _, err := decodeRecord(b, "t", "k"); !errors.Is(err, ErrCorrupt) || !errors.Is(err, mpread.ErrShape) {
+		t.Fatalf("%v, want ErrCorrupt wrapping the shape refusal", err)
 	}
 }

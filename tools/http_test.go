@@ -453,7 +453,12 @@ func TestHTTPCancelled(t *testing.T) {
 func TestHTTPResponseTooLarge(t *testing.T) {
 	big := `"` + strings.Repeat("x", maxResponseBytes) + `"`
 	ts := newToolServer(t, answer(200, big))
-	h, _ := newTestHTTP(testSpec(NativeKey, ts.URL), nil)
+	// An attempt must have time to read 1 MiB under -race on a loaded
+	// machine: with testSpec's 200 ms, attempts timed out and were retried
+	// before one read far enough to see the size.
+	spec := testSpec(NativeKey, ts.URL)
+	spec.Timeout = 10 * time.Second
+	h, _ := newTestHTTP(spec, nil)
 	checkOutcome(t, h.Invoke(context.Background(), testRequest()), Unknown, CodeResponseTooLarge, 1)
 }
 

@@ -6,8 +6,14 @@ import (
 	"errors"
 
 	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/vmihailenco/msgpack/v5"
 )
+
+// maxNesting bounds how deep maps and arrays may nest in one message: the
+// intent map, args (CanonicalArgs allows 32 levels below it) and headroom,
+// so that args nested 33 to 63 deep still get an answerable invalid_args.
+const maxNesting = 64
 
 // Bounds of every field that is copied from an intent's record into the
 // executor's own records (events, answers, forwards, dead letters). A
@@ -105,7 +111,7 @@ func DeadLetterValue(d *DeadLetter, value []byte) {
 // only short strings and skips everything else; the shape walk first
 // bounds what skipping can cost.
 func salvageLarge(value []byte, rej *Reject) {
-	if len(value) == 0 || !isMapCode(value[0]) || checkShape(value, maxNesting) != nil {
+	if len(value) == 0 || !mpread.IsMapCode(value[0]) || mpread.CheckShape(value, maxNesting) != nil {
 		return
 	}
 	dec := msgpack.NewDecoder(bytes.NewReader(value))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/atmostonce/toolexec/internal/mpwrite"
 )
 
@@ -180,4 +181,33 @@ func normaliseFloat(f float64) (any, error) {
 		}
 	}
 	return f, nil
+}
+
+// DecodeCanonicalArgs decodes stored canonical arguments (an event's or a
+// record's) into the map a tool's request is built from, as
+// msgpack.Unmarshal into a map[string]any does: by hand when it can, by
+// reflection for the forms the hand-written reader leaves to it (an ext
+// value, a key that is not a str). Empty bytes are no arguments. What is
+// not a map is refused before reflection sees it: vmihailenco/msgpack reads
+// an extension's payload as a map header (mpread.ExtUnder), so stored bytes
+// that are corrupt must not become a fatal out of memory.
+func DecodeCanonicalArgs(b []byte) (map[string]any, error) {
+	if len(b) == 0 {
+		return map[string]any{}, nil
+	}
+	r := mpread.New(b)
+	if m, ok := r.Map(); ok {
+		return m, nil
+	}
+	if !mpread.IsMapCode(b[0]) && b[0] != 0xc0 {
+		return nil, fmt.Errorf("wire: canonical args: not a msgpack map (code 0x%x)", b[0])
+	}
+	if err := mpread.CheckShape(b, maxNesting); err != nil {
+		return nil, fmt.Errorf("wire: canonical args: %w", err)
+	}
+	var m map[string]any
+	if err := unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("wire: canonical args: %w", err)
+	}
+	return m, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/atmostonce/toolexec/internal/mpwrite"
 )
 
@@ -58,7 +59,7 @@ func FuzzCanonicalEncodeMatchesReflection(f *testing.F) {
 	f.Add([]byte{0x82, 0xa1, 'b', 0x01, 0xa1, 'a', 0x92, 0xcb, 0x40, 0x5e, 0, 0, 0, 0, 0, 0, 0xc4, 0x01, 0x07})
 	f.Add([]byte{0x81, 0xa1, 'a', 0x81, 0xa1, 'c', 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if len(b) == 0 || !isMapCode(b[0]) || checkShape(b, maxNesting) != nil {
+		if len(b) == 0 || !mpread.IsMapCode(b[0]) || mpread.CheckShape(b, maxNesting) != nil {
 			return
 		}
 		var args map[string]any

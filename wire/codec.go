@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -43,16 +44,19 @@ func DecodeIntent(value []byte, recordKey []byte, src Source) (*Intent, *Reject)
 func decodeIntentBytes(value []byte) (*Intent, *Reject) {
 	// Wire contract v1 messages are maps; msgpack would otherwise decode an
 	// array positionally into the struct.
-	if len(value) == 0 || !isMapCode(value[0]) {
+	if len(value) == 0 || !mpread.IsMapCode(value[0]) {
 		return nil, reject(codes.ReasonUndecodable, "not a msgpack intent map")
 	}
 	// Refuse what would make the decoder allocate or recurse without
 	// bound before anything decodes it (salvage included).
-	if err := checkShape(value, maxNesting); err != nil {
+	if err := mpread.CheckShape(value, maxNesting); err != nil {
 		return nil, reject(codes.ReasonUndecodable, "not a msgpack intent map: %v", err)
 	}
 	if in, ok := decodeIntentFast(value); ok {
 		return in, nil
+	}
+	if mpread.ExtUnder(value, "args") {
+		return nil, reject(codes.ReasonUndecodable, "not a msgpack intent map: args is a msgpack extension, not a map")
 	}
 	var in Intent
 	if err := unmarshal(value, &in); err != nil {
@@ -247,11 +251,14 @@ func EncodeResult(r *Result) ([]byte, error) {
 
 // DecodeResult decodes an answer; unknown fields are ignored.
 func DecodeResult(b []byte) (*Result, error) {
-	if len(b) == 0 || !isMapCode(b[0]) {
+	if len(b) == 0 || !mpread.IsMapCode(b[0]) {
 		return nil, fmt.Errorf("wire: decode result: not a msgpack map")
 	}
-	if err := checkShape(b, maxNesting); err != nil {
+	if err := mpread.CheckShape(b, maxNesting); err != nil {
 		return nil, fmt.Errorf("wire: decode result: %w", err)
+	}
+	if mpread.ExtUnder(b, "headers") {
+		return nil, fmt.Errorf("wire: decode result: headers is a msgpack extension, not a map")
 	}
 	var r Result
 	if err := unmarshal(b, &r); err != nil {
@@ -274,10 +281,10 @@ func EncodeDeadLetter(d *DeadLetter) ([]byte, error) {
 
 // DecodeDeadLetter decodes a dead-letter record.
 func DecodeDeadLetter(b []byte) (*DeadLetter, error) {
-	if len(b) == 0 || !isMapCode(b[0]) {
+	if len(b) == 0 || !mpread.IsMapCode(b[0]) {
 		return nil, fmt.Errorf("wire: decode dead letter: not a msgpack map")
 	}
-	if err := checkShape(b, maxNesting); err != nil {
+	if err := mpread.CheckShape(b, maxNesting); err != nil {
 		return nil, fmt.Errorf("wire: decode dead letter: %w", err)
 	}
 	var d DeadLetter

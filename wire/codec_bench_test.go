@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -34,7 +35,7 @@ func BenchmarkDecodeIntentByReflection(b *testing.B) {
 	v := benchIntent(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := checkShape(v, maxNesting); err != nil {
+		if err := mpread.CheckShape(v, maxNesting); err != nil {
 			b.Fatal(err)
 		}
 		var in Intent

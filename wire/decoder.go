@@ -33,7 +33,7 @@ const (
 	fieldForce
 )
 
-// decodeIntentFast decodes a message that checkShape passed, or reports
+// decodeIntentFast decodes a message that mpread.CheckShape passed, or reports
 // false when it holds a form left to the reflective decoder.
 func decodeIntentFast(value []byte) (*Intent, bool) {
 	r := mpread.New(value)

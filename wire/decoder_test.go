@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -120,7 +121,7 @@ func FuzzIntentDecodeMatchesReflection(f *testing.F) {
 	f.Add([]byte{0x82, 0xa1, 'v', 0x01, 0xa1, 'v', 0x02})
 	f.Add([]byte{0x81, 0xa4, 'a', 'r', 'g', 's', 0xdf, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, value []byte) {
-		if len(value) == 0 || !isMapCode(value[0]) || checkShape(value, maxNesting) != nil {
+		if len(value) == 0 || !mpread.IsMapCode(value[0]) || mpread.CheckShape(value, maxNesting) != nil {
 			return // decodeIntentBytes refuses it before either decoder runs
 		}
 		checkIntentDecode(t, value)

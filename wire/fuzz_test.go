@@ -41,7 +41,7 @@ func fuzzStable(t *testing.T, v any) []byte {
 // map[string]any of the declared length with no limit (Decoder.DecodeMap)
 // and a []any of up to 1e6 elements per level, so such a value of a few
 // bytes is a fatal out-of-memory (see TestDecodeIntentHugeContainerHeader).
-// DecodeIntent and DecodeResult refuse such values themselves (checkShape,
+// DecodeIntent and DecodeResult refuse such values themselves (mpread.CheckShape,
 // shape.go), so their targets feed them everything; only a target whose
 // harness decodes with msgpack.Unmarshal first (FuzzCanonicalArgs) skips
 // them, to protect the harness, not the code under test.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"log/slog"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/trace"
 
@@ -69,6 +71,11 @@ func runMain(args []string) error {
 	log.Info("go collector", "gogc", gctune.Apply())
 	ctx, stop := cli.SignalContext()
 	defer stop()
+	web, err := httpserve.ListenProcess(f.httpAddr, log)
+	if err != nil {
+		return err
+	}
+	defer web.Server.Close()
 	conn, closeBroker, err := connectOrEmbedded(ctx, f, log)
 	if err != nil {
 		return err
@@ -78,7 +85,7 @@ func runMain(args []string) error {
 	if err != nil {
 		return err
 	}
-	return serve(ctx, f, conn, reg, log)
+	return serve(ctx, f, conn, reg, web, log)
 }
 
 // connectOrEmbedded reaches the cluster of --brokers and --kafka-config
@@ -109,31 +116,34 @@ func loadTools(path string, log *slog.Logger) (*tools.Registry, error) {
 	return tools.FromConfig(cfg, nil, nil)
 }
 
-func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry, log *slog.Logger) error {
+func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry, web *httpserve.Process, log *slog.Logger) error {
 	tp, stopTracing, err := cli.Tracing(ctx, "toolexec-executor", log)
 	if err != nil {
 		return err
 	}
 	defer stopTracing()
 	f.tracer = tp
-	promReg := httpserve.ProcessRegistry()
+	promReg := web.Registry
 	cfg := executor.Config{
 		Brokers: conn.Seeds, Connect: conn.Opts, Names: topics.NamesWithPrefix(f.prefix), Group: f.group, DataDir: f.dataDir,
 		Tools: reg, DrainTimeout: f.drain, SessionTimeout: f.session, RebalanceTimeout: f.rebalance, TransactionTimeout: f.txnTimeout, BrokerOutage: f.outage, TransactionalID: f.txnID, SnapshotInterval: f.snapshot, Logger: log, Registerer: promReg,
 		Settings: topicadmin.Settings{Partitions: int32(f.partitions)}, Hooks: hooksFromEnv(log),
 		ClientOpts: []kgo.Opt{kgo.ClientID(f.clientID)}, KafkaLogLevel: kafkaLogLevel(), TracerProvider: tp,
 	}
-	ex, err := executor.New(ctx, cfg)
+	// The topics may be missing for a while on a first install, where the
+	// topics Job creates them as the members start (deploy/k8s).
+	var ex *executor.Executor
+	err = cli.StartPatiently(ctx, f.outage, "executor start", log, promReg, func(ctx context.Context, r prometheus.Registerer) (err error) {
+		cfg.Registerer = r
+		ex, err = executor.New(ctx, cfg)
+		return err
+	}, func(err error) bool { return errors.Is(err, topicadmin.ErrNotCreated) })
 	if err != nil {
 		return err
 	}
 	watchRepairAuthorization(ctx, conn, promReg, log)
 	defer ex.Close()
-	srv, err := httpserve.Listen(f.httpAddr, httpserve.Health(promReg, ex.Ready), log)
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
+	web.Serve(httpserve.Health(promReg, ex.Ready))
 	stopReconciler, err := startReconciler(ctx, f, conn, reg, log)
 	if err != nil {
 		return err

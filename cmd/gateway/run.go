@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/atmostonce/toolexec/gateway"
 	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/internal/httpserve"
@@ -20,6 +22,7 @@ import (
 
 type flags struct {
 	brokers, kafkaConfig, toolsFile, tenantsFile, httpAddr, prefix, instanceID, clientID string
+	outage                                                                               time.Duration
 }
 
 func parseFlags(args []string) (*flags, error) {
@@ -32,8 +35,9 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.tenantsFile, "tenants", "", "the tenants file: bearer token hashes per tenant (required; reloaded on SIGHUP)")
 	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:8080", "serves the API, /mcp, /healthz, /readyz and /metrics")
 	fs.StringVar(&f.prefix, "topic-prefix", topics.DefaultPrefix, "prefix of the topic names")
-	fs.StringVar(&f.instanceID, "instance-id", gateway.InstanceIDFrom(host), "names this instance's reply topic <prefix>gateway.<id>; keep it stable across restarts")
+	fs.StringVar(&f.instanceID, "instance-id", gateway.InstanceIDFrom(host), "names this instance's reply topic <prefix>gateway.<id>; keep it stable across restarts (a StatefulSet's pod name; default: the host name)")
 	fs.StringVar(&f.clientID, "client-id", "toolexec-gateway", "Kafka client id")
+	fs.DurationVar(&f.outage, "broker-outage", 2*time.Minute, "how long the gateway waits at start for a broker that does not answer and for the executor's topics, before it exits")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -42,6 +46,8 @@ func parseFlags(args []string) (*flags, error) {
 		return nil, errors.New("--tools is required (the executor's tool file)")
 	case f.tenantsFile == "":
 		return nil, errors.New("--tenants is required (see docs/gateway.md, The tenants file)")
+	case !gateway.ValidInstanceID(f.instanceID):
+		return nil, fmt.Errorf("--instance-id %q must match [a-z0-9._-]{1,64}: it names the reply topic %s", f.instanceID, gateway.ReplyTopic(f.prefix, f.instanceID))
 	}
 	return f, nil
 }
@@ -54,6 +60,10 @@ func runMain(args []string) error {
 	log := cli.Logger()
 	ctx, stop := cli.SignalContext()
 	defer stop()
+	web, err := httpserve.ListenProcess(f.httpAddr, log)
+	if err != nil {
+		return err
+	}
 	cfg, err := tools.Load(f.toolsFile)
 	if err != nil {
 		return err
@@ -71,29 +81,38 @@ func runMain(args []string) error {
 		return err
 	}
 	defer stopTracing()
-	reg := httpserve.ProcessRegistry()
-	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	g, err := gateway.New(startCtx, gateway.Config{
-		Brokers: conn.Seeds, KafkaOpts: conn.Opts, Prefix: f.prefix, Tools: cfg.Tools, Tenants: gateway.NewTenantStore(tenants),
-		InstanceID: f.instanceID, ClientID: f.clientID, Logger: log, Registerer: reg, TracerProvider: tp,
-	})
-	cancel()
+	reg := web.Registry
+	var g *gateway.Gateway
+	err = cli.StartPatiently(ctx, f.outage, "gateway start", log, reg, func(ctx context.Context, r prometheus.Registerer) (err error) {
+		g, err = gateway.New(ctx, gateway.Config{
+			Brokers: conn.Seeds, KafkaOpts: conn.Opts, Prefix: f.prefix, Tools: cfg.Tools, Tenants: gateway.NewTenantStore(tenants),
+			InstanceID: f.instanceID, ClientID: f.clientID, Logger: log, Registerer: r, TracerProvider: tp,
+		})
+		return err
+	}, func(err error) bool { return !cli.Lasting(err, gateway.ErrConfig, gateway.ErrTenants) })
 	if err != nil {
 		return err
 	}
 	defer g.Close()
 	stopHUP := g.ReloadOnSignal(f.tenantsFile, syscall.SIGHUP)
 	defer stopHUP()
-	mux := httpserve.Health(reg, func() bool { return true })
+	kafkaUp := httpserve.Watch(ctx, "gateway: kafka", readyInterval, readyTimeout, g.Ping, log)
+	mux := httpserve.Health(reg, kafkaUp)
 	mux.Handle("/", g.Handler())
-	srv, err := httpserve.Listen(f.httpAddr, mux, log)
-	if err != nil {
-		return err
-	}
+	web.Serve(mux)
 	log.Info("gateway running", "http", f.httpAddr, "brokers", f.brokers, "reply_topic", g.ReplyTopic(), "tenants", len(tenants.Names()), "tools", len(cfg.Tools))
 	<-ctx.Done()
-	return shutdown(srv, log)
+	return shutdown(web.Server, log)
 }
+
+// The gateway is ready while a broker answers: without one, no call is
+// produced and no answer read, so a load balancer should send its
+// callers to an instance that has one. Checked every readyInterval, each
+// check bounded by readyTimeout (under the probe's period).
+const (
+	readyInterval = 5 * time.Second
+	readyTimeout  = 3 * time.Second
+)
 
 // shutdown stops taking requests and lets the waiting ones finish (their
 // wait is at most MaxWait).

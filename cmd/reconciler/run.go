@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/atmostonce/toolexec/console"
 	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/internal/httpserve"
@@ -20,7 +22,7 @@ type runFlags struct {
 	toolsFile, dataDir, httpAddr, group, by string
 	operators, consoleURL, consoleKafka     string
 	policy                                  reconciler.Policy
-	scan, session                           time.Duration
+	scan, session, outage                   time.Duration
 	maxConcurrent, maxScan                  int
 }
 
@@ -42,6 +44,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.DurationVar(&f.policy.CommandTimeout, "command-timeout", time.Minute, "how long a sent command may take to show in the event log")
 	fs.DurationVar(&f.scan, "scan-interval", time.Second, "how often keys in doubt are examined")
 	fs.DurationVar(&f.session, "session-timeout", 10*time.Second, "group session timeout")
+	fs.DurationVar(&f.outage, "broker-outage", 2*time.Minute, "how long the reconciler waits at start for a broker that does not answer and for the executor's topics, before it exits")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent", 16, "retries and probes running at once")
 	fs.IntVar(&f.maxScan, "max-scan", 100_000, "keys in doubt examined per partition per scan; each scan goes on after the last key the previous one examined")
 	if err := fs.Parse(args); err != nil {
@@ -64,6 +67,11 @@ func runMain(args []string) error {
 	log := cli.Logger()
 	ctx, stop := cli.SignalContext()
 	defer stop()
+	web, err := httpserve.ListenProcess(f.httpAddr, log)
+	if err != nil {
+		return err
+	}
+	defer web.Server.Close()
 	conn, err := cli.Connect(ctx, f.kafka.Brokers, f.kafka.ConfigFile, cli.DefaultBrokers, log)
 	if err != nil {
 		return err
@@ -76,22 +84,26 @@ func runMain(args []string) error {
 	if err != nil {
 		return err
 	}
-	return serve(ctx, f, conn, reg, log)
+	return serve(ctx, f, conn, reg, web, log)
 }
 
-func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry, log *slog.Logger) error {
+func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry, web *httpserve.Process, log *slog.Logger) error {
 	tp, stopTracing, err := cli.Tracing(ctx, "toolexec-reconciler", log)
 	if err != nil {
 		return err
 	}
 	defer stopTracing()
-	promReg := httpserve.ProcessRegistry()
-	rc, err := reconciler.New(ctx, reconciler.Config{
-		Brokers: conn.Seeds, Names: f.kafka.Names(), Group: f.group, DataDir: f.dataDir,
-		Tools: reg, By: f.by, Policy: f.policy, ScanInterval: f.scan, SessionTimeout: f.session, MaxConcurrent: f.maxConcurrent,
-		MaxScan: f.maxScan,
-		Logger:  log, Registerer: promReg, ClientOpts: conn.Opts, TracerProvider: tp,
-	})
+	promReg := web.Registry
+	var rc *reconciler.Reconciler
+	err = cli.StartPatiently(ctx, f.outage, "reconciler start", log, promReg, func(ctx context.Context, r prometheus.Registerer) (err error) {
+		rc, err = reconciler.New(ctx, reconciler.Config{
+			Brokers: conn.Seeds, Names: f.kafka.Names(), Group: f.group, DataDir: f.dataDir,
+			Tools: reg, By: f.by, Policy: f.policy, ScanInterval: f.scan, SessionTimeout: f.session, MaxConcurrent: f.maxConcurrent,
+			MaxScan: f.maxScan,
+			Logger:  log, Registerer: r, ClientOpts: conn.Opts, TracerProvider: tp,
+		})
+		return err
+	}, func(err error) bool { return !cli.Lasting(err, reconciler.ErrConfig) })
 	if err != nil {
 		return err
 	}
@@ -105,11 +117,7 @@ func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry
 	defer stopConsole()
 	mux := rc.Handler(promReg)
 	con.Mount(mux)
-	srv, err := httpserve.Listen(f.httpAddr, mux, log)
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
+	web.Serve(mux)
 	if !con.On() {
 		log.Info(console.OffHint)
 	}

@@ -1,179 +1,130 @@
 package k8s
 
 import (
-	"bytes"
-	"flag"
-	"fmt"
-	"os"
-	"path/filepath"
-	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
-	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
-var update = flag.Bool("update", false, "rewrite base/prometheusrule.yaml from deploy/prometheus/alerts.yml")
+const (
+	labelName      = "app.kubernetes.io/name"
+	labelComponent = "app.kubernetes.io/component"
+	labelPartOf    = "app.kubernetes.io/part-of"
+	labelVersion   = "app.kubernetes.io/version"
+)
 
-const base = "base"
-
-// kustomization is the part of kustomization.yaml this base uses; decoded
-// strictly too, so a field this test does not understand fails it.
-type kustomization struct {
-	APIVersion string   `json:"apiVersion"`
-	Kind       string   `json:"kind"`
-	Namespace  string   `json:"namespace"`
-	Resources  []string `json:"resources"`
-}
-
-// objects are the decoded manifests of the base, by kind and name.
-type objects struct {
-	statefulSets map[string]*appsv1.StatefulSet
-	deployments  map[string]*appsv1.Deployment
-	services     map[string]*corev1.Service
-	configMaps   map[string]*corev1.ConfigMap
-	secrets      map[string]*corev1.Secret
-	pdbs         map[string]*policyv1.PodDisruptionBudget
-	monitors     map[string]*monitoringv1.ServiceMonitor
-	rules        map[string]*monitoringv1.PrometheusRule
-	namespaces   map[string]*corev1.Namespace
-}
-
-func load(t *testing.T) *objects {
-	t.Helper()
-	var k kustomization
-	strict(t, filepath.Join(base, "kustomization.yaml"), readFile(t, filepath.Join(base, "kustomization.yaml")), &k)
-	if k.Kind != "Kustomization" || len(k.Resources) == 0 {
-		t.Fatalf("kustomization: %+v", k)
-	}
-	o := &objects{statefulSets: map[string]*appsv1.StatefulSet{}, deployments: map[string]*appsv1.Deployment{},
-		services: map[string]*corev1.Service{}, configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{},
-		pdbs: map[string]*policyv1.PodDisruptionBudget{}, monitors: map[string]*monitoringv1.ServiceMonitor{},
-		rules: map[string]*monitoringv1.PrometheusRule{}, namespaces: map[string]*corev1.Namespace{}}
-	listed := map[string]bool{}
-	for _, r := range k.Resources {
-		listed[r] = true
-		for i, doc := range documents(readFile(t, filepath.Join(base, r))) {
-			o.add(t, fmt.Sprintf("%s#%d", r, i), doc)
+// Every overlay renders, and holds what an install needs: the three
+// workloads, the topics Job, their Services, accounts, budgets, network
+// policies and monitoring.
+func TestOverlaysRender(t *testing.T) {
+	forEachOverlay(t, func(t *testing.T, o *objects) {
+		for _, k := range []string{"StatefulSet", "Job", "Service", "ServiceAccount", "PodDisruptionBudget", "NetworkPolicy", "ServiceMonitor", "PrometheusRule", "ConfigMap"} {
+			if o.kinds[k] == 0 {
+				t.Errorf("no %s", k)
+			}
 		}
-	}
-	files, _ := filepath.Glob(filepath.Join(base, "*.yaml"))
-	for _, f := range files {
-		if name := filepath.Base(f); name != "kustomization.yaml" && !listed[name] {
-			t.Errorf("%s is not in kustomization.yaml's resources", name)
+		for _, n := range []string{"tool-executor", "tool-reconciler", "tool-gateway"} {
+			if o.statefulSets[n] == nil {
+				t.Errorf("no StatefulSet %s", n)
+			}
 		}
-	}
-	return o
-}
-
-func readFile(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// documents splits a multi-document YAML file.
-func documents(b []byte) [][]byte {
-	var out [][]byte
-	for _, d := range bytes.Split(b, []byte("\n---\n")) {
-		if len(bytes.TrimSpace(stripComments(d))) > 0 {
-			out = append(out, d)
+		if o.jobs["toolexec-topics"] == nil {
+			t.Error("no topics Job")
 		}
+		t.Logf("%d objects: %v", len(o.all), o.kinds)
+	})
+	if render(t, "overlays/prod").namespaces["toolexec"] != nil {
+		t.Error("overlays/prod holds the Namespace: kubectl delete -k would take the volumes with it")
 	}
-	return out
-}
-
-func stripComments(b []byte) []byte {
-	var out []byte
-	for _, l := range bytes.Split(b, []byte("\n")) {
-		if !bytes.HasPrefix(bytes.TrimSpace(l), []byte("#")) {
-			out = append(append(out, l...), '\n')
-		}
+	if len(render(t, "overlays/dev").namespaces) != 1 {
+		t.Error("overlays/dev must create its namespace")
 	}
-	return out
-}
-
-// strict decodes YAML into v; an unknown or duplicate field is an error.
-func strict(t *testing.T, where string, doc []byte, v any) {
-	t.Helper()
-	if err := yaml.UnmarshalStrict(doc, v); err != nil {
-		t.Fatalf("%s: %v", where, err)
+	if len(render(t, "overlays/prod").ingresses) != 1 {
+		t.Error("overlays/prod must route to the gateway through an Ingress")
 	}
 }
 
-func (o *objects) add(t *testing.T, where string, doc []byte) {
-	t.Helper()
-	var tm metav1.TypeMeta
-	if err := yaml.Unmarshal(doc, &tm); err != nil {
-		t.Fatalf("%s: %v", where, err)
-	}
-	switch tm.APIVersion + " " + tm.Kind {
-	case "apps/v1 StatefulSet":
-		decodeInto(t, where, doc, o.statefulSets)
-	case "apps/v1 Deployment":
-		decodeInto(t, where, doc, o.deployments)
-	case "v1 Service":
-		decodeInto(t, where, doc, o.services)
-	case "v1 ConfigMap":
-		decodeInto(t, where, doc, o.configMaps)
-	case "v1 Secret":
-		decodeInto(t, where, doc, o.secrets)
-	case "v1 Namespace":
-		decodeInto(t, where, doc, o.namespaces)
-	case "policy/v1 PodDisruptionBudget":
-		decodeInto(t, where, doc, o.pdbs)
-	case "monitoring.coreos.com/v1 ServiceMonitor":
-		decodeInto(t, where, doc, o.monitors)
-	case "monitoring.coreos.com/v1 PrometheusRule":
-		decodeInto(t, where, doc, o.rules)
-	default:
-		t.Fatalf("%s: %s %s is not a kind this test knows", where, tm.APIVersion, tm.Kind)
-	}
-}
-
-// named is what every decoded object is: it has a name.
-type named interface{ GetName() string }
-
-func decodeInto[T any, P interface {
-	*T
-	named
-}](t *testing.T, where string, doc []byte, into map[string]P) {
-	t.Helper()
-	v := P(new(T))
-	strict(t, where, doc, v)
-	if v.GetName() == "" {
-		t.Fatalf("%s: no metadata.name", where)
-	}
-	if _, dup := into[v.GetName()]; dup {
-		t.Fatalf("%s: a second %s", where, v.GetName())
-	}
-	into[v.GetName()] = v
-}
-
-// TestManifestsDecodeStrictly: every resource of the base is one of the
-// expected kinds and decodes with no unknown field.
-func TestManifestsDecodeStrictly(t *testing.T) {
-	o := load(t)
-	want := map[string]int{"StatefulSet": 1, "Deployment": 1, "Service": 2, "PodDisruptionBudget": 1, "ServiceMonitor": 1, "PrometheusRule": 1}
-	got := map[string]int{"StatefulSet": len(o.statefulSets), "Deployment": len(o.deployments), "Service": len(o.services),
-		"PodDisruptionBudget": len(o.pdbs), "ServiceMonitor": len(o.monitors), "PrometheusRule": len(o.rules)}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("kinds %v, want %v", got, want)
-	}
-}
-
-// An unknown field is an error: the check can fail.
+// An unknown field is an error: the strict decoding can fail.
 func TestStrictDecodingRefusesAnUnknownField(t *testing.T) {
 	doc := []byte("apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: x}\nspec:\n  replica: 3\n")
 	if err := yaml.UnmarshalStrict(doc, &appsv1.StatefulSet{}); err == nil || !strings.Contains(err.Error(), "replica") {
 		t.Fatalf("a misspelt field decoded: %v", err)
 	}
+}
+
+// Every object carries app.kubernetes.io/name, component, part-of and
+// version, and so do the pods (their templates); the volume claim
+// templates carry no version (a StatefulSet may not change them, and a
+// release would).
+func TestEveryObjectIsLabelled(t *testing.T) {
+	forEachOverlay(t, func(t *testing.T, o *objects) {
+		version := o.statefulSets["tool-executor"].Labels[labelVersion]
+		if version == "" {
+			t.Fatal("no version label on the executor")
+		}
+		for _, m := range o.all {
+			checkLabels(t, m.String(), m.GetLabels(), version)
+		}
+		for n, p := range o.pods() {
+			checkLabels(t, n+" pod template", p.Labels, version)
+		}
+		for n, s := range o.statefulSets {
+			for _, v := range s.Spec.VolumeClaimTemplates {
+				if _, ok := v.Labels[labelVersion]; ok {
+					t.Errorf("%s: volume claim template %s has a version label: the next release could not be applied", n, v.Name)
+				}
+			}
+		}
+	})
+}
+
+func checkLabels(t *testing.T, what string, l map[string]string, version string) {
+	t.Helper()
+	for _, k := range []string{labelName, labelComponent} {
+		if l[k] == "" {
+			t.Errorf("%s: no label %s", what, k)
+		}
+	}
+	if l[labelPartOf] != "toolexec" {
+		t.Errorf("%s: %s=%q, want toolexec", what, labelPartOf, l[labelPartOf])
+	}
+	if l[labelVersion] != version {
+		t.Errorf("%s: %s=%q, want %q (the executor's)", what, labelVersion, l[labelVersion], version)
+	}
+}
+
+// digestRef is an image by tag and digest.
+var digestRef = regexp.MustCompile(`^[a-z0-9.-]+(/[a-z0-9._-]+)+:([A-Za-z0-9._-]+)@sha256:[0-9a-f]{64}$`)
+
+// overlays/prod runs its images by tag and digest (kustomize images:), the
+// tag being the version the labels carry; overlays/dev by tag (a local
+// build has no registry digest).
+func TestImagesArePinned(t *testing.T) {
+	forEachOverlay(t, func(t *testing.T, o *objects) {
+		version := o.statefulSets["tool-executor"].Labels[labelVersion]
+		for n, p := range o.pods() {
+			for _, c := range p.Spec.Containers {
+				tag := imageTag(c.Image)
+				if tag != version {
+					t.Errorf("%s/%s: image %s: tag %q, want the version label %q", n, c.Name, c.Image, tag, version)
+				}
+				if strings.HasSuffix(o.dir, "prod") && !digestRef.MatchString(c.Image) {
+					t.Errorf("%s/%s: image %s is not pinned by tag and digest", n, c.Name, c.Image)
+				}
+			}
+		}
+	})
+}
+
+// imageTag is the tag of ref (name[:tag][@digest]).
+func imageTag(ref string) string {
+	ref, _, _ = strings.Cut(ref, "@")
+	i := strings.LastIndexByte(ref, ':')
+	if i < strings.LastIndexByte(ref, '/') {
+		return ""
+	}
+	return ref[i+1:]
 }

@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +13,8 @@ import (
 )
 
 const alertsFile = "../prometheus/alerts.yml"
+
+var update = flag.Bool("update", false, "rewrite the generated manifests (base/prometheusrule.yaml, components/strimzi/kafkausers.yaml) from their sources")
 
 const ruleHeader = `# Generated from deploy/prometheus/alerts.yml by
 #   go test ./deploy/k8s -run TestPrometheusRule -update
@@ -31,7 +34,7 @@ func generatedRule(t *testing.T) *monitoringv1.PrometheusRule {
 	}
 	return &monitoringv1.PrometheusRule{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "monitoring.coreos.com/v1", Kind: "PrometheusRule"},
-		ObjectMeta: metav1.ObjectMeta{Name: "toolexec", Labels: map[string]string{"app.kubernetes.io/part-of": "toolexec"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "toolexec", Labels: map[string]string{labelName: "toolexec", labelComponent: "monitoring"}},
 		Spec:       monitoringv1.PrometheusRuleSpec{Groups: alerts.Groups},
 	}
 }
@@ -41,7 +44,7 @@ func generatedRule(t *testing.T) *monitoringv1.PrometheusRule {
 // same groups, rules, expressions, durations, labels and annotations.
 func TestPrometheusRuleIsGeneratedFromTheAlertRules(t *testing.T) {
 	want := generatedRule(t)
-	path := filepath.Join(base, "prometheusrule.yaml")
+	path := filepath.Join("base", "prometheusrule.yaml")
 	if *update {
 		b, err := yaml.Marshal(want)
 		if err != nil {
@@ -51,7 +54,7 @@ func TestPrometheusRuleIsGeneratedFromTheAlertRules(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := load(t).rules["toolexec"]
+	got := decodeAll(t, path, readFile(t, path)).rules["toolexec"]
 	if got == nil {
 		t.Fatalf("%s: no PrometheusRule named toolexec", path)
 	}

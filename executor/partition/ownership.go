@@ -56,6 +56,17 @@ func (c *Core) Owns(p int32) bool {
 	return ok
 }
 
+// AllRestored reports whether every held partition's view is caught up
+// with its log for this assignment (true when none is held).
+func (c *Core) AllRestored() bool {
+	for _, pt := range c.parts {
+		if !pt.restored {
+			return false
+		}
+	}
+	return true
+}
+
 // Owned lists the held partitions, in no order.
 func (c *Core) Owned() []int32 {
 	out := make([]int32, 0, len(c.parts))

@@ -7,13 +7,20 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/atmostonce/toolexec/internal/buildinfo"
 )
 
 // Main runs the subcommand named by the first argument with the rest, or
 // run with all of them, and exits 1 with "<name>: <error>" on failure.
+// --version alone prints the build (buildinfo) and exits 0.
 func Main(name string, run func([]string) error, subcommands map[string]func([]string) error) {
 	args := os.Args[1:]
 	var err error
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
+		fmt.Println(buildinfo.Read().String(name))
+		return
+	}
 	if sub, ok := subcommand(args, subcommands); ok {
 		err = sub(args[1:])
 	} else {

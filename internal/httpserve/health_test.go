@@ -1,10 +1,15 @@
 package httpserve
 
 import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -34,5 +39,62 @@ func TestHealth(t *testing.T) {
 	}
 	if c := status(t, Health(nil, ready.Load), "/metrics"); c != http.StatusNotFound {
 		t.Fatalf("/metrics without a registry: %d", c)
+	}
+}
+
+func TestHandoffAnswersWhileStarting(t *testing.T) {
+	s := Starting(prometheus.NewRegistry())
+	for path, want := range map[string]int{"/healthz": http.StatusOK, "/readyz": http.StatusServiceUnavailable, "/metrics": http.StatusOK, "/pending": http.StatusServiceUnavailable} {
+		if c := status(t, s, path); c != want {
+			t.Errorf("starting: %s answered %d, want %d", path, c, want)
+		}
+	}
+	s.Serve(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }))
+	for _, path := range []string{"/healthz", "/readyz", "/pending"} {
+		if c := status(t, s, path); c != http.StatusTeapot {
+			t.Errorf("after Serve: %s answered %d, not by the process's handler", path, c)
+		}
+	}
+}
+
+// The build info is one of the process metrics.
+func TestProcessRegistryExportsTheBuild(t *testing.T) {
+	mfs, err := ProcessRegistry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "toolexec_build_info" {
+			return
+		}
+	}
+	t.Fatal("no toolexec_build_info")
+}
+
+func TestWatchFollowsTheCheck(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var fail atomic.Bool
+	ready := Watch(ctx, "test", 10*time.Millisecond, time.Second, func(context.Context) error {
+		if fail.Load() {
+			return errors.New("down")
+		}
+		return nil
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	waitFor(t, ready, true)
+	fail.Store(true)
+	waitFor(t, ready, false)
+	fail.Store(false)
+	waitFor(t, ready, true)
+}
+
+func waitFor(t *testing.T, ready func() bool, want bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for ready() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("ready stayed %v", !want)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

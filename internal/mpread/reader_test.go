@@ -156,7 +156,7 @@ func FuzzAnyMatchesReflection(f *testing.F) {
 }
 
 // shapeFits reports whether every container in b declares no more
-// elements than bytes remain (what topics.checkShape guarantees before
+// elements than bytes remain (what CheckShape guarantees before
 // any reflective decode in the executor).
 func shapeFits(b []byte) bool {
 	r := New(b)
