@@ -4,7 +4,6 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"os/signal"
 	"regexp"
 	"sync/atomic"
 
@@ -73,22 +72,11 @@ func (s *OperatorStore) Reload() error {
 // ReloadOnSignal reloads the file on every sig (SIGHUP by convention)
 // until stop is called, logging the outcome.
 func (s *OperatorStore) ReloadOnSignal(log *slog.Logger, sig ...os.Signal) (stop func()) {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, sig...)
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-ch:
-				if err := s.Reload(); err != nil {
-					log.Error("operators file not reloaded; the previous operators stay in force", "err", err)
-					continue
-				}
-				log.Info("operators file reloaded; sessions of removed tokens end", "path", s.path, "operators", len(s.Current().Names()))
-			case <-done:
-				return
-			}
+	return tokenfile.OnSignal(func() {
+		if err := s.Reload(); err != nil {
+			log.Error("operators file not reloaded; the previous operators stay in force", "err", err)
+			return
 		}
-	}()
-	return func() { signal.Stop(ch); close(done) }
+		log.Info("operators file reloaded; sessions of removed tokens end", "path", s.path, "operators", len(s.Current().Names()))
+	}, sig...)
 }

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -331,4 +332,24 @@ func quote(s string) string {
 		s = s[:64] + "..."
 	}
 	return fmt.Sprintf("%q", s)
+}
+
+// OnSignal calls reload on every sig (SIGHUP by convention), one at a
+// time on a goroutine of its own, until stop is called: how a process
+// puts a rotated file in force.
+func OnSignal(reload func(), sig ...os.Signal) (stop func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sig...)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-ch:
+				reload()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { signal.Stop(ch); close(done) }
 }
