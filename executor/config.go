@@ -1,8 +1,6 @@
 package executor
 
 import (
-	"go.opentelemetry.io/otel/trace"
-
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atmostonce/toolexec/internal/defaults"
 	"github.com/atmostonce/toolexec/tools"

@@ -1,6 +1,8 @@
 package executor
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -13,7 +15,7 @@ type Metrics struct {
 	TickDuration prometheus.Histogram
 	TxnDuration  prometheus.Histogram
 	// ConfirmDuration is how long a tick with calls waited, after EndTxn,
-	// to see its commit markers on the events partitions (confirm.go).
+	// to see its commit markers on the events partitions (txn/confirm.go).
 	ConfirmDuration  prometheus.Histogram
 	Txns             *prometheus.CounterVec // by result
 	TickRecords      prometheus.Histogram   // records decided per committed transaction
@@ -86,3 +88,5 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	return m
 }
+
+func partitionLabel(p int32) string { return strconv.Itoa(int(p)) }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/executor/partition"
+	"github.com/atmostonce/toolexec/executor/txn"
 	"github.com/atmostonce/toolexec/state"
 )
 
@@ -23,12 +24,12 @@ import (
 //     (bounded; a failure defers the tick) and stepping again;
 //   - encode (encode.go): the Ready as records, each tagged with its
 //     origin and checked against the broker's size limit;
-//   - commit (txn.go): one transaction with the polled offsets and the
-//     fence;
-//   - confirm (confirm.go): for a tick with calls, the commit markers seen
-//     on the events partitions of their started events (an abort behind
-//     the reported commit, or no marker in time, ends the tick as one
-//     whose outcome is unknown: nothing is materialised or dispatched);
+//   - commit and confirm (the transaction session, package txn): one
+//     transaction with the polled offsets and the fence; for a tick with
+//     calls, the commit markers seen on the events partitions of their
+//     started events (an abort behind the reported commit, or no marker
+//     in time, ends the tick as one whose outcome is unknown: nothing is
+//     materialised or dispatched);
 //   - materialise (afterCommit): the Ready's overlay and the new
 //     checkpoints in one synced Pebble batch;
 //   - dispatch (afterCommit): the calls whose started events just
@@ -40,29 +41,28 @@ func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 	e.collectCompletions()
 	pr := e.prepare(fs)
 	e.restoreBackground(ctx)
-	e.watchStalls(ctx)
+	e.txns.CheckHanging(ctx)
 	rd, err := e.step(ctx, pr)
 	if err != nil {
 		return err
 	}
 	tt.decided(pr, rd)
-	tr, err := e.encode(rd, pr)
+	tr, err := e.enc.encode(rd, pr.records)
 	if err != nil {
 		return err
 	}
-	if len(tr.out) == 0 && len(pr.records) == 0 {
+	if len(tr.Records) == 0 && len(pr.records) == 0 {
 		e.core.Skipped(rd)
 		return nil
 	}
-	committed, err := e.commit(ctx, tr, func() { e.commitHooks(rd) })
-	if errors.Is(err, ErrFatal) {
+	tr.Confirm = callPartitions(rd.Calls)
+	out, err := e.txns.Commit(ctx, &tr.Batch, func() { e.commitHooks(rd) })
+	if err != nil {
 		return err
 	}
-	if err != nil || !committed {
-		return e.afterAbort(rd, tr, err)
-	}
-	if cf := e.confirmCalls(ctx, rd.Calls, tr); cf.err != nil {
-		return e.afterBrokenCommit(rd, tr, pr, cf)
+	if out != txn.Committed {
+		e.afterAbort(rd, tr, out)
+		return nil
 	}
 	tt.committed(rd)
 	e.afterCommit(rd, tr)
@@ -110,8 +110,6 @@ func (e *Executor) commitHooks(rd *partition.Ready) {
 // dispatches the calls whose started events are now committed.
 func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) {
 	e.m.Txns.WithLabelValues("committed").Inc()
-	e.offsetsUnsure = false // the session's idea of committed is ours again
-	e.pidChanged(tr.txn)
 	e.m.TickRecords.Observe(float64(rd.Inputs + len(rd.Recorded)))
 	for v, n := range rd.Verdicts {
 		e.m.Intents.WithLabelValues(v).Add(float64(n))
@@ -139,7 +137,7 @@ func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) {
 // same records.
 func (e *Executor) materialise(rd *partition.Ready, tr *txnRecords) error {
 	b := e.store.NewBatch()
-	if err := rd.Overlay.Write(eventlog.Writer{Batch: b}, e.cfg.Names.Events, tr.checkpoints(), nil); err != nil {
+	if err := rd.Overlay.Write(eventlog.Writer{Batch: b}, e.cfg.Names.Events, tr.Checkpoints(), nil); err != nil {
 		b.Discard()
 		return err
 	}
@@ -157,65 +155,36 @@ func (e *Executor) materialise(rd *partition.Ready, tr *txnRecords) error {
 
 // afterAbort forgets the tick: its calls are not dispatched, its
 // completions stay unrecorded for the next tick, and the polled records
-// are fetched again (the session rewound them). An error from End leaves
-// the commit unknown, so the view catches up from the log before it is
-// used again.
-func (e *Executor) afterAbort(rd *partition.Ready, tr *txnRecords, err error) error {
-	e.m.Txns.WithLabelValues("aborted").Inc()
+// are fetched again (the session rewound them). An end of unknown outcome
+// (Unknown, Unconfirmed) leaves the commit unknown, so the view catches up
+// from the log before it is used again.
+func (e *Executor) afterAbort(rd *partition.Ready, tr *txnRecords, out txn.Outcome) {
+	result := "aborted"
+	if out == txn.Unconfirmed {
+		result = "unconfirmed"
+	}
+	e.m.Txns.WithLabelValues(result).Inc()
 	e.hot.forgetAll() // the view was not written; forget rather than reason about an unknown end
 	e.notePoison(tr)
-	e.core.Aborted(rd, err != nil)
-	if err != nil {
-		// The producer id and epoch name the transaction in the broker's
-		// log (kafka-dump-log, DescribeProducers), so that a remnant found
-		// later can be traced to this member and this tick.
-		e.cfg.Logger.Warn("transaction failed; partitions catch up from the log", "err", err, "produce_err", tr.produceErr,
-			"producer_id", tr.txn.pid, "producer_epoch", tr.txn.epoch)
-		e.offsetsUnsure = true
+	e.core.Aborted(rd, out != txn.Aborted)
+}
+
+// callPartitions are the events partitions of calls' started events: the
+// commit must be seen there before the calls are made.
+func callPartitions(calls []partition.Call) map[int32]bool {
+	ps := make(map[int32]bool, 1)
+	for _, c := range calls {
+		ps[c.P] = true
 	}
-	set, err2 := e.resyncOffsets()
-	if err2 != nil {
-		return err2
-	}
-	if err != nil && set != nil {
-		moved := actedCommitted(tr.tried, set, e.core.Owns)
-		e.cfg.Logger.Info("unconfirmed transaction judged by the group's offsets", "producer_id", tr.txn.pid,
-			"producer_epoch", tr.txn.epoch, "offsets_moved", moved)
-		if !moved {
-			// The group's offsets did not move: this member polls the
-			// tick's records again and redoes them.
-			e.recordAborted(tr.txn)
+	return ps
+}
+
+// fetchErrors logs fetch errors other than the poll's own timeout.
+func (e *Executor) fetchErrors(fs kgo.Fetches) {
+	fs.EachError(func(t string, p int32, err error) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
+			return
 		}
-	}
-	return nil
-}
-
-// afterBrokenCommit handles a transaction that EndTxn reported committed
-// and the events partitions did not show committed in time, or showed
-// aborted (confirm.go): like an end of unknown outcome, nothing of the
-// tick is dispatched or materialised, and its partitions catch up from the
-// log. The inputs of partitions seen aborted are polled again, whatever
-// the group's offsets say: their started events are gone.
-func (e *Executor) afterBrokenCommit(rd *partition.Ready, tr *txnRecords, pr *prepared, cf confirmation) error {
-	e.m.Txns.WithLabelValues("unconfirmed").Inc()
-	e.cfg.Logger.Error("a reported commit is not confirmed on the events partitions; its calls are not made",
-		"err", cf.err, "calls", len(rd.Calls), "producer_id", tr.txn.pid, "producer_epoch", tr.txn.epoch)
-	if err := e.afterAbort(rd, tr, cf.err); err != nil {
-		return err
-	}
-	if len(cf.aborted) > 0 {
-		e.rewind(pr, cf.aborted)
-	}
-	return nil
-}
-
-// pidChanged names this member's producer id in the log whenever it
-// changes (at the first commit, and after a re-initialisation): hanging
-// transactions and broker logs name producers by id, not by member.
-func (e *Executor) pidChanged(k txnKey) {
-	if k.pid == e.loggedPID {
-		return
-	}
-	e.loggedPID = k.pid
-	e.cfg.Logger.Info("committing as producer", "producer_id", k.pid, "producer_epoch", k.epoch)
+		e.cfg.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)
+	})
 }

@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"go.opentelemetry.io/otel/trace"
-
 	"fmt"
 	"log/slog"
 	"strings"
@@ -10,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"

@@ -1,9 +1,6 @@
 package gateway
 
 import (
-	"github.com/atmostonce/toolexec/internal/tracing"
-	"go.opentelemetry.io/otel/trace"
-
 	"context"
 	"errors"
 	"fmt"
@@ -14,8 +11,10 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/internal/tracing"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"
 )

@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"github.com/atmostonce/toolexec/internal/tracing"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/atmostonce/toolexec/client"
 	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/internal/tracing"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/wire"
 )

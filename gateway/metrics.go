@@ -1,13 +1,13 @@
 package gateway
 
 import (
-	"github.com/atmostonce/toolexec/internal/tracing"
-	"go.opentelemetry.io/otel/trace"
-
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/atmostonce/toolexec/internal/tracing"
 )
 
 // metrics are the gateway's collectors, namespace toolexec_gateway_.

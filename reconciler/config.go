@@ -1,8 +1,6 @@
 package reconciler
 
 import (
-	"go.opentelemetry.io/otel/trace"
-
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atmostonce/toolexec/internal/defaults"
 	"github.com/atmostonce/toolexec/tools"

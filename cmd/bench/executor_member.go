@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/atmostonce/toolexec/internal/tracing"
-
 	"context"
 	"log/slog"
 	"os"
@@ -12,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/atmostonce/toolexec/executor"
+	"github.com/atmostonce/toolexec/internal/tracing"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/atmostonce/toolexec/internal/tracing"
-
 	"context"
 	"errors"
 	"log/slog"
@@ -13,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/atmostonce/toolexec/gateway"
+	"github.com/atmostonce/toolexec/internal/tracing"
 )
 
 // benchToken is the bench tenant's bearer token at the gateway.

@@ -1,4 +1,4 @@
-package executor
+package txn
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func TestRecoverDropsBufferedRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sess.Close()
-	e := &Executor{sess: sess, cfg: Config{TransactionTimeout: 5 * time.Second, BrokerOutage: 10 * time.Second,
+	e := &Session{gs: sess, cfg: Config{TransactionTimeout: 5 * time.Second, BrokerOutage: 10 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -1,4 +1,4 @@
-package executor
+package txn
 
 import (
 	"context"
@@ -53,11 +53,11 @@ import (
 // partition before it can be judged hanging: far beyond any transaction
 // timeout this executor uses, so only a transaction the coordinator has
 // forgotten qualifies.
-func (e *Executor) hangingAge() time.Duration { return 3 * e.cfg.TransactionTimeout }
+func (s *Session) hangingAge() time.Duration { return 3 * s.cfg.TransactionTimeout }
 
 // stalledAfter is the interval between two looks for hanging
 // transactions: two read-only admin requests (metadata, producers).
-func (e *Executor) stalledAfter() time.Duration { return 2 * e.cfg.TransactionTimeout }
+func (s *Session) stalledAfter() time.Duration { return 2 * s.cfg.TransactionTimeout }
 
 // openTxn is one producer's open transaction on one partition.
 type openTxn struct {
@@ -92,37 +92,37 @@ var runningStates = map[string]bool{"Ongoing": true, "PrepareCommit": true, "Pre
 // and closes each with the marker closeMarker chooses. It returns how many
 // it closed. unlisted counts the topics whose partitions could not even be
 // listed (no Describe), for the blind-check gauge.
-func (e *Executor) closeHanging(ctx context.Context, set kadm.TopicsSet, unlisted int) (int, error) {
-	described, err := e.adm.DescribeProducers(ctx, set)
-	e.m.HangingBlind.Set(float64(unlisted + blind(set, described, err)))
+func (s *Session) closeHanging(ctx context.Context, set kadm.TopicsSet, unlisted int) (int, error) {
+	described, err := s.adm.DescribeProducers(ctx, set)
+	s.cfg.HangingBlind.Set(float64(unlisted + blind(set, described, err)))
 	if err != nil {
 		return 0, err
 	}
-	cands := hangingCandidates(described, time.Now(), e.hangingAge())
+	cands := hangingCandidates(described, time.Now(), s.hangingAge())
 	if len(cands) == 0 {
 		return 0, nil
 	}
-	coords, err := e.coordinatorStates(ctx, cands)
+	coords, err := s.coordinatorStates(ctx, cands)
 	if err != nil {
 		return 0, err
 	}
 	closed := 0
 	now := time.Now()
 	for _, c := range cands {
-		commit, why := closeMarker(c, e.aborted.aborted(c.producerID, c.producerEpoch), coords[c.producerID], now, e.hangingAge())
+		commit, why := closeMarker(c, s.aborted.aborted(c.producerID, c.producerEpoch), coords[c.producerID], now, s.hangingAge())
 		if why == "" {
 			continue
 		}
 		m := kadm.TxnMarkers{ProducerID: c.producerID, ProducerEpoch: c.producerEpoch, CoordinatorEpoch: c.coordinatorEpoch, Commit: commit,
 			Topics: kadm.TopicsSet{c.topic: {c.partition: {}}}}
-		if err := markersErr(e.adm.WriteTxnMarkers(ctx, m)); err != nil {
-			e.m.HangingUnclosed.WithLabelValues(unclosedReason(err)).Inc()
-			e.cfg.Logger.Error("closing a hanging transaction failed; its partition stays stalled (ClusterAction needed, see docs/SECURITY.md)", "topic", c.topic, "partition", c.partition, "producer_id", c.producerID, "reason", unclosedReason(err), "err", err)
+		if err := markersErr(s.adm.WriteTxnMarkers(ctx, m)); err != nil {
+			s.cfg.HangingUnclosed.WithLabelValues(unclosedReason(err)).Inc()
+			s.cfg.Logger.Error("closing a hanging transaction failed; its partition stays stalled (ClusterAction needed, see docs/SECURITY.md)", "topic", c.topic, "partition", c.partition, "producer_id", c.producerID, "reason", unclosedReason(err), "err", err)
 			continue
 		}
 		closed++
-		e.m.HangingCommitted.Inc()
-		e.cfg.Logger.Warn("closed a hanging transaction (open on the partition, unknown to its coordinator)",
+		s.cfg.HangingCommitted.Inc()
+		s.cfg.Logger.Warn("closed a hanging transaction (open on the partition, unknown to its coordinator)",
 			"commit", commit, "why", why, "topic", c.topic, "partition", c.partition, "producer_id", c.producerID, "producer_epoch", c.producerEpoch,
 			"open_since", c.lastWrite)
 	}
@@ -134,12 +134,12 @@ func (e *Executor) closeHanging(ctx context.Context, set kadm.TopicsSet, unliste
 // (expired, or a producer id since replaced) are absent. An id listed but
 // not described keeps its listed state with an unknown epoch (-1): it is
 // still left alone while running, and proves no abort.
-func (e *Executor) coordinatorStates(ctx context.Context, cands []openTxn) (map[int64]kadm.DescribedTransaction, error) {
+func (s *Session) coordinatorStates(ctx context.Context, cands []openTxn) (map[int64]kadm.DescribedTransaction, error) {
 	pids := make([]int64, 0, len(cands))
 	for _, c := range cands {
 		pids = append(pids, c.producerID)
 	}
-	listed, err := e.adm.ListTransactions(ctx, pids, nil)
+	listed, err := s.adm.ListTransactions(ctx, pids, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -150,9 +150,9 @@ func (e *Executor) coordinatorStates(ctx context.Context, cands []openTxn) (map[
 	if len(out) == 0 {
 		return out, nil
 	}
-	described, err := e.adm.DescribeTransactions(ctx, listed.TransactionalIDs()...)
+	described, err := s.adm.DescribeTransactions(ctx, listed.TransactionalIDs()...)
 	if err != nil {
-		e.cfg.Logger.Debug("hanging check: transactions not described", "err", err)
+		s.cfg.Logger.Debug("hanging check: transactions not described", "err", err)
 	}
 	for _, d := range described {
 		if l, ok := out[d.ProducerID]; ok && d.Err == nil && d.TxnID == l.TxnID {
@@ -194,36 +194,36 @@ func coordinatorAborted(c openTxn, coord kadm.DescribedTransaction) bool {
 	return coord.ProducerID == c.producerID && coord.State == "CompleteAbort" && coord.ProducerEpoch == c.producerEpoch+1
 }
 
-// watchStalls runs on the loop and looks for hanging transactions once
-// per stalledAfter. Not only when a partition it reads stalls: a
-// forgotten transaction on a results or dead-letter partition stops no
-// executor, only the agents reading answers (read-committed) stop seeing
-// them. The chaos harness saw exactly that: answers of four results
-// partitions invisible while every intent was processed.
-func (e *Executor) watchStalls(ctx context.Context) { e.checkHanging(ctx) }
-
-// checkHanging looks for hanging transactions on every partition of the
+// CheckHanging looks for hanging transactions on every partition of the
 // topics this executor writes or reads (intents, control, events,
-// results, dead letters) and of the group's offsets topic, at most once
-// per stalledAfter: one forgotten transaction spans every partition its
-// tick wrote, and must be closed on each. Callers: watchStalls, and a
-// restore whose events partition has a transaction that will not settle.
-func (e *Executor) checkHanging(ctx context.Context) {
+// results, dead letters) and of the group's offsets topic, and closes
+// them, at most once per stalledAfter (a call in between returns at
+// once): one forgotten transaction spans every partition its tick wrote,
+// and must be closed on each. It blocks for up to stallCheckTimeout;
+// cancelling ctx ends it sooner. Its failures are logged, not returned.
+//
+// The loop calls it every tick, not only when a partition it reads
+// stalls: a forgotten transaction on a results or dead-letter partition
+// stops no executor, only the agents reading answers (read-committed)
+// stop seeing them (answers of four results partitions invisible while
+// every intent was processed, docs/RELIABILITY.md). A restore whose
+// events partition has a transaction that will not settle calls it too.
+func (s *Session) CheckHanging(ctx context.Context) {
 	now := time.Now()
-	if now.Sub(e.lastStallCheck) < e.stalledAfter() {
+	if now.Sub(s.lastStallCheck) < s.stalledAfter() {
 		return
 	}
-	e.lastStallCheck = now
+	s.lastStallCheck = now
 	cctx, cancel := context.WithTimeout(ctx, stallCheckTimeout)
 	defer cancel()
-	set, unlisted, err := e.partitionsOf(cctx, e.cfg.Names.Intents, e.cfg.Names.Control, e.cfg.Names.Events,
-		e.cfg.Names.Results, e.cfg.Names.DeadLetter, offsetsTopic)
+	set, unlisted, err := s.partitionsOf(cctx, s.cfg.Names.Intents, s.cfg.Names.Control, s.cfg.Names.Events,
+		s.cfg.Names.Results, s.cfg.Names.DeadLetter, offsetsTopic)
 	if err != nil {
-		e.cfg.Logger.Debug("stall check: topics not described", "err", err)
+		s.cfg.Logger.Debug("stall check: topics not described", "err", err)
 		return
 	}
-	if _, err := e.closeHanging(cctx, set, unlisted); err != nil {
-		e.cfg.Logger.Debug("stall check failed", "err", err)
+	if _, err := s.closeHanging(cctx, set, unlisted); err != nil {
+		s.cfg.Logger.Debug("stall check failed", "err", err)
 	}
 }
 
@@ -234,11 +234,11 @@ const offsetsTopic = "__consumer_offsets"
 // kadm fails a listing as a whole when one topic is refused, and a
 // member without Describe on __consumer_offsets must still check its own
 // topics.
-func (e *Executor) partitionsOf(ctx context.Context, names ...string) (kadm.TopicsSet, int, error) {
+func (s *Session) partitionsOf(ctx context.Context, names ...string) (kadm.TopicsSet, int, error) {
 	set := kadm.TopicsSet{}
 	unlisted := 0
 	for _, name := range names {
-		td, err := e.adm.ListTopicsWithInternal(ctx, name)
+		td, err := s.adm.ListTopicsWithInternal(ctx, name)
 		if errors.Is(err, kerr.TopicAuthorizationFailed) {
 			unlisted++
 			continue
@@ -256,12 +256,6 @@ func (e *Executor) partitionsOf(ctx context.Context, names ...string) (kadm.Topi
 		}
 	}
 	return set, unlisted, nil
-}
-
-// txnKey names one transaction of one producer.
-type txnKey struct {
-	pid   int64
-	epoch int16
 }
 
 // markersErr is the request's error, else the first partition's: a

@@ -1,4 +1,4 @@
-package executor
+package txn
 
 import (
 	"context"
@@ -11,10 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/atmostonce/toolexec/executor/partition"
 )
 
 // The commit confirmation: a tick's calls are dispatched only once the
@@ -34,6 +31,12 @@ import (
 // an abort. Only ticks with calls wait (one fetch per such partition, at
 // once, usually one round trip): a lost marker on a tick without calls loses answers or an
 // outcome, which the reconciler and the clients' retries already cover.
+//
+// The reads go through a client of their own (Config.Markers), not the
+// group session's: a broker answers one request of a connection at a
+// time, and kgo sends fetches on one connection per broker, where the
+// consumer's own fetch waits up to its max wait (5 s) for data. Behind
+// it, each confirmation took 5 s.
 
 // errCommitUnconfirmed: the transaction's markers were not seen in time,
 // or were seen to abort what EndTxn reported committed.
@@ -64,24 +67,24 @@ type confirmation struct {
 	err     error          // nil: every partition with a started event committed
 }
 
-// confirmCalls waits until every events partition holding a started event
-// of rd's calls shows tr's transaction committed. It gives up after the
-// transaction timeout, or when the group needs the loop (the same cancel
-// as the end's): the tick is then treated as an end of unknown outcome.
-func (e *Executor) confirmCalls(ctx context.Context, calls []partition.Call, tr *txnRecords) confirmation {
-	spans := tr.spansOf(callPartitions(calls))
+// confirm waits until every events partition of b.Confirm that holds an
+// event of b shows b's transaction committed. It gives up after the
+// transaction timeout, or at Interrupt (the group needs the loop): the
+// transaction is then treated as an end of unknown outcome.
+func (s *Session) confirm(ctx context.Context, b *Batch) confirmation {
+	spans := b.spansOf(b.Confirm)
 	if len(spans) == 0 {
 		return confirmation{}
 	}
 	start := time.Now()
-	cctx, done := e.cancellableEnd(ctx)
+	cctx, done := s.interruptible(ctx)
 	defer done()
-	pid := tr.txn.pid
-	if !tr.pidKnown {
+	pid := b.txn.pid
+	if !b.pidKnown {
 		pid = anyProducer
 	}
-	aborted, err := e.awaitMarkers(cctx, pid, spans)
-	e.m.ConfirmDuration.Observe(time.Since(start).Seconds())
+	aborted, err := s.awaitMarkers(cctx, pid, spans)
+	s.cfg.ConfirmDuration.Observe(time.Since(start).Seconds())
 	switch {
 	case len(aborted) > 0:
 		return confirmation{aborted: aborted, err: fmt.Errorf("%w: aborted on events partitions %v", errCommitUnconfirmed, slices.Sorted(maps.Keys(aborted)))}
@@ -91,25 +94,16 @@ func (e *Executor) confirmCalls(ctx context.Context, calls []partition.Call, tr 
 	return confirmation{}
 }
 
-// callPartitions are the events partitions of calls' started events.
-func callPartitions(calls []partition.Call) map[int32]bool {
-	ps := make(map[int32]bool, 1)
-	for _, c := range calls {
-		ps[c.P] = true
-	}
-	return ps
-}
-
 // awaitMarkers polls the partitions of spans until none is pending; it
 // returns the partitions seen aborted, and ctx's error if it ended first.
-func (e *Executor) awaitMarkers(ctx context.Context, pid int64, spans map[int32]span) (map[int32]bool, error) {
+func (s *Session) awaitMarkers(ctx context.Context, pid int64, spans map[int32]span) (map[int32]bool, error) {
 	pending := spans
 	aborted := map[int32]bool{}
 	backoff := confirmFirstBackoff
 	for {
-		states, err := e.readMarkers(ctx, pid, e.eventsTopicID(ctx), pending)
+		states, err := s.readMarkers(ctx, pid, s.eventsTopicID(ctx), pending)
 		if errors.Is(err, kerr.UnknownTopicID) {
-			e.forgetEventsTopicID() // recreated: look it up again
+			s.forgetEventsTopicID() // recreated: look it up again
 		}
 		next := map[int32]span{}
 		for p, sp := range pending {
@@ -143,7 +137,7 @@ func (e *Executor) awaitMarkers(ctx context.Context, pid int64, spans map[int32]
 // partition's byte limit only for the first partition of a fetch that has
 // data (KIP-74), and lists aborted transactions only over the data it
 // returns; a partition that came back empty would look committed.
-func (e *Executor) readMarkers(ctx context.Context, pid int64, topicID [16]byte, spans map[int32]span) (map[int32]markerState, error) {
+func (s *Session) readMarkers(ctx context.Context, pid int64, topicID [16]byte, spans map[int32]span) (map[int32]markerState, error) {
 	var (
 		mu      sync.Mutex
 		wg      sync.WaitGroup
@@ -152,7 +146,7 @@ func (e *Executor) readMarkers(ctx context.Context, pid int64, topicID [16]byte,
 	)
 	for p, sp := range spans {
 		wg.Go(func() {
-			st, err := e.readMarker(ctx, pid, topicID, p, sp)
+			st, err := s.readMarker(ctx, pid, topicID, p, sp)
 			mu.Lock()
 			defer mu.Unlock()
 			states[p] = st
@@ -169,12 +163,12 @@ func (e *Executor) readMarkers(ctx context.Context, pid int64, topicID [16]byte,
 // batch from the span's first event, without waiting: the response's
 // stable offset and aborted-transaction list are what is wanted, not the
 // records.
-func (e *Executor) readMarker(ctx context.Context, pid int64, topicID [16]byte, p int32, sp span) (markerState, error) {
-	topic := e.cfg.Names.Events
+func (s *Session) readMarker(ctx context.Context, pid int64, topicID [16]byte, p int32, sp span) (markerState, error) {
+	topic := s.cfg.Names.Events
 	// The session produces to the partition: its metadata names the leader.
-	leader, _, err := e.sess.Client().PartitionLeader(topic, p)
+	leader, _, err := s.gs.Client().PartitionLeader(topic, p)
 	if err != nil || leader < 0 {
-		e.sess.Client().ForceMetadataRefresh()
+		s.gs.Client().ForceMetadataRefresh()
 		return markerPending, fmt.Errorf("leader of %s/%d unknown: %v", topic, p, err)
 	}
 	req := kmsg.NewPtrFetchRequest()
@@ -195,12 +189,12 @@ func (e *Executor) readMarker(ctx context.Context, pid int64, topicID [16]byte, 
 	rp.PartitionMaxBytes = 1 // the first batch still comes whole
 	t.Partitions = append(t.Partitions, rp)
 	req.Topics = append(req.Topics, t)
-	resp, err := e.markers.Broker(int(leader)).Request(ctx, req)
+	resp, err := s.markers.Broker(int(leader)).Request(ctx, req)
 	if err != nil {
-		e.markers.ForceMetadataRefresh() // a broker it does not know yet
+		s.markers.ForceMetadataRefresh() // a broker it does not know yet
 		return markerPending, err
 	}
-	return e.judgeMarker(resp.(*kmsg.FetchResponse), pid, p, sp)
+	return s.judgeMarker(resp.(*kmsg.FetchResponse), pid, p, sp)
 }
 
 // markerFetchBytes bounds a marker fetch's response; the partition's own
@@ -211,7 +205,7 @@ const markerFetchBytes = 1 << 20
 // judgeMarker judges partition p from a marker fetch's response. A
 // partition that returned no batch is pending: with nothing read, its
 // aborted-transaction list says nothing.
-func (e *Executor) judgeMarker(resp *kmsg.FetchResponse, pid int64, p int32, sp span) (markerState, error) {
+func (s *Session) judgeMarker(resp *kmsg.FetchResponse, pid int64, p int32, sp span) (markerState, error) {
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return markerPending, err
 	}
@@ -221,8 +215,8 @@ func (e *Executor) judgeMarker(resp *kmsg.FetchResponse, pid int64, p int32, sp 
 				continue
 			}
 			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-				e.sess.Client().ForceMetadataRefresh() // a moved leader, most likely
-				return markerPending, fmt.Errorf("%s/%d: %w", e.cfg.Names.Events, p, err)
+				s.gs.Client().ForceMetadataRefresh() // a moved leader, most likely
+				return markerPending, fmt.Errorf("%s/%d: %w", s.cfg.Names.Events, p, err)
 			}
 			if len(rp.RecordBatches) == 0 {
 				return markerPending, nil
@@ -230,7 +224,7 @@ func (e *Executor) judgeMarker(resp *kmsg.FetchResponse, pid int64, p int32, sp 
 			return markerOf(pid, sp, rp.LastStableOffset, rp.AbortedTransactions), nil
 		}
 	}
-	return markerPending, fmt.Errorf("%s/%d: not in the fetch response", e.cfg.Names.Events, p)
+	return markerPending, fmt.Errorf("%s/%d: not in the fetch response", s.cfg.Names.Events, p)
 }
 
 // anyProducer stands for a producer id the member could not read: any
@@ -256,77 +250,37 @@ func markerOf(pid int64, sp span, lso int64, aborts []kmsg.FetchResponseTopicPar
 	return markerCommitted
 }
 
-// markerClient is the client of the marker fetches. Why not the
-// session's: a broker answers one request of a connection at a time, and
-// kgo sends fetches on one connection per broker, where the consumer's
-// own fetch waits up to its max wait (5 s) for data. Behind it, each
-// confirmation took 5 s.
-func (e *Executor) markerClient() (*kgo.Client, error) {
-	opts := append([]kgo.Opt{kgo.SeedBrokers(e.cfg.Brokers...), kgo.WithLogger(kgoLogger{l: e.cfg.Logger, level: e.cfg.KafkaLogLevel})},
-		e.cfg.Connect...)
-	cl, err := kgo.NewClient(append(opts, e.cfg.ClientOpts...)...)
-	if err != nil {
-		return nil, fmt.Errorf("executor: commit confirmation client: %w", err)
-	}
-	return cl, nil
-}
-
 // eventsTopicID is the events topic's id (Fetch names topics by id from
 // version 13), looked up once and again after the broker says it is
 // unknown. A zero id (lookup failed) leaves the broker to refuse the read,
 // which keeps the partition pending.
-func (e *Executor) eventsTopicID(ctx context.Context) [16]byte {
-	if e.eventsID != ([16]byte{}) {
-		return e.eventsID
+func (s *Session) eventsTopicID(ctx context.Context) [16]byte {
+	if s.eventsID != ([16]byte{}) {
+		return s.eventsID
 	}
 	// Through the marker client: this also loads its brokers.
-	td, err := kadm.NewClient(e.markers).ListTopics(ctx, e.cfg.Names.Events)
+	td, err := kadm.NewClient(s.markers).ListTopics(ctx, s.cfg.Names.Events)
 	if err == nil {
-		if d, ok := td[e.cfg.Names.Events]; ok && d.Err == nil {
-			e.eventsID = d.ID
+		if d, ok := td[s.cfg.Names.Events]; ok && d.Err == nil {
+			s.eventsID = d.ID
 		}
 	}
-	return e.eventsID
+	return s.eventsID
 }
 
-func (e *Executor) forgetEventsTopicID() { e.eventsID = [16]byte{} }
+func (s *Session) forgetEventsTopicID() { s.eventsID = [16]byte{} }
 
-// spansOf are the spans of tr's events on the partitions ps.
-func (tr *txnRecords) spansOf(ps map[int32]bool) map[int32]span {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
+// spansOf are the spans of the events on the partitions ps.
+func (b *Batch) spansOf(ps map[int32]bool) map[int32]span {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	out := map[int32]span{}
 	for p := range ps {
-		first, ok := tr.firstOffset[p]
+		first, ok := b.mu.firstOffset[p]
 		if !ok {
 			continue
 		}
-		out[p] = span{first: first, last: tr.lastOffset[p]}
+		out[p] = span{first: first, last: b.mu.lastOffset[p]}
 	}
 	return out
-}
-
-// rewind moves the consumer back to the first record of the tick polled
-// from each intents or control partition in ps: a transaction that the
-// broker aborted behind a reported commit may still have moved the
-// group's offsets (the offsets commit is another partition, whose marker
-// can commit), and its inputs must be decided again.
-func (e *Executor) rewind(pr *prepared, ps map[int32]bool) {
-	set := map[string]map[int32]kgo.EpochOffset{}
-	for _, r := range pr.records {
-		if !ps[r.Partition] || (r.Topic != e.cfg.Names.Intents && r.Topic != e.cfg.Names.Control) {
-			continue
-		}
-		if set[r.Topic] == nil {
-			set[r.Topic] = map[int32]kgo.EpochOffset{}
-		}
-		if cur, ok := set[r.Topic][r.Partition]; !ok || r.Offset < cur.Offset {
-			set[r.Topic][r.Partition] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset}
-		}
-	}
-	if len(set) == 0 {
-		return
-	}
-	e.sess.Client().SetOffsets(set)
-	e.cfg.Logger.Warn("consumer moved back to the aborted tick's inputs", "offsets", set)
 }

@@ -1,4 +1,4 @@
-package executor
+package txn
 
 import (
 	"encoding/binary"
@@ -118,4 +118,10 @@ func actedCommitted(tried, committed map[string]map[int32]kgo.EpochOffset, owned
 		}
 	}
 	return true
+}
+
+// txnKey names one transaction of one producer.
+type txnKey struct {
+	pid   int64
+	epoch int16
 }

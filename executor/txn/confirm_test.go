@@ -1,4 +1,4 @@
-package executor
+package txn
 
 import (
 	"testing"
@@ -46,7 +46,7 @@ func TestMarkerOf(t *testing.T) {
 // first event the transaction wrote on a partition to its last, and only
 // on the partitions asked for.
 func TestSpansOfFollowTheProducedOffsets(t *testing.T) {
-	tr := &txnRecords{firstOffset: map[int32]int64{}, lastOffset: map[int32]int64{}}
+	tr := &Batch{}
 	promise := tr.promise("ev")
 	for _, r := range []struct {
 		topic string

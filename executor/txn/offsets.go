@@ -1,0 +1,149 @@
+package txn
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// What the consumer's offsets are after a transaction that did not
+// commit, as far as the member can tell.
+
+// settle follows a transaction that was seen to abort (endErr nil) or
+// whose end failed (endErr, or a confirmation that failed): the consumer
+// moves to what the group really committed, and a transaction whose
+// offsets did not move is recorded as aborted, since the member polls its
+// records again and redoes them. An error is fatal.
+func (s *Session) settle(b *Batch, endErr error) error {
+	if endErr != nil {
+		// The producer id and epoch name the transaction in the broker's
+		// log (kafka-dump-log, DescribeProducers), so that a remnant found
+		// later can be traced to this member and this tick.
+		s.cfg.Logger.Warn("transaction failed; partitions catch up from the log", "err", endErr, "produce_err", b.produceErr(),
+			"producer_id", b.txn.pid, "producer_epoch", b.txn.epoch)
+		s.offsetsUnsure = true
+	}
+	set, err := s.resyncOffsets()
+	if err != nil {
+		return err
+	}
+	if endErr != nil && set != nil {
+		owned := s.cfg.Owned()
+		moved := actedCommitted(b.tried, set, func(p int32) bool { return slices.Contains(owned, p) })
+		s.cfg.Logger.Info("unconfirmed transaction judged by the group's offsets", "producer_id", b.txn.pid,
+			"producer_epoch", b.txn.epoch, "offsets_moved", moved)
+		if !moved {
+			s.recordAborted(b.txn)
+		}
+	}
+	return nil
+}
+
+// resyncOffsets moves the consumer to the offsets the group really has
+// committed, after a transaction end whose outcome we do not know.
+//
+// Why: when EndTxn reaches the coordinator but its answer does not reach
+// us (the broker dies in between), the transaction commits while the
+// session reports an error and rewinds to the offsets it last saw
+// committed. Every intent of that transaction would then be decided again
+// and answered a second time (two terminal answers for one intent after a
+// broker bounce, docs/RELIABILITY.md). The session keeps rewinding to its
+// stale idea of "committed" after every abort until a commit of its own
+// succeeds, so the resync runs after each rewind until then.
+//
+// Not RequireStable: once the abort has succeeded our own last
+// transaction is settled (the coordinator answers the epoch bump only
+// after the previous transaction's markers are written), and pending
+// offsets of other members (a partition that is moving in a rebalance we
+// are blocking) would otherwise make us wait for them while they wait for
+// us.
+func (s *Session) resyncOffsets() (map[string]map[int32]kgo.EpochOffset, error) {
+	if !s.offsetsUnsure || len(s.cfg.Owned()) == 0 {
+		return nil, nil
+	}
+	deadline := time.Now().Add(s.cfg.BrokerOutage)
+	for {
+		set, err := s.fetchCommitted()
+		if err == nil {
+			s.gs.Client().SetOffsets(set)
+			s.cfg.Logger.Info("consumer moved to the committed offsets after an unconfirmed transaction end", "offsets", set)
+			return set, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%w: committed offsets unknown after a failed transaction end: %w", ErrFatal, err)
+		}
+		s.cfg.Logger.Warn("fetching committed offsets failed; retrying", "err", err)
+		time.Sleep(resyncRetry)
+	}
+}
+
+// fetchCommitted returns the group's committed offsets of the partitions
+// this member owns; partitions with no commit are left out (the session's
+// rewind to the reset offset is then right).
+func (s *Session) fetchCommitted() (map[string]map[int32]kgo.EpochOffset, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.TransactionTimeout)
+	defer cancel()
+	n := s.cfg.Names
+	resps, err := s.adm.FetchOffsetsForTopics(ctx, s.cfg.Group, n.Intents, n.Control)
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]map[int32]kgo.EpochOffset{}
+	for _, p := range s.cfg.Owned() {
+		for _, t := range []string{n.Intents, n.Control} {
+			r, ok := resps.Lookup(t, p)
+			if !ok {
+				continue
+			}
+			if r.Err != nil {
+				return nil, fmt.Errorf("offset of %s/%d: %w", t, p, r.Err)
+			}
+			if r.At < 0 {
+				continue
+			}
+			if set[t] == nil {
+				set[t] = map[int32]kgo.EpochOffset{}
+			}
+			set[t][p] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.At}
+		}
+	}
+	return set, nil
+}
+
+// rewind moves the consumer back to the first record of polled from each
+// intents or control partition in ps: a transaction that the broker
+// aborted behind a reported commit may still have moved the group's
+// offsets (the offsets commit is another partition, whose marker can
+// commit), and its inputs must be decided again.
+func (s *Session) rewind(polled []*kgo.Record, ps map[int32]bool) {
+	n := s.cfg.Names
+	set := map[string]map[int32]kgo.EpochOffset{}
+	for _, r := range polled {
+		if !ps[r.Partition] || (r.Topic != n.Intents && r.Topic != n.Control) {
+			continue
+		}
+		if set[r.Topic] == nil {
+			set[r.Topic] = map[int32]kgo.EpochOffset{}
+		}
+		if cur, ok := set[r.Topic][r.Partition]; !ok || r.Offset < cur.Offset {
+			set[r.Topic][r.Partition] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset}
+		}
+	}
+	if len(set) == 0 {
+		return
+	}
+	s.gs.Client().SetOffsets(set)
+	s.cfg.Logger.Warn("consumer moved back to the aborted tick's inputs", "offsets", set)
+}
+
+// recordAborted keeps k among the transactions this member treated as
+// aborted. A failed write is logged, not fatal: the remnant it protects
+// is rare, and losing the record costs at most a repeated answer.
+func (s *Session) recordAborted(k txnKey) {
+	if err := s.aborted.add(k, time.Now()); err != nil {
+		s.cfg.Logger.Error("recording an aborted transaction failed", "producer_id", k.pid, "producer_epoch", k.epoch, "err", err)
+	}
+}
