@@ -12,6 +12,7 @@ import (
 
 	"github.com/atmostonce/toolexec/client"
 	"github.com/atmostonce/toolexec/internal/tracing"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // Spans of the gateway, made only when tracing is on (g.tracer not nil):
@@ -76,7 +77,7 @@ func (g *Gateway) produceSpan(ctx context.Context, req intentReq) (trace.Span, [
 	}
 	_, span := g.tracer.Start(ctx, "send "+g.names.Intents, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
 		tracing.AttrMsgSystem.String("kafka"), tracing.AttrMsgDestination.String(g.names.Intents), tracing.AttrMsgOperation.String("send"),
-		tracing.AttrTool.String(req.tool), tracing.AttrTenant.String(req.tenant), tracing.AttrKeyHash.String(tracing.KeyHash(req.tenant+"/"+req.key))))
+		tracing.AttrTool.String(req.tool), tracing.AttrTenant.String(req.tenant), tracing.AttrKeyHash.String(tracing.KeyHash(wire.RoutingKey(req.tenant, req.key)))))
 	tp, ts := tracing.Headers(span.SpanContext())
 	return span, []client.CallOption{client.WithTraceparent(tp), client.WithTracestate(ts)}
 }
