@@ -120,10 +120,23 @@ func preferWait(values []string) (time.Duration, bool) {
 // valid one: the call still runs, untraced, rather than be rejected by
 // the executor for a header the caller may not control.
 func traceparent(r *http.Request) string {
-	if tp := r.Header.Get("traceparent"); wire.ValidTraceparent(tp) {
-		return tp
+	tp, _ := callerTrace(r.Header.Get("traceparent"), "")
+	return tp
+}
+
+// callerTrace is the trace context a caller sent (an HTTP header, an MCP
+// call's _meta) as the gateway passes it on: a traceparent that is not a
+// valid W3C one is dropped, with its tracestate, and a tracestate over the
+// wire's bound is dropped alone, so that no caller's tracing header ever
+// gets its call rejected. The one check of both paths.
+func callerTrace(traceparent, tracestate string) (string, string) {
+	if !wire.ValidTraceparent(traceparent) {
+		return "", ""
 	}
-	return ""
+	if len(tracestate) > wire.MaxTracestateBytes {
+		tracestate = ""
+	}
+	return traceparent, tracestate
 }
 
 // sendFailed answers a produce that failed; when the caller went away

@@ -29,7 +29,8 @@ type intentReq struct {
 	key         string
 	args        map[string]any
 	wait        time.Duration
-	traceparent string
+	traceparent string // the caller's, passed on as it came when tracing is off
+	tracestate  string // an MCP call's _meta tracestate
 }
 
 // refusedError is an intent the executor would reject, refused before it
@@ -56,7 +57,7 @@ func (g *Gateway) intent(req intentReq) (wire.Intent, error) {
 	if in.Args == nil && req.typ == wire.TypeCall {
 		in.Args = map[string]any{}
 	}
-	canon, rej := wire.Admit(&in, wire.FromIntents, req.traceparent, "")
+	canon, rej := wire.Admit(&in, wire.FromIntents, req.traceparent, req.tracestate)
 	if rej == nil && req.typ == wire.TypeCall && len(canon) > req.tool.spec.MaxArgsBytes {
 		rej = &wire.Reject{Reason: codes.ReasonOversized, Detail: fmt.Sprintf("the arguments are %d bytes in canonical form; tool %s allows %d (max_args_bytes)",
 			len(canon), req.tool.name(), req.tool.spec.MaxArgsBytes)}
@@ -83,7 +84,9 @@ func (g *Gateway) send(ctx context.Context, req intentReq) (reply, error) {
 		return reply{}, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, produceTimeout)
-	p, err := g.client.Start(pctx, in, client.WithTraceparent(req.traceparent))
+	span, opts := g.produceSpan(ctx, req)
+	p, err := g.client.Start(pctx, in, opts...)
+	endProduceSpan(span, err)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/atmostonce/toolexec/client"
 	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/internal/tracing"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/wire"
 )
@@ -72,7 +73,8 @@ func (g *Gateway) mcpHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		defer func() { g.m.observe("mcp", sw.status, time.Since(start)) }()
+		r, span := g.serverSpan(r)
+		defer func() { g.m.observe("mcp", sw.status, time.Since(start), span); endServerSpan(span, sw.status) }()
 		tenant, ok := g.authenticate(sw, r)
 		if !ok {
 			return
@@ -180,6 +182,8 @@ func (g *Gateway) mcpCall(tenant string, t *tool) mcp.ToolHandler {
 			return errRes, nil
 		}
 		in.wait = g.mcpWait(req.Params.Meta)
+		ctx, span := g.mcpSpan(ctx, in)
+		defer endProduceSpan(span, nil)
 		rep, err := g.send(ctx, in)
 		if rej, ok := refusal(err); ok {
 			g.m.mcpCalls.WithLabelValues("invalid").Inc()
@@ -216,7 +220,8 @@ func mcpIntent(tenant string, t *tool, p *mcp.CallToolParamsRaw) (intentReq, *mc
 	if errs := t.validate(wargs); len(errs) > 0 {
 		return intentReq{}, errorResult(schemaText(t, errs))
 	}
-	return intentReq{typ: wire.TypeCall, tenant: tenant, tool: t, key: key, args: wargs}, nil
+	tp, ts := mcpTraceContext(p.Meta)
+	return intentReq{typ: wire.TypeCall, tenant: tenant, tool: t, key: key, args: wargs, traceparent: tp, tracestate: ts}, nil
 }
 
 // mcpKey takes the idempotency_key argument, else the host's _meta key;
@@ -251,6 +256,15 @@ func schemaText(t *tool, errs []schemaError) string {
 		fmt.Fprintf(&b, "\n- at %s: %s", path, e.Message)
 	}
 	return b.String()
+}
+
+// mcpTraceContext reads the W3C trace context an MCP client puts in a
+// request's _meta ("traceparent", "tracestate"), bounded as the wire
+// bounds the headers; "" for what is absent or too long.
+func mcpTraceContext(meta mcp.Meta) (traceparent, tracestate string) {
+	tp, _ := meta[tracing.TraceparentHeader].(string)
+	ts, _ := meta[tracing.TracestateHeader].(string)
+	return callerTrace(tp, ts)
 }
 
 // mcpWait reads _meta["io.toolexec/wait"] (seconds), default DefaultWait,

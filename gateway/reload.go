@@ -2,16 +2,14 @@ package gateway
 
 import (
 	"os"
-	"os/signal"
+
+	"github.com/atmostonce/toolexec/internal/tokenfile"
 )
 
 // ReloadOnSignal reloads the tenants file at path on every sig (SIGHUP by
 // convention) until stop is called; see ReloadOn.
 func (g *Gateway) ReloadOnSignal(path string, sig ...os.Signal) (stop func()) {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, sig...)
-	stopReload := g.ReloadOn(path, ch)
-	return func() { signal.Stop(ch); stopReload() }
+	return tokenfile.OnSignal(func() { g.reload(path) }, sig...)
 }
 
 // ReloadOn reloads the tenants file at path on every value of signals
@@ -25,15 +23,20 @@ func (g *Gateway) ReloadOn(path string, signals <-chan os.Signal) (stop func()) 
 		for {
 			select {
 			case <-signals:
-				if err := g.ReloadTenants(path); err != nil {
-					g.log.Error("tenants file not reloaded; the previous tenants stay in force", "err", err)
-					continue
-				}
-				g.log.Info("tenants file reloaded", "path", path, "tenants", len(g.cfg.Tenants.Current().Names()))
+				g.reload(path)
 			case <-done:
 				return
 			}
 		}
 	}()
 	return func() { close(done) }
+}
+
+// reload reloads the tenants file and logs the outcome.
+func (g *Gateway) reload(path string) {
+	if err := g.ReloadTenants(path); err != nil {
+		g.log.Error("tenants file not reloaded; the previous tenants stay in force", "err", err)
+		return
+	}
+	g.log.Info("tenants file reloaded", "path", path, "tenants", len(g.cfg.Tenants.Current().Names()))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/atmostonce/toolexec/gateway"
+	"github.com/atmostonce/toolexec/internal/tracing"
 )
 
 // benchToken is the bench tenant's bearer token at the gateway.
@@ -36,7 +37,11 @@ func newGatewayMember(ctx context.Context, o memberOpts) (*gatewayMember, error)
 		return nil, err
 	}
 	pr := prometheus.NewRegistry()
-	g, err := gateway.New(ctx, gateway.Config{Brokers: o.brokers, Prefix: o.prefix, Tools: reg.Specs(),
+	tp, _, err := tracing.FromEnv(ctx, "bench-gateway")
+	if err != nil {
+		return nil, err
+	}
+	g, err := gateway.New(ctx, gateway.Config{Brokers: o.brokers, Prefix: o.prefix, Tools: reg.Specs(), TracerProvider: tp,
 		Tenants: gateway.NewTenantStore(tenants), InstanceID: "bench-" + o.group, Registerer: pr,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {

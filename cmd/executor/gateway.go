@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/atmostonce/toolexec/console"
 	"github.com/atmostonce/toolexec/gateway"
 	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/internal/httpserve"
@@ -70,6 +71,9 @@ func startGateway(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.R
 	if err != nil {
 		return nil, err
 	}
+	if err := noSharedTokens(f, tenants); err != nil {
+		return nil, err
+	}
 	hint := ""
 	if kept != nil {
 		hint = tokenHint
@@ -82,6 +86,7 @@ func startGateway(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.R
 	g, err := gateway.New(startCtx, gateway.Config{
 		Brokers: conn.Seeds, KafkaOpts: conn.Opts, Prefix: f.prefix, Tools: reg.Specs(), Tenants: gateway.NewTenantStore(tenants),
 		InstanceID: id, ClientID: f.clientID + "-gateway", TokenHint: hint, Logger: log, Registerer: promReg,
+		TracerProvider: f.tracer,
 	})
 	cancel()
 	if err != nil {
@@ -109,17 +114,34 @@ func startGateway(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.R
 	}, nil
 }
 
-// nothingToReload takes the SIGHUPs of a process with no tenants file, so
-// that an operator's habit (or a supervisor's reload) does not kill it.
+// nothingToReload takes the SIGHUPs of a process whose gateway has no
+// tenants file, so that an operator's habit (or a supervisor's reload)
+// does not kill it.
 func nothingToReload(ctx context.Context, hup <-chan os.Signal, log *slog.Logger) {
 	for {
 		select {
 		case <-hup:
-			log.Info("SIGHUP: no --tenants file to reload; ignored")
+			log.Info("SIGHUP: the gateway has no --tenants file to reload")
 		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+// noSharedTokens refuses an operators file that lists a tenant's token: a
+// tenant's gateway token must never open the operator console.
+func noSharedTokens(f *runFlags, tenants *gateway.Tenants) error {
+	if f.rec.operators == "" {
+		return nil
+	}
+	ops, err := console.LoadOperators(f.rec.operators)
+	if err != nil {
+		return err
+	}
+	if ops.Shares(tenants.Tokens()) {
+		return fmt.Errorf("%s lists a token that is also a tenant's gateway token: give each operator a token of their own", f.rec.operators)
+	}
+	return nil
 }
 
 // keptToken is the default tenant's token and the file that keeps it.

@@ -26,6 +26,8 @@ func TestFetchCommittedWaitsForAPendingOffsetCommit(t *testing.T) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	produceInputs(t, c, 1)
+	pollN(ctx, t, s, 1) // the member is in its group
 	pending := pendingOffsetCommit(ctx, t, cl, "g-stable", 7)
 
 	if set, err := s.fetchCommitted(); err == nil {
