@@ -110,6 +110,8 @@ func fillType(si *saga.Input, in *wire.Intent) *wire.Reject {
 	case wire.TypeResolve:
 		si.Type = saga.InputResolve
 		return fillResolve(si, in)
+	case wire.TypeLookup:
+		si.Type = saga.InputLookup
 	}
 	return nil
 }

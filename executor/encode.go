@@ -58,6 +58,7 @@ var errRecordTooLarge = errors.New("executor: record too large to produce")
 func (e *encoder) encode(rd *partition.Ready, polled []*kgo.Record) (*txnRecords, error) {
 	tr := &txnRecords{origins: map[*kgo.Record]partition.Origin{}}
 	tr.Touched, tr.Polled = rd.Touched(), polled
+	e.resolveReplyTopics(rd.Answers)
 	nev := len(rd.Events)
 	recs := make([]*kgo.Record, nev+len(rd.Answers))
 	var errMu sync.Mutex
@@ -128,6 +129,21 @@ func (e *encoder) encodeAnswer(a *partition.Answer) *kgo.Record {
 		key = []byte(wire.RoutingKey(a.Tenant, a.Key))
 	}
 	return e.resultRecord(res, e.replyTopic(res, a.To.ReplyTo), a.To.Traceparent, key)
+}
+
+// resolveReplyTopics looks up, in one request, the reply topics of the
+// answers not known yet: those of waiters stored in records, which no
+// intent of the tick named.
+func (e *encoder) resolveReplyTopics(answers []partition.Answer) {
+	names := map[string]bool{}
+	for i := range answers {
+		if to := answers[i].To.ReplyTo; to != "" {
+			names[to] = true
+		}
+	}
+	if len(names) > 0 {
+		e.replies.resolve(names)
+	}
 }
 
 // replyTopic is where res goes: its reply_to when that can take it, else

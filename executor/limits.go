@@ -57,7 +57,8 @@ const (
 	// of one tick are looked up in one request, before the decisions.
 	replyLookupTimeout = 5 * time.Second
 	// maxReplyTopics bounds the reply_to topics remembered (existing or
-	// missing): agents choose the names.
+	// missing): agents choose the names. Past it the least recently used
+	// is forgotten (looked up again when used), never a new name refused.
 	maxReplyTopics = 1024
 	// replyMissingTTL is how long a reply_to topic found missing is not
 	// looked up again: an agent creating its topic late is answered there

@@ -34,8 +34,10 @@ type Gateway struct {
 	admCl   *kgo.Client
 	adm     *kadm.Client
 	client  *client.Client
-	lookups chan struct{} // slots for event-log reads (GET, compensate)
+	lookups *lookupLimiter // GET and compensate of a key
 	mcp     *mcpServers
+	stop    chan struct{} // ends keepReplyTopic
+	stopped chan struct{}
 }
 
 // tool is one configured tool as the gateway serves it.
@@ -46,11 +48,6 @@ type tool struct {
 	schemaJSON map[string]any
 }
 
-// maxConcurrentLookups bounds the event-log reads of GET and compensate
-// requests: each reads one partition of the log from its start, so a flood
-// of them must queue instead of opening a consumer each.
-const maxConcurrentLookups = 4
-
 // New checks cfg, creates this instance's reply topic if it is missing,
 // and connects. The executor's topics must exist (an executor ran once).
 // ctx bounds the start only.
@@ -60,7 +57,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{cfg: cfg, names: topics.NamesWithPrefix(cfg.Prefix), replyTopic: ReplyTopic(cfg.Prefix, cfg.InstanceID),
-		log: cfg.Logger.With("component", "gateway"), lookups: make(chan struct{}, maxConcurrentLookups)}
+		log: cfg.Logger.With("component", "gateway"), lookups: newLookupLimiter()}
 	if err := g.loadTools(); err != nil {
 		return nil, err
 	}
@@ -71,6 +68,8 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g.mcp = newMCPServers(g)
+	g.stop, g.stopped = make(chan struct{}), make(chan struct{})
+	go func() { defer close(g.stopped); g.keepReplyTopic(g.stop) }()
 	return g, nil
 }
 
@@ -172,6 +171,11 @@ func (g *Gateway) Handler() http.Handler { return g.routes() }
 // Close releases the Kafka clients. Requests still waiting get no answer
 // (their clients retry with the same key).
 func (g *Gateway) Close() {
+	if g.stop != nil {
+		close(g.stop)
+		<-g.stopped
+		g.stop = nil
+	}
 	if g.client != nil {
 		g.client.Close()
 	}

@@ -61,8 +61,8 @@ func (g *Gateway) mcpSpan(ctx context.Context, req intentReq) (context.Context, 
 	if g.tracer == nil || !sc.IsValid() {
 		return ctx, nil
 	}
-	return g.tracer.Start(trace.ContextWithRemoteSpanContext(ctx, sc), "tools/call "+req.tool,
-		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(tracing.AttrTool.String(req.tool)))
+	return g.tracer.Start(trace.ContextWithRemoteSpanContext(ctx, sc), "tools/call "+req.tool.name(),
+		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(tracing.AttrTool.String(req.tool.name())))
 }
 
 // produceSpan starts the span of an intent's produce and returns the
@@ -77,7 +77,7 @@ func (g *Gateway) produceSpan(ctx context.Context, req intentReq) (trace.Span, [
 	}
 	_, span := g.tracer.Start(ctx, "send "+g.names.Intents, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
 		tracing.AttrMsgSystem.String("kafka"), tracing.AttrMsgDestination.String(g.names.Intents), tracing.AttrMsgOperation.String("send"),
-		tracing.AttrTool.String(req.tool), tracing.AttrTenant.String(req.tenant), tracing.AttrKeyHash.String(tracing.KeyHash(wire.RoutingKey(req.tenant, req.key)))))
+		tracing.AttrTool.String(req.tool.name()), tracing.AttrTenant.String(req.tenant), tracing.AttrKeyHash.String(tracing.KeyHash(wire.RoutingKey(req.tenant, req.key)))))
 	tp, ts := tracing.Headers(span.SpanContext())
 	return span, []client.CallOption{client.WithTraceparent(tp), client.WithTracestate(ts)}
 }

@@ -94,7 +94,9 @@ func decodeIntentBytes(value []byte) (*Intent, *Reject) {
 		return in, nil
 	}
 	if mpread.ExtUnder(value, "args") {
-		return nil, reject(codes.ReasonUndecodable, "not a msgpack intent map: args is a msgpack extension, not a map")
+		rej := reject(codes.ReasonUndecodable, "not a msgpack intent map: args is a msgpack extension, not a map")
+		salvageStrings(value, rej)
+		return nil, rej
 	}
 	var in Intent
 	if err := unmarshal(value, &in); err != nil {
@@ -106,22 +108,18 @@ func decodeIntentBytes(value []byte) (*Intent, *Reject) {
 }
 
 // salvage reads the string fields it can from a message whose typed decode
-// failed, so that the rejection can still be answered.
+// failed, so that the rejection can still be answered: the top-level
+// strings whatever the other fields hold (salvageStrings), and, when the
+// map decodes, the field whose type is wrong (invalid_field).
 func salvage(value []byte, rej *Reject) {
 	var m map[string]any
-	if unmarshal(value, &m) != nil {
-		return
+	if unmarshal(value, &m) == nil {
+		rej.Reason = codes.ReasonInvalidField
+		if f := wrongTypeField(m); f != "" {
+			rej.Detail = fmt.Sprintf("field %s has the wrong type (%s)", f, rej.Detail)
+		}
 	}
-	str := func(k string) string { s, _ := m[k].(string); return s }
-	partial := &Intent{ID: str("id"), Tenant: str("tenant"), Key: str("key"), Tool: str("tool"), ReplyTo: str("reply_to"), Type: str("type")}
-	if partial.Tenant == "" {
-		partial.Tenant = DefaultTenant
-	}
-	rej.Reason = codes.ReasonInvalidField
-	if f := wrongTypeField(m); f != "" {
-		rej.Detail = fmt.Sprintf("field %s has the wrong type (%s)", f, rej.Detail)
-	}
-	rej.from(partial)
+	salvageStrings(value, rej)
 }
 
 // wrongTypeField names the first field of m whose msgpack type the
@@ -163,7 +161,7 @@ func validateIntent(in *Intent, src Source) *Reject {
 		return rej
 	}
 	switch in.Type {
-	case TypeCall:
+	case TypeCall, TypeLookup:
 		return validateCall(in)
 	case TypeResolve:
 		return validateResolve(in)
@@ -183,8 +181,8 @@ func validateHeader(in *Intent, src Source) *Reject {
 		return reject(codes.ReasonResolveOnIntents, "resolve is accepted only on the control topic")
 	case in.Force && src == FromIntents:
 		return reject(codes.ReasonResolveOnIntents, "force is accepted only on the control topic")
-	case in.Type != TypeCall && in.Type != TypeCompensate && in.Type != TypeResolve:
-		return reject(codes.ReasonInvalidField, "field type %q is not call, compensate or resolve", in.Type)
+	case in.Type != TypeCall && in.Type != TypeCompensate && in.Type != TypeResolve && in.Type != TypeLookup:
+		return reject(codes.ReasonInvalidField, "field type %q is not call, compensate, resolve or lookup", in.Type)
 	}
 	return nil
 }
@@ -204,8 +202,8 @@ func validateIdentity(in *Intent) *Reject {
 		return reject(codes.ReasonMissingField, "field key is required")
 	case len(in.Key) > MaxKeyBytes:
 		return reject(codes.ReasonOversized, "field key is %d bytes, the limit is %d", len(in.Key), MaxKeyBytes)
-	case !utf8.ValidString(in.Key):
-		return reject(codes.ReasonInvalidField, "field key must be valid UTF-8")
+	case CheckKey(in.Key) != nil:
+		return reject(codes.ReasonInvalidField, "field key: %v", CheckKey(in.Key))
 	case len(in.ReplyTo) > MaxReplyToBytes:
 		return reject(codes.ReasonBadReplyTo, "field reply_to is longer than %d bytes", MaxReplyToBytes)
 	case len(in.CallID) > MaxIDBytes:
@@ -217,7 +215,7 @@ func validateIdentity(in *Intent) *Reject {
 func validateCall(in *Intent) *Reject {
 	switch {
 	case in.Tool == "":
-		return reject(codes.ReasonMissingField, "field tool is required for a call")
+		return reject(codes.ReasonMissingField, "field tool is required for a %s", in.Type)
 	case len(in.Tool) > MaxToolBytes:
 		return reject(codes.ReasonInvalidField, "field tool is longer than %d bytes", MaxToolBytes)
 	}

@@ -67,6 +67,8 @@ func runMain(args []string) error {
 	if err != nil {
 		return err
 	}
+	hup, stopHup := cli.Hangups()
+	defer stopHup()
 	log := cli.Logger()
 	log.Info("go collector", "gogc", gctune.Apply())
 	ctx, stop := cli.SignalContext()
@@ -85,7 +87,7 @@ func runMain(args []string) error {
 	if err != nil {
 		return err
 	}
-	return serve(ctx, f, conn, reg, web, log)
+	return serve(ctx, f, conn, reg, web, hup, log)
 }
 
 // connectOrEmbedded reaches the cluster of --brokers and --kafka-config
@@ -116,7 +118,7 @@ func loadTools(path string, log *slog.Logger) (*tools.Registry, error) {
 	return tools.FromConfig(cfg, nil, nil)
 }
 
-func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry, web *httpserve.Process, log *slog.Logger) error {
+func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry, web *httpserve.Process, hup <-chan os.Signal, log *slog.Logger) error {
 	tp, stopTracing, err := cli.Tracing(ctx, "toolexec-executor", log)
 	if err != nil {
 		return err
@@ -149,7 +151,7 @@ func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry
 		return err
 	}
 	defer stopReconciler()
-	stopGateway, err := startGateway(ctx, f, conn, reg, promReg, log)
+	stopGateway, err := startGateway(ctx, f, conn, reg, promReg, hup, log)
 	if err != nil {
 		return err
 	}

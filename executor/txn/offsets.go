@@ -6,7 +6,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // What the consumer's offsets are after a transaction that did not
@@ -54,12 +56,9 @@ func (s *Session) settle(b *Batch, endErr error) error {
 // stale idea of "committed" after every abort until a commit of its own
 // succeeds, so the resync runs after each rewind until then.
 //
-// Not RequireStable: once the abort has succeeded our own last
-// transaction is settled (the coordinator answers the epoch bump only
-// after the previous transaction's markers are written), and pending
-// offsets of other members (a partition that is moving in a rebalance we
-// are blocking) would otherwise make us wait for them while they wait for
-// us.
+// The fetch is stable (fetchCommitted): an unknown end's own offset
+// commit may be undecided for a while after the end failed, and read as
+// "not moved" it would redo the tick and answer its intents twice.
 func (s *Session) resyncOffsets() (map[string]map[int32]kgo.EpochOffset, error) {
 	if !s.offsetsUnsure || len(s.cfg.Owned()) == 0 {
 		return nil, nil
@@ -80,34 +79,46 @@ func (s *Session) resyncOffsets() (map[string]map[int32]kgo.EpochOffset, error) 
 	}
 }
 
-// fetchCommitted returns the group's committed offsets of the partitions
-// this member owns; partitions with no commit are left out (the session's
-// rewind to the reset offset is then right).
+// fetchCommitted returns the group's stable committed offsets of the
+// partitions this member owns; partitions with no commit are left out
+// (the session's rewind to the reset offset is then right). Stable
+// (KIP-447's RequireStable): an offset commit of a transaction not yet
+// decided is an error (UNSTABLE_OFFSET_COMMIT, retried by the caller),
+// never read as the offset before it. Only owned partitions are asked:
+// the broker answers per partition, so another member's open transaction
+// on its own partitions does not hold this fetch up.
 func (s *Session) fetchCommitted() (map[string]map[int32]kgo.EpochOffset, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.TransactionTimeout)
 	defer cancel()
 	n := s.cfg.Names
-	resps, err := s.adm.FetchOffsetsForTopics(ctx, s.cfg.Group, n.Intents, n.Control)
+	owned := s.cfg.Owned()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group, req.RequireStable = s.cfg.Group, true
+	for _, t := range []string{n.Intents, n.Control} {
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic, rt.Partitions = t, owned
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, s.gs.Client())
 	if err != nil {
 		return nil, err
 	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, fmt.Errorf("offsets of group %s: %w", s.cfg.Group, err)
+	}
 	set := map[string]map[int32]kgo.EpochOffset{}
-	for _, p := range s.cfg.Owned() {
-		for _, t := range []string{n.Intents, n.Control} {
-			r, ok := resps.Lookup(t, p)
-			if !ok {
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				return nil, fmt.Errorf("offset of %s/%d: %w", rt.Topic, rp.Partition, err)
+			}
+			if rp.Offset < 0 {
 				continue
 			}
-			if r.Err != nil {
-				return nil, fmt.Errorf("offset of %s/%d: %w", t, p, r.Err)
+			if set[rt.Topic] == nil {
+				set[rt.Topic] = map[int32]kgo.EpochOffset{}
 			}
-			if r.At < 0 {
-				continue
-			}
-			if set[t] == nil {
-				set[t] = map[int32]kgo.EpochOffset{}
-			}
-			set[t][p] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.At}
+			set[rt.Topic][rp.Partition] = kgo.EpochOffset{Epoch: rp.LeaderEpoch, Offset: rp.Offset}
 		}
 	}
 	return set, nil
