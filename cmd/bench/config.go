@@ -24,6 +24,7 @@ type config struct {
 	slowInFlight int           // max_in_flight of the slow tool
 	httpClients  int           // concurrent HTTP clients of the gateway scenario (and outstanding intents of its Kafka path)
 	keys         int           // keys in the restore and memory scenarios
+	oneCaller    int           // calls per path of the one-caller scenario; 0 skips it
 	cpuProfile   string        // path prefix of CPU profiles; empty: none
 	memProfile   string        // path prefix of heap (allocation) profiles; empty: none
 	keepTopics   bool          // leave the run's topics on the broker
@@ -33,13 +34,13 @@ type config struct {
 }
 
 type defaults struct {
-	duration, warm time.Duration
-	repeats, keys  int
+	duration, warm           time.Duration
+	repeats, keys, oneCaller int
 }
 
 var (
-	fullDefaults  = defaults{duration: 15 * time.Second, warm: 3 * time.Second, repeats: 3, keys: 1_000_000}
-	quickDefaults = defaults{duration: 4 * time.Second, warm: time.Second, repeats: 1, keys: 100_000}
+	fullDefaults  = defaults{duration: 15 * time.Second, warm: 3 * time.Second, repeats: 3, keys: 1_000_000, oneCaller: 300}
+	quickDefaults = defaults{duration: 4 * time.Second, warm: time.Second, repeats: 1, keys: 100_000, oneCaller: 100}
 )
 
 func parseFlags(args []string) (config, error) {
@@ -60,6 +61,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.slowInFlight, "slow-max-in-flight", 64, "max_in_flight of the slow tool (the product default)")
 	fs.IntVar(&c.httpClients, "http-clients", 32, "concurrent HTTP clients in the gateway scenario (its Kafka path keeps as many intents outstanding)")
 	fs.IntVar(&c.keys, "keys", fullDefaults.keys, "keys in the restore and memory scenarios (quick: 100000)")
+	fs.IntVar(&c.oneCaller, "one-caller", fullDefaults.oneCaller, "calls per path in the one-caller scenario (quick: 100); 0 skips it")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write CPU profiles to <prefix>.{executor,baseline,executor-replay,executor-keys,restore-serial,restore-parallel,gateway}.pprof")
 	fs.StringVar(&c.memProfile, "memprofile", "", "write the executor's allocation profile after round 1 to <prefix>.executor.heap.pprof")
 	fs.BoolVar(&c.keepTopics, "keep-topics", false, "do not delete the run's topics at the end")
@@ -107,6 +109,9 @@ func (c *config) applyQuick(set map[string]bool) {
 	if !set["keys"] {
 		c.keys = d.keys
 	}
+	if !set["one-caller"] {
+		c.oneCaller = d.oneCaller
+	}
 }
 
 func (c *config) validate() error {
@@ -127,6 +132,8 @@ func (c *config) validate() error {
 		return errors.New("--slow-latency and --slow-max-in-flight: must be positive")
 	case c.httpClients < 1 || c.httpClients > 4096:
 		return errors.New("--http-clients: 1..4096")
+	case c.oneCaller < 0:
+		return errors.New("--one-caller: must not be negative")
 	case c.keys < int(c.partitions):
 		return errors.New("--keys: at least one per partition")
 	case c.kafkaConfig != "" && len(c.brokers) == 0:

@@ -44,6 +44,13 @@ func run(ctx context.Context, cfg config) error {
 }
 
 func (b *bench) scenarios(ctx context.Context) error {
+	if b.cfg.oneCaller > 0 {
+		oc, err := b.oneCallerScenario(ctx)
+		if err != nil {
+			return err
+		}
+		b.rep.oneCaller = oc
+	}
 	if !b.cfg.skipLoad {
 		for r := range b.cfg.repeats {
 			progress("round %d/%d: unique keys, replay, slow tool", r+1, b.cfg.repeats)
