@@ -230,6 +230,9 @@ func (r *report) notes(w io.Writer) {
 			if odd := oddStatuses(p.Statuses); odd != "" {
 				notes = append(notes, fmt.Sprintf("round %d %s: statuses %s", i+1, name, odd))
 			}
+			if p.Sent > 0 && p.MaxGap >= stallGap {
+				notes = append(notes, fmt.Sprintf("round %d %s: STALL: no answer for %.1fs of its measured window (%d answers in it)", i+1, name, p.MaxGap.Seconds(), int(p.Rate*r.cfg.duration.Seconds())))
+			}
 		}
 		if a := d.execSatC.Aborts + d.replayC.Aborts + d.slowC.Aborts; a > 0 {
 			notes = append(notes, fmt.Sprintf("round %d: executor aborted %.0f transactions", i+1, a))
@@ -241,6 +244,11 @@ func (r *report) notes(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 }
+
+// stallGap is the time without an answer that a phase's note calls a
+// stall: every phase keeps at least 32 calls outstanding, each answered
+// within tens of milliseconds.
+const stallGap = time.Second
 
 func oddStatuses(m map[string]int) string {
 	var odd []string
