@@ -28,6 +28,7 @@ type config struct {
 	cpuProfile   string        // path prefix of CPU profiles; empty: none
 	memProfile   string        // path prefix of heap (allocation) profiles; empty: none
 	keepTopics   bool          // leave the run's topics on the broker
+	keepScratch  bool          // leave the scratch directory (members' logs and data)
 	skipRestore  bool          // skip scenarios 4 and 5b (keys in state)
 	skipLoad     bool          // skip scenarios 1, 2, 3, 5a and 6
 	peer         peerConfig    // --peer and its settings; run by hand, never in CI
@@ -65,6 +66,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write CPU profiles to <prefix>.{executor,baseline,executor-replay,executor-keys,restore-serial,restore-parallel,gateway}.pprof")
 	fs.StringVar(&c.memProfile, "memprofile", "", "write the executor's allocation profile after round 1 to <prefix>.executor.heap.pprof")
 	fs.BoolVar(&c.keepTopics, "keep-topics", false, "do not delete the run's topics at the end")
+	fs.BoolVar(&c.keepScratch, "keep-scratch", false, "do not delete the scratch directory (the members' logs and data directories) at the end")
 	fs.BoolVar(&c.skipRestore, "skip-restore", false, "skip the restore scenario and the memory figure with keys in state")
 	fs.BoolVar(&c.skipLoad, "skip-load", false, "skip the load scenarios (unique, replay, slow tool, group commit)")
 	c.peer.flags(fs)

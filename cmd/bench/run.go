@@ -32,7 +32,9 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	if !cfg.keepScratch {
+		defer os.RemoveAll(dir)
+	}
 	b := &bench{cfg: cfg, br: br, dir: dir, rep: report{cfg: cfg, runPrefix: br.runPrefix}}
 	progress("broker %s, topics %s*, scratch %s", cfg.brokerName(), br.runPrefix, dir)
 	if err := b.scenarios(ctx); err != nil {
