@@ -1,29 +1,43 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
 )
 
-// The hop-by-hop trace of scenario 8: the gateway's new keys, each from
-// the request's arrival to its answer written, through the moments both
+// The hop-by-hop trace of scenario 8: the gateway's calls, each from the
+// request's arrival to its answer written, through the moments both
 // members recorded (trace.go). The points, in the order a call passes
-// them; the two commits are the executor's EndTxn answers that follow the
+// them; the commits are the executor's EndTxn answers that follow the
 // points before them (a request belongs to no one key, but with one caller
 // the next EndTxn is this call's).
-var hopPoints = []struct{ point, what string }{
+type hopPoint struct{ point, what string }
+
+// newKeyHops are a new key's points.
+var newKeyHops = []hopPoint{
 	{"gw.recv", "gateway: request received"},
 	{"intent.acked", "gateway: intent produced (acknowledged)"},
 	{"intent.fetched", "executor: intent arrives in a fetch"},
 	{"x." + "before_started_commit", "executor: decided, started event produced, transaction ending"},
 	{endTxnAfter + "started", "executor: started transaction committed (EndTxn answered)"},
 	{confirmFetch, "executor: commit marker seen (the confirmation's last fetch answered)"},
-	{"x." + "after_started_commit", "executor: started confirmed on the events partition, view written"},
+	{"x." + "after_started_commit", "executor: started confirmed on the events partition, call about to be dispatched"},
 	{"x." + "during_call", "executor: tool called"},
 	{"x." + "after_call", "executor: tool answered"},
 	{"x." + "during_outcome_commit", "executor: outcome and answer produced, transaction ending"},
 	{endTxnAfter + "outcome", "executor: outcome transaction committed (EndTxn answered)"},
+	{"answer.fetched", "gateway: answer arrives in a fetch"},
+	{"gw.sent", "gateway: response written"},
+}
+
+// replayHops are a replay's points: no call, one transaction.
+var replayHops = []hopPoint{
+	{"gw.recv", "gateway: request received"},
+	{"intent.acked", "gateway: intent produced (acknowledged)"},
+	{"intent.fetched", "executor: intent arrives in a fetch"},
+	{endTxnAfter + "replay", "executor: replay's transaction committed (EndTxn answered)"},
 	{"answer.fetched", "gateway: answer arrives in a fetch"},
 	{"gw.sent", "gateway: response written"},
 }
@@ -38,16 +52,17 @@ const endTxnAfter = "EndTxn:"
 // meanwhile).
 const confirmFetch = "Fetch:confirm"
 
-// hopBreakdown is the trace's summary over the traced calls.
+// hopBreakdown is the trace's summary over the traced calls of one kind.
 type hopBreakdown struct {
-	calls int
+	points []hopPoint
+	calls  int
 	// at is each point's median offset from gw.recv, step the median of
-	// its difference to the point before (both ms; NaN-free: a point no
-	// call had is left out).
+	// its difference to the point before (both ms; a point no call had is
+	// left out).
 	at, step map[string]float64
 	// requests are the executor's Kafka requests answered between the
-	// intent's arrival and the outcome's commit, per call: count and
-	// median round trip in ms, by request name.
+	// intent's arrival and the last commit, per call: count and median
+	// round trip in ms, by request name.
 	requests map[string]reqFigure
 }
 
@@ -57,50 +72,48 @@ type reqFigure struct {
 }
 
 // breakdown reads both members' events and summarises the gateway's new
-// keys of the measured iterations.
-func (s *oneCallerSetup) breakdown() (*hopBreakdown, error) {
+// keys and their replays.
+func (s *oneCallerSetup) breakdown() (newKey, replay *hopBreakdown, err error) {
 	var gw, ex []hopEvent
 	if err := s.peer.gw.do("trace", &gw); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := s.peer.ex.child.do("trace", &ex); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return summariseHops(gw, ex, oneCallerName+"-g-"), nil
+	prefix := oneCallerName + "-g-"
+	return summariseHops(gw, ex, prefix, 0, newKeyHops), summariseHops(gw, ex, prefix, 1, replayHops), nil
 }
 
 // summariseHops joins the events of the gateway (gw) and the executor (ex)
-// by routing key, for the keys whose key part starts with keyPrefix.
-func summariseHops(gw, ex []hopEvent, keyPrefix string) *hopBreakdown {
+// by routing key, for the keys whose key part starts with keyPrefix, and
+// summarises the nth request of each key (0: the new key, 1: its replay)
+// over points.
+func summariseHops(gw, ex []hopEvent, keyPrefix string, nth int, points []hopPoint) *hopBreakdown {
 	byKey := map[string][]hopEvent{}
-	var reqs []hopEvent
 	for _, e := range slices.Concat(gw, ex) {
-		if e.Key != "" {
+		if e.Key != "" && strings.Contains(e.Key, "/"+keyPrefix) {
 			byKey[e.Key] = append(byKey[e.Key], e)
 		}
 	}
+	var reqs []hopEvent
 	for _, e := range ex {
 		if e.Key == "" {
 			reqs = append(reqs, e)
 		}
 	}
-	slices.SortFunc(reqs, func(a, b hopEvent) int { return int(a.At - b.At) })
-	at := map[string][]float64{}
-	step := map[string][]float64{}
-	reqDur := map[string][]float64{}
+	slices.SortFunc(reqs, func(a, b hopEvent) int { return cmp.Compare(a.At, b.At) })
+	at, step, reqDur := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	calls := 0
-	for k, evs := range byKey {
-		if !strings.Contains(k, "/"+keyPrefix) {
-			continue
-		}
-		pts, ok := callPoints(evs, reqs)
+	for _, evs := range byKey {
+		pts, ok := callPoints(evs, reqs, nth, points)
 		if !ok {
 			continue
 		}
 		calls++
 		recv := pts["gw.recv"]
 		prev := recv
-		for _, hp := range hopPoints {
+		for _, hp := range points {
 			t, ok := pts[hp.point]
 			if !ok {
 				continue
@@ -109,51 +122,82 @@ func summariseHops(gw, ex []hopEvent, keyPrefix string) *hopBreakdown {
 			step[hp.point] = append(step[hp.point], float64(t-prev)/1e6)
 			prev = t
 		}
-		for _, r := range requestsBetween(reqs, pts["intent.fetched"], pts[endTxnAfter+"outcome"]) {
+		for _, r := range requestsBetween(reqs, pts["intent.fetched"], lastCommit(pts, points)) {
 			reqDur[r.Point] = append(reqDur[r.Point], float64(r.DurNs)/1e6)
 		}
 	}
-	hb := &hopBreakdown{calls: calls, at: medians(at), step: medians(step), requests: map[string]reqFigure{}}
+	hb := &hopBreakdown{points: points, calls: calls, at: medians(at), step: medians(step), requests: map[string]reqFigure{}}
 	for name, d := range reqDur {
 		hb.requests[strings.TrimPrefix(name, "req.")] = reqFigure{perCall: float64(len(d)) / float64(max(calls, 1)), medMs: median(d)}
 	}
 	return hb
 }
 
+// lastCommit is the last derived commit of points a call has.
+func lastCommit(pts map[string]int64, points []hopPoint) int64 {
+	var t int64
+	for _, hp := range points {
+		if strings.HasPrefix(hp.point, endTxnAfter) && pts[hp.point] != 0 {
+			t = pts[hp.point]
+		}
+	}
+	return t
+}
+
 // callPoints finds, for one key's events, the first of each point inside
-// its first request (gw.recv to gw.sent: the replay that follows repeats
-// some), and derives the two commits from the executor's requests.
-func callPoints(evs []hopEvent, reqs []hopEvent) (map[string]int64, bool) {
-	slices.SortFunc(evs, func(a, b hopEvent) int { return int(a.At - b.At) })
+// its nth request (gw.recv to the gw.sent that follows), and derives the
+// commits and the confirmation from the executor's requests.
+func callPoints(evs []hopEvent, reqs []hopEvent, nth int, points []hopPoint) (map[string]int64, bool) {
+	slices.SortFunc(evs, func(a, b hopEvent) int { return cmp.Compare(a.At, b.At) })
+	evs, ok := nthRequest(evs, nth)
+	if !ok {
+		return nil, false
+	}
 	pts := map[string]int64{}
 	for _, e := range evs {
 		if _, seen := pts[e.Point]; !seen {
 			pts[e.Point] = e.At
 		}
-		if e.Point == "gw.sent" {
-			break
+	}
+	var prev int64
+	for _, hp := range points {
+		if name, ok := strings.CutPrefix(hp.point, endTxnAfter); ok && prev != 0 {
+			if e, ok := firstAfter(reqs, "req.EndTxn", prev); ok {
+				pts[endTxnAfter+name] = e
+			}
 		}
-	}
-	if _, ok := pts["gw.recv"]; !ok {
-		return nil, false
-	}
-	if _, ok := pts["gw.sent"]; !ok {
-		return nil, false
-	}
-	if t, ok := pts["x.before_started_commit"]; ok {
-		if e, ok := firstAfter(reqs, "req.EndTxn", t); ok {
-			pts[endTxnAfter+"started"] = e
+		if hp.point == confirmFetch {
+			if e, ok := lastBetween(reqs, "req.Fetch", pts[endTxnAfter+"started"], pts["x.after_started_commit"]); ok {
+				pts[confirmFetch] = e
+			}
+			continue
 		}
-	}
-	if e, ok := lastBetween(reqs, "req.Fetch", pts[endTxnAfter+"started"], pts["x.after_started_commit"]); ok {
-		pts[confirmFetch] = e
-	}
-	if t, ok := pts["x.during_outcome_commit"]; ok {
-		if e, ok := firstAfter(reqs, "req.EndTxn", t); ok {
-			pts[endTxnAfter+"outcome"] = e
+		if t, ok := pts[hp.point]; ok {
+			prev = t
 		}
 	}
 	return pts, true
+}
+
+// nthRequest cuts a key's sorted events to those of its nth request:
+// from its nth gw.recv to the gw.sent that follows.
+func nthRequest(evs []hopEvent, nth int) ([]hopEvent, bool) {
+	seen := -1
+	for i, e := range evs {
+		if e.Point != "gw.recv" {
+			continue
+		}
+		if seen++; seen < nth {
+			continue
+		}
+		for j := i; j < len(evs); j++ {
+			if evs[j].Point == "gw.sent" {
+				return evs[i : j+1], true
+			}
+		}
+		return nil, false
+	}
+	return nil, false
 }
 
 func firstAfter(reqs []hopEvent, point string, t int64) (int64, bool) {
@@ -205,7 +249,7 @@ func median(v []float64) float64 { return stat(v).med() }
 // rows prints the breakdown: each point's median offset and step.
 func (hb *hopBreakdown) rows() []string {
 	var out []string
-	for _, hp := range hopPoints {
+	for _, hp := range hb.points {
 		at, ok := hb.at[hp.point]
 		if !ok {
 			continue

@@ -49,6 +49,7 @@ type oneCallerResult struct {
 	calls int
 	lat   map[string][]time.Duration // by path, sorted
 	hops  *hopBreakdown              // the gateway's new keys, hop by hop
+	rhops *hopBreakdown              // their replays
 	load  string                     // the load average when it started
 }
 
@@ -87,7 +88,7 @@ func (b *bench) oneCallerScenario(ctx context.Context) (*oneCallerResult, error)
 	for _, l := range res.lat {
 		slices.Sort(l)
 	}
-	if res.hops, err = s.breakdown(); err != nil {
+	if res.hops, res.rhops, err = s.breakdown(); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -48,9 +48,15 @@ func (r *oneCallerResult) print(w io.Writer) {
 	row(tw, "floor, new key: hop + 2 transactions + tool", fmt.Sprintf("%.1f", r.floorNew(0.5)), fmt.Sprintf("%.1f", r.floorNew(0.9)), fmt.Sprintf("%.1f", r.floorNew(0.99)), "")
 	row(tw, "floor, replay: hop + 1 transaction", fmt.Sprintf("%.1f", r.floorReplay(0.5)), fmt.Sprintf("%.1f", r.floorReplay(0.9)), fmt.Sprintf("%.1f", r.floorReplay(0.99)), "")
 	tw.Flush()
-	if r.hops != nil && r.hops.calls > 0 {
-		fmt.Fprintf(w, "hop by hop, gateway new key (medians of %d calls; offset from the request, step from the point before):\n", r.hops.calls)
-		for _, l := range r.hops.rows() {
+	for _, h := range []struct {
+		what string
+		hb   *hopBreakdown
+	}{{"gateway new key", r.hops}, {"gateway replay", r.rhops}} {
+		if h.hb == nil || h.hb.calls == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "hop by hop, %s (medians of %d calls; offset from the request, step from the point before):\n", h.what, h.hb.calls)
+		for _, l := range h.hb.rows() {
 			fmt.Fprintln(w, "  "+l)
 		}
 	}
@@ -87,8 +93,9 @@ type jsonOneCaller struct {
 	FloorReplay jsonQuantiles            `json:"floor_replay"`
 	// Hops: each traced point's median offset from the gateway's receipt
 	// of the request, ms.
-	Hops    map[string]float64 `json:"hops_ms,omitempty"`
-	LoadAvg string             `json:"load_avg"`
+	Hops       map[string]float64 `json:"hops_ms,omitempty"`
+	ReplayHops map[string]float64 `json:"replay_hops_ms,omitempty"`
+	LoadAvg    string             `json:"load_avg"`
 }
 
 type jsonQuantiles struct {
@@ -105,11 +112,18 @@ func (r *oneCallerResult) json() *jsonOneCaller {
 	}
 	j.FloorNew = jsonQuantiles{round3(r.floorNew(0.5)), round3(r.floorNew(0.9)), round3(r.floorNew(0.99))}
 	j.FloorReplay = jsonQuantiles{round3(r.floorReplay(0.5)), round3(r.floorReplay(0.9)), round3(r.floorReplay(0.99))}
-	if r.hops != nil && r.hops.calls > 0 {
-		j.Hops = map[string]float64{}
-		for p, v := range r.hops.at {
-			j.Hops[p] = round3(v)
-		}
-	}
+	j.Hops, j.ReplayHops = r.hops.json(), r.rhops.json()
 	return j
+}
+
+// json is each point's median offset, ms; nil without calls.
+func (hb *hopBreakdown) json() map[string]float64 {
+	if hb == nil || hb.calls == 0 {
+		return nil
+	}
+	out := map[string]float64{}
+	for p, v := range hb.at {
+		out[p] = round3(v)
+	}
+	return out
 }

@@ -62,7 +62,7 @@ func TestHopsJoinBothMembersByKeyAndDeriveTheCommitsFromTheRequests(t *testing.T
 		ev("x.during_outcome_commit", k, 111), ev("req.EndTxn", "", 118),
 		ev("intent.fetched", k, 131.5), ev("req.EndTxn", "", 134),
 	}
-	hb := summariseHops(gw, ex, "oc-g-")
+	hb := summariseHops(gw, ex, "oc-g-", 0, newKeyHops)
 	if hb.calls != 1 {
 		t.Fatalf("calls %d, want 1", hb.calls)
 	}
@@ -78,5 +78,9 @@ func TestHopsJoinBothMembersByKeyAndDeriveTheCommitsFromTheRequests(t *testing.T
 	}
 	if r := hb.requests["EndTxn"]; r.perCall != 2 {
 		t.Errorf("EndTxn per call %v, want 2 (the replay's is outside the window)", r.perCall)
+	}
+	rb := summariseHops(gw, ex, "oc-g-", 1, replayHops)
+	if rb.calls != 1 || rb.at["intent.fetched"] != 1.5 || rb.at[endTxnAfter+"replay"] != 4 || rb.at["gw.sent"] != 6 {
+		t.Errorf("replay %+v", rb.at)
 	}
 }
