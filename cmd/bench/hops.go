@@ -60,10 +60,11 @@ type hopBreakdown struct {
 	// its difference to the point before (both ms; a point no call had is
 	// left out).
 	at, step map[string]float64
-	// requests are the executor's Kafka requests answered between the
-	// intent's arrival and the last commit, per call: count and median
-	// round trip in ms, by request name.
-	requests map[string]reqFigure
+	// requests are, for each commit point, the executor's Kafka requests
+	// answered since the point before it, per call: count and median
+	// round trip in ms by request name; reqSum the median of their sum.
+	requests map[string]map[string]reqFigure
+	reqSum   map[string]float64
 }
 
 type reqFigure struct {
@@ -103,7 +104,8 @@ func summariseHops(gw, ex []hopEvent, keyPrefix string, nth int, points []hopPoi
 		}
 	}
 	slices.SortFunc(reqs, func(a, b hopEvent) int { return cmp.Compare(a.At, b.At) })
-	at, step, reqDur := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
+	at, step := map[string][]float64{}, map[string][]float64{}
+	reqDur, reqSum := map[string]map[string][]float64{}, map[string][]float64{}
 	calls := 0
 	for _, evs := range byKey {
 		pts, ok := callPoints(evs, reqs, nth, points)
@@ -120,28 +122,35 @@ func summariseHops(gw, ex []hopEvent, keyPrefix string, nth int, points []hopPoi
 			}
 			at[hp.point] = append(at[hp.point], float64(t-recv)/1e6)
 			step[hp.point] = append(step[hp.point], float64(t-prev)/1e6)
+			if strings.HasPrefix(hp.point, endTxnAfter) {
+				addRequests(reqDur, reqSum, hp.point, requestsBetween(reqs, prev, t))
+			}
 			prev = t
 		}
-		for _, r := range requestsBetween(reqs, pts["intent.fetched"], lastCommit(pts, points)) {
-			reqDur[r.Point] = append(reqDur[r.Point], float64(r.DurNs)/1e6)
-		}
 	}
-	hb := &hopBreakdown{points: points, calls: calls, at: medians(at), step: medians(step), requests: map[string]reqFigure{}}
-	for name, d := range reqDur {
-		hb.requests[strings.TrimPrefix(name, "req.")] = reqFigure{perCall: float64(len(d)) / float64(max(calls, 1)), medMs: median(d)}
+	hb := &hopBreakdown{points: points, calls: calls, at: medians(at), step: medians(step),
+		requests: map[string]map[string]reqFigure{}, reqSum: medians(reqSum)}
+	for point, byName := range reqDur {
+		hb.requests[point] = map[string]reqFigure{}
+		for name, d := range byName {
+			hb.requests[point][strings.TrimPrefix(name, "req.")] = reqFigure{perCall: float64(len(d)) / float64(max(calls, 1)), medMs: median(d)}
+		}
 	}
 	return hb
 }
 
-// lastCommit is the last derived commit of points a call has.
-func lastCommit(pts map[string]int64, points []hopPoint) int64 {
-	var t int64
-	for _, hp := range points {
-		if strings.HasPrefix(hp.point, endTxnAfter) && pts[hp.point] != 0 {
-			t = pts[hp.point]
-		}
+// addRequests notes one call's requests of the step that ends at point.
+func addRequests(byPoint map[string]map[string][]float64, sums map[string][]float64, point string, rs []hopEvent) {
+	if byPoint[point] == nil {
+		byPoint[point] = map[string][]float64{}
 	}
-	return t
+	sum := 0.0
+	for _, r := range rs {
+		d := float64(r.DurNs) / 1e6
+		byPoint[point][r.Point] = append(byPoint[point][r.Point], d)
+		sum += d
+	}
+	sums[point] = append(sums[point], sum)
 }
 
 // callPoints finds, for one key's events, the first of each point inside
@@ -246,7 +255,8 @@ func medians(m map[string][]float64) map[string]float64 {
 
 func median(v []float64) float64 { return stat(v).med() }
 
-// rows prints the breakdown: each point's median offset and step.
+// rows prints the breakdown: each point's median offset and step, and
+// under each commit the requests its step waited on.
 func (hb *hopBreakdown) rows() []string {
 	var out []string
 	for _, hp := range hb.points {
@@ -255,19 +265,22 @@ func (hb *hopBreakdown) rows() []string {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%7.2f ms  +%6.2f  %s", at, hb.step[hp.point], hp.what))
+		if rs := hb.requests[hp.point]; len(rs) > 0 {
+			out = append(out, fmt.Sprintf("%19s requests (count per call × median round trip): %s; their sum %.2f ms", "", requestList(rs), hb.reqSum[hp.point]))
+		}
 	}
-	names := make([]string, 0, len(hb.requests))
-	for n := range hb.requests {
+	return out
+}
+
+func requestList(rs map[string]reqFigure) string {
+	names := make([]string, 0, len(rs))
+	for n := range rs {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	var reqs []string
+	var parts []string
 	for _, n := range names {
-		f := hb.requests[n]
-		reqs = append(reqs, fmt.Sprintf("%s %.1f× %.2f ms", n, f.perCall, f.medMs))
+		parts = append(parts, fmt.Sprintf("%s %.1f× %.2f", n, rs[n].perCall, rs[n].medMs))
 	}
-	if len(reqs) > 0 {
-		out = append(out, "executor requests per call (count × median round trip): "+strings.Join(reqs, ", "))
-	}
-	return out
+	return strings.Join(parts, ", ")
 }
