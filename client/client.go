@@ -193,6 +193,16 @@ func WithTraceparent(tp string) CallOption {
 	}
 }
 
+// WithTracestate sets the intent's W3C tracestate header (ignored when
+// empty), the vendor state that goes with its traceparent.
+func WithTracestate(ts string) CallOption {
+	return func(r *kgo.Record) {
+		if ts != "" {
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: "tracestate", Value: []byte(ts)})
+		}
+	}
+}
+
 // Pending is an intent that was produced and whose answer is awaited. Its
 // methods are not safe for concurrent use; Close it when done.
 type Pending struct {

@@ -26,6 +26,7 @@ type Executor struct {
 	layout  topicadmin.Layout
 	disp    *dispatcher
 	replies *replyTopics
+	trace   *callTracer // nil: tracing off
 	enc     *encoder
 	dec     recordDecoder
 	folds   *folder

@@ -12,6 +12,7 @@ import (
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/executor/partition"
 	"github.com/atmostonce/toolexec/executor/txn"
+	"github.com/atmostonce/toolexec/internal/tracing"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
 	"github.com/atmostonce/toolexec/tools"
@@ -71,7 +72,9 @@ func (e *Executor) open(ctx context.Context) error {
 	e.hot = newHotRecords(e.m.HotRecords)
 	e.core = partition.New(e.coreConfig(), storeView{st: st, events: e.cfg.Names.Events, hot: e.hot}, time.Now())
 	e.callCtx, e.cancelCall = context.WithCancel(context.Background())
+	e.trace = newCallTracer(e.cfg.TracerProvider, e.cfg.Tools, e.cfg.Names.Results)
 	e.disp = newDispatcher(e.callCtx, e.cfg.Tools, e.cfg.MaxInFlight, e.cfg.Hooks, e.wake)
+	e.disp.tracer = tracing.Tracer(e.cfg.TracerProvider, tracerName)
 	return nil
 }
 

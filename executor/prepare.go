@@ -7,6 +7,7 @@ import (
 	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/executor/partition"
 	"github.com/atmostonce/toolexec/internal/mpwrite"
+	"github.com/atmostonce/toolexec/internal/tracing"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/wire"
@@ -67,7 +68,7 @@ func (e *Executor) collectCompletions() {
 // finished counts a finished call and hands it to the core.
 func (e *Executor) finished(c completion) {
 	e.m.Calls.WithLabelValues(c.job.Tool, c.outcome.Status.String()).Inc()
-	e.m.CallDuration.WithLabelValues(c.job.Tool).Observe(c.dur.Seconds())
+	tracing.Observe(e.m.CallDuration.WithLabelValues(c.job.Tool), c.dur.Seconds(), c.traceID)
 	e.core.Finished(toCompletion(c.job, c.outcome))
 }
 

@@ -36,6 +36,7 @@ import (
 //     checkpoints in one synced Pebble batch, while the calls run.
 func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 	start := time.Now()
+	tt := e.trace.tick(start)
 	e.fetchErrors(fs)
 	e.collectCompletions()
 	pr := e.prepare(fs)
@@ -45,6 +46,7 @@ func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 	if err != nil {
 		return err
 	}
+	tt.decided(pr, rd)
 	tr, err := e.enc.encode(rd, pr.records)
 	if err != nil {
 		return err
@@ -62,6 +64,7 @@ func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 		e.afterAbort(rd, tr, out)
 		return nil
 	}
+	tt.committed(rd)
 	e.afterCommit(rd, tr)
 	e.m.TickDuration.Observe(time.Since(start).Seconds())
 	return nil

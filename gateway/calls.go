@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/atmostonce/toolexec/client"
 	"github.com/atmostonce/toolexec/wire"
 )
 
@@ -28,7 +27,8 @@ type intentReq struct {
 	key         string
 	args        map[string]any
 	wait        time.Duration
-	traceparent string
+	traceparent string // the caller's, passed on as it came when tracing is off
+	tracestate  string // an MCP call's _meta tracestate
 }
 
 // reply is what came back within the wait.
@@ -47,7 +47,9 @@ func (g *Gateway) send(ctx context.Context, req intentReq) (reply, error) {
 		in.Args = map[string]any{}
 	}
 	pctx, cancel := context.WithTimeout(ctx, produceTimeout)
-	p, err := g.client.Start(pctx, in, client.WithTraceparent(req.traceparent))
+	span, opts := g.produceSpan(ctx, req)
+	p, err := g.client.Start(pctx, in, opts...)
+	endProduceSpan(span, err)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"
@@ -56,6 +57,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer takes the gateway's metrics; nil: not registered.
 	Registerer prometheus.Registerer
+	// TracerProvider makes the spans of calls (a request's, its intent's
+	// produce), continuing the caller's traceparent; nil: no spans
+	// (internal/tracing.FromEnv decides from OTEL_*).
+	TracerProvider trace.TracerProvider
 }
 
 func (c *Config) withDefaults() {

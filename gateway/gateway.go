@@ -11,8 +11,10 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/internal/tracing"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"
 )
@@ -27,6 +29,7 @@ type Gateway struct {
 	tools      map[string]*tool
 	toolNames  []string // sorted
 	m          *metrics
+	tracer     trace.Tracer // nil: tracing off
 
 	admCl   *kgo.Client
 	adm     *kadm.Client
@@ -62,6 +65,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g.m = newMetrics(cfg.Registerer)
+	g.tracer = tracing.Tracer(cfg.TracerProvider, "github.com/atmostonce/toolexec/gateway")
 	if err := g.connect(ctx); err != nil {
 		g.Close()
 		return nil, err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/atmostonce/toolexec/client"
 	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/internal/tracing"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/wire"
 )
@@ -70,7 +71,8 @@ func (g *Gateway) mcpHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		defer func() { g.m.observe("mcp", sw.status, time.Since(start)) }()
+		r, span := g.serverSpan(r)
+		defer func() { g.m.observe("mcp", sw.status, time.Since(start), span); endServerSpan(span, sw.status) }()
 		g.mcp.handler.ServeHTTP(sw, r)
 	})
 }
@@ -170,6 +172,8 @@ func (g *Gateway) mcpCall(tenant string, t *tool) mcp.ToolHandler {
 			return errRes, nil
 		}
 		in.wait = g.mcpWait(req.Params.Meta)
+		ctx, span := g.mcpSpan(ctx, in)
+		defer endProduceSpan(span, nil)
 		rep, err := g.send(ctx, in)
 		if errors.Is(err, errUnavailable) {
 			g.m.mcpCalls.WithLabelValues("unavailable").Inc()
@@ -205,7 +209,8 @@ func mcpIntent(tenant string, t *tool, p *mcp.CallToolParamsRaw) (intentReq, *mc
 	if msg := t.argsTooLarge(wargs); msg != "" {
 		return intentReq{}, errorResult("Rejected: " + msg + ". Nothing ran.")
 	}
-	return intentReq{typ: wire.TypeCall, tenant: tenant, tool: t.name(), key: key, args: wargs}, nil
+	tp, ts := mcpTraceContext(p.Meta)
+	return intentReq{typ: wire.TypeCall, tenant: tenant, tool: t.name(), key: key, args: wargs, traceparent: tp, tracestate: ts}, nil
 }
 
 // mcpKey takes the idempotency_key argument, else the host's _meta key;
@@ -239,6 +244,18 @@ func schemaText(t *tool, errs []schemaError) string {
 		fmt.Fprintf(&b, "\n- at %s: %s", path, e.Message)
 	}
 	return b.String()
+}
+
+// mcpTraceContext reads the W3C trace context an MCP client puts in a
+// request's _meta ("traceparent", "tracestate"), bounded as the wire
+// bounds the headers; "" for what is absent or too long.
+func mcpTraceContext(meta mcp.Meta) (traceparent, tracestate string) {
+	tp, _ := meta[tracing.TraceparentHeader].(string)
+	ts, _ := meta[tracing.TracestateHeader].(string)
+	if wire.CheckHeaders(tp, ts) != nil {
+		return "", ""
+	}
+	return tp, ts
 }
 
 // mcpWait reads _meta["io.toolexec/wait"] (seconds), default DefaultWait,

@@ -53,7 +53,8 @@ func (g *Gateway) authed(route string, h tenantHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		defer func() { g.m.observe(route, sw.status, time.Since(start)) }()
+		r, span := g.serverSpan(r)
+		defer func() { g.m.observe(route, sw.status, time.Since(start), span); endServerSpan(span, sw.status) }()
 		token, sent := bearer(r.Header.Get("Authorization"))
 		tenant, ok := "", false
 		if sent {

@@ -93,7 +93,7 @@ type Auth struct {
 	// internal/secretref), expanded when the adapter is built (FromConfig,
 	// OpenHTTP). Every value is treated as a secret: it is redacted from
 	// outcome messages and results. The headers the adapter sets itself
-	// (Idempotency-Key, X-Tool-*, traceparent, Content-Type, Accept) and
+	// (Idempotency-Key, X-Tool-*, traceparent, tracestate, Content-Type, Accept) and
 	// hop-by-hop ones cannot be set here. At most 32.
 	Headers map[string]string
 	// TLS (tls) holds PEM files for HTTPS to the tool and its probe: ca

@@ -31,6 +31,7 @@ type config struct {
 	keepScratch  bool          // leave the scratch directory (members' logs and data)
 	skipRestore  bool          // skip scenarios 4 and 5b (keys in state)
 	skipLoad     bool          // skip scenarios 1, 2, 3, 5a and 6
+	tracing      bool          // the members trace every call, to a sink in the bench (tracing.go)
 	peer         peerConfig    // --peer and its settings; run by hand, never in CI
 }
 
@@ -69,6 +70,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.keepScratch, "keep-scratch", false, "do not delete the scratch directory (the members' logs and data directories) at the end")
 	fs.BoolVar(&c.skipRestore, "skip-restore", false, "skip the restore scenario and the memory figure with keys in state")
 	fs.BoolVar(&c.skipLoad, "skip-load", false, "skip the load scenarios (unique, replay, slow tool, group commit)")
+	fs.BoolVar(&c.tracing, "tracing", false, "the executor and gateway members trace every call (OpenTelemetry, sampled at 100%) to an OTLP/HTTP sink in the bench; off: no member traces")
 	c.peer.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err

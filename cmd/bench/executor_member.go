@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/atmostonce/toolexec/executor"
+	"github.com/atmostonce/toolexec/internal/tracing"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
@@ -54,9 +55,13 @@ func newExecutorMember(ctx context.Context, o memberOpts) (*execMember, error) {
 		return nil, err
 	}
 	pr := prometheus.NewRegistry()
+	tp, _, err := tracing.FromEnv(ctx, "bench-executor")
+	if err != nil {
+		return nil, err
+	}
 	cfg := executor.Config{
 		Brokers: o.brokers, Connect: kafkaOpts, Names: topics.NamesWithPrefix(o.prefix), Group: o.group, DataDir: o.dataDir, Tools: reg,
-		Registerer: pr, Settings: topicadmin.Settings{Partitions: int32(o.partitions)},
+		Registerer: pr, Settings: topicadmin.Settings{Partitions: int32(o.partitions)}, TracerProvider: tp,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	var tr *hopTracer

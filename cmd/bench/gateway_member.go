@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/atmostonce/toolexec/gateway"
+	"github.com/atmostonce/toolexec/internal/tracing"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -39,7 +40,11 @@ func newGatewayMember(ctx context.Context, o memberOpts) (*gatewayMember, error)
 		return nil, err
 	}
 	pr := prometheus.NewRegistry()
-	gc := gateway.Config{Brokers: o.brokers, Prefix: o.prefix, Tools: reg.Specs(),
+	tp, _, err := tracing.FromEnv(ctx, "bench-gateway")
+	if err != nil {
+		return nil, err
+	}
+	gc := gateway.Config{Brokers: o.brokers, Prefix: o.prefix, Tools: reg.Specs(), TracerProvider: tp,
 		Tenants: gateway.NewTenantStore(tenants), InstanceID: "bench-" + o.group, Registerer: pr, KafkaOpts: kafkaOpts,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	var tr *hopTracer

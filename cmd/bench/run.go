@@ -36,9 +36,17 @@ func run(ctx context.Context, cfg config) error {
 		defer os.RemoveAll(dir)
 	}
 	b := &bench{cfg: cfg, br: br, dir: dir, rep: report{cfg: cfg, runPrefix: br.runPrefix}}
-	progress("broker %s, topics %s*, scratch %s", cfg.brokerName(), br.runPrefix, dir)
+	sink, err := memberTracing(cfg.tracing)
+	if err != nil {
+		return err
+	}
+	defer sink.close()
+	progress("broker %s, topics %s*, scratch %s, tracing %v", cfg.brokerName(), br.runPrefix, dir, cfg.tracing)
 	if err := b.scenarios(ctx); err != nil {
 		return err
+	}
+	if sink != nil {
+		progress("tracing: the members exported %d spans (%d bytes of OTLP)", sink.spans.Load(), sink.bytes.Load())
 	}
 	b.rep.elapsed = time.Since(runStart)
 	b.rep.print(os.Stdout)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/atmostonce/toolexec/console"
 	"github.com/atmostonce/toolexec/gateway"
 	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/internal/httpserve"
@@ -63,6 +64,9 @@ func startGateway(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.R
 	if err != nil {
 		return nil, err
 	}
+	if err := noSharedTokens(f, tenants); err != nil {
+		return nil, err
+	}
 	hint := ""
 	if kept != nil {
 		hint = tokenHint
@@ -72,6 +76,7 @@ func startGateway(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.R
 	g, err := gateway.New(startCtx, gateway.Config{
 		Brokers: conn.Seeds, KafkaOpts: conn.Opts, Prefix: f.prefix, Tools: reg.Specs(), Tenants: gateway.NewTenantStore(tenants),
 		InstanceID: gateway.InstanceIDFrom(host), ClientID: f.clientID + "-gateway", TokenHint: hint, Logger: log, Registerer: promReg,
+		TracerProvider: f.tracer,
 	})
 	cancel()
 	if err != nil {
@@ -97,6 +102,22 @@ func startGateway(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.R
 		_ = srv.Shutdown(sctx)
 		g.Close()
 	}, nil
+}
+
+// noSharedTokens refuses an operators file that lists a tenant's token: a
+// tenant's gateway token must never open the operator console.
+func noSharedTokens(f *runFlags, tenants *gateway.Tenants) error {
+	if f.rec.operators == "" {
+		return nil
+	}
+	ops, err := console.LoadOperators(f.rec.operators)
+	if err != nil {
+		return err
+	}
+	if ops.Shares(tenants.Tokens()) {
+		return fmt.Errorf("%s lists a token that is also a tenant's gateway token: give each operator a token of their own", f.rec.operators)
+	}
+	return nil
 }
 
 // keptToken is the default tenant's token and the file that keeps it.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atmostonce/toolexec/executor"
 	"github.com/atmostonce/toolexec/internal/cli"
@@ -30,6 +31,7 @@ type runFlags struct {
 	txnID, clientID                                                                 string
 	rec                                                                             *reconcilerFlags
 	gw                                                                              *gatewayFlags
+	tracer                                                                          trace.TracerProvider // from OTEL_*: the embedded gateway and reconciler share it
 }
 
 func parseRunFlags(args []string) (*runFlags, error) {
@@ -115,17 +117,23 @@ func loadTools(path string, log *slog.Logger) (*tools.Registry, error) {
 }
 
 func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry, web *httpserve.Process, log *slog.Logger) error {
+	tp, stopTracing, err := cli.Tracing(ctx, "toolexec-executor", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	f.tracer = tp
 	promReg := web.Registry
 	cfg := executor.Config{
 		Brokers: conn.Seeds, Connect: conn.Opts, Names: topics.NamesWithPrefix(f.prefix), Group: f.group, DataDir: f.dataDir,
 		Tools: reg, DrainTimeout: f.drain, SessionTimeout: f.session, RebalanceTimeout: f.rebalance, TransactionTimeout: f.txnTimeout, BrokerOutage: f.outage, TransactionalID: f.txnID, SnapshotInterval: f.snapshot, Logger: log, Registerer: promReg,
 		Settings: topicadmin.Settings{Partitions: int32(f.partitions)}, Hooks: hooksFromEnv(log),
-		ClientOpts: []kgo.Opt{kgo.ClientID(f.clientID)}, KafkaLogLevel: kafkaLogLevel(),
+		ClientOpts: []kgo.Opt{kgo.ClientID(f.clientID)}, KafkaLogLevel: kafkaLogLevel(), TracerProvider: tp,
 	}
 	// The topics may be missing for a while on a first install, where the
 	// topics Job creates them as the members start (deploy/k8s).
 	var ex *executor.Executor
-	err := cli.StartPatiently(ctx, f.outage, "executor start", log, promReg, func(ctx context.Context, r prometheus.Registerer) (err error) {
+	err = cli.StartPatiently(ctx, f.outage, "executor start", log, promReg, func(ctx context.Context, r prometheus.Registerer) (err error) {
 		cfg.Registerer = r
 		ex, err = executor.New(ctx, cfg)
 		return err

@@ -76,12 +76,17 @@ func runMain(args []string) error {
 	if err != nil {
 		return err
 	}
+	tp, stopTracing, err := cli.Tracing(ctx, "toolexec-gateway", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	reg := web.Registry
 	var g *gateway.Gateway
 	err = cli.StartPatiently(ctx, f.outage, "gateway start", log, reg, func(ctx context.Context, r prometheus.Registerer) (err error) {
 		g, err = gateway.New(ctx, gateway.Config{
 			Brokers: conn.Seeds, KafkaOpts: conn.Opts, Prefix: f.prefix, Tools: cfg.Tools, Tenants: gateway.NewTenantStore(tenants),
-			InstanceID: f.instanceID, ClientID: f.clientID, Logger: log, Registerer: r,
+			InstanceID: f.instanceID, ClientID: f.clientID, Logger: log, Registerer: r, TracerProvider: tp,
 		})
 		return err
 	}, func(err error) bool { return !cli.Lasting(err, gateway.ErrConfig, gateway.ErrTenants) })

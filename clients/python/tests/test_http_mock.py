@@ -267,3 +267,26 @@ def test_schema_errors_are_named_in_the_message():
     with pytest.raises(Rejected, match="/amount: minimum") as ei:
         c.call("payments.refund", key="k1", args={"amount": 0})
     assert ei.value.code == "invalid_args"
+
+
+def test_a_call_in_an_opentelemetry_span_continues_its_trace():
+    """With the [otel] extra, a call inside a span sends that span's
+    traceparent and tracestate; an explicit traceparent= wins; outside any
+    span nothing is sent."""
+    trace = pytest.importorskip("opentelemetry.trace")
+    sdk = pytest.importorskip("opentelemetry.sdk.trace")
+    tracer = sdk.TracerProvider().get_tracer("test")
+    c, rec = client(lambda req, n: httpx.Response(200, json=answer()))
+    state = trace.TraceState([("vendor", "x")])
+    with tracer.start_as_current_span("agent step") as span:
+        sc = span.get_span_context()
+        parent = trace.NonRecordingSpan(trace.SpanContext(sc.trace_id, sc.span_id, True, sc.trace_flags, state))
+        with trace.use_span(parent):
+            c.call("payments.refund", key="k1", args={})
+            c.call("payments.refund", key="k1", args={}, traceparent="00-" + "1" * 32 + "-" + "2" * 16 + "-01")
+    c.call("payments.refund", key="k1", args={})
+    inside, explicit, outside = rec.requests
+    assert inside.headers["traceparent"] == f"00-{sc.trace_id:032x}-{sc.span_id:016x}-{int(sc.trace_flags):02x}"
+    assert inside.headers["tracestate"] == "vendor=x"
+    assert explicit.headers["traceparent"].startswith("00-1111") and "tracestate" not in explicit.headers
+    assert "traceparent" not in outside.headers and "tracestate" not in outside.headers

@@ -155,6 +155,8 @@ def plan_call(base: str, token: str, req: CallRequest, server_wait: float) -> Pl
         except (TypeError, ValueError) as e:
             raise InvalidRequest(f"args cannot be sent as JSON ({e}); bytes need the Kafka transport") from None
     headers = _headers(token, server_wait, req.traceparent)
+    if req.traceparent and req.tracestate:
+        headers["tracestate"] = req.tracestate
     headers["Idempotency-Key"] = header_key(req.key)
     headers["Content-Type"] = "application/json"
     return Plan("POST", _url(base, path), headers, body, server_wait + RESPONSE_MARGIN_S)

@@ -1,4 +1,7 @@
-package main
+// Package jsonview turns what the executor stores as msgpack (results,
+// events) into values encoding/json prints: the command line's output and
+// the operator console's pages.
+package jsonview
 
 import (
 	"fmt"
@@ -8,36 +11,36 @@ import (
 	"github.com/atmostonce/toolexec/wire"
 )
 
-// jsonable converts msgpack-decoded values (maps with interface keys, raw
+// Value converts msgpack-decoded values (maps with interface keys, raw
 // messages) into values encoding/json can print.
-func jsonable(v any) any {
+func Value(v any) any {
 	switch x := v.(type) {
 	case *wire.Result:
 		c := *x
-		c.Result = jsonable(x.Result)
+		c.Result = Value(x.Result)
 		return &c
 	case msgpack.RawMessage:
 		var d any
 		if msgpack.Unmarshal(x, &d) != nil {
 			return nil
 		}
-		return jsonable(d)
+		return Value(d)
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = jsonable(e)
+			out[k] = Value(e)
 		}
 		return out
 	case map[any]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[fmt.Sprint(k)] = jsonable(e)
+			out[fmt.Sprint(k)] = Value(e)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = jsonable(e)
+			out[i] = Value(e)
 		}
 		return out
 	}
