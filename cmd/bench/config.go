@@ -25,6 +25,7 @@ type config struct {
 	httpClients  int           // concurrent HTTP clients of the gateway scenario (and outstanding intents of its Kafka path)
 	keys         int           // keys in the restore and memory scenarios
 	oneCaller    int           // calls per path of the one-caller scenario; 0 skips it
+	traceDump    string        // file for the one-caller scenario's raw hop events; empty: none
 	cpuProfile   string        // path prefix of CPU profiles; empty: none
 	memProfile   string        // path prefix of heap (allocation) profiles; empty: none
 	keepTopics   bool          // leave the run's topics on the broker
@@ -64,6 +65,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.httpClients, "http-clients", 32, "concurrent HTTP clients in the gateway scenario (its Kafka path keeps as many intents outstanding)")
 	fs.IntVar(&c.keys, "keys", fullDefaults.keys, "keys in the restore and memory scenarios (quick: 100000)")
 	fs.IntVar(&c.oneCaller, "one-caller", fullDefaults.oneCaller, "calls per path in the one-caller scenario (quick: 100); 0 skips it")
+	fs.StringVar(&c.traceDump, "trace-dump", "", "write the one-caller scenario's raw hop events (both members) to this file as JSON")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write CPU profiles to <prefix>.{executor,baseline,executor-replay,executor-keys,restore-serial,restore-parallel,gateway}.pprof")
 	fs.StringVar(&c.memProfile, "memprofile", "", "write the executor's allocation profile after round 1 to <prefix>.executor.heap.pprof")
 	fs.BoolVar(&c.keepTopics, "keep-topics", false, "do not delete the run's topics at the end")

@@ -2,6 +2,8 @@ package main
 
 import (
 	"cmp"
+	"encoding/json"
+	"os"
 	"fmt"
 	"slices"
 	"strings"
@@ -82,8 +84,24 @@ func (s *oneCallerSetup) breakdown() (newKey, replay *hopBreakdown, err error) {
 	if err := s.peer.ex.child.do("trace", &ex); err != nil {
 		return nil, nil, err
 	}
+	if err := s.dumpTrace(gw, ex); err != nil {
+		return nil, nil, err
+	}
 	prefix := oneCallerName + "-g-"
 	return summariseHops(gw, ex, prefix, 0, newKeyHops), summariseHops(gw, ex, prefix, 1, replayHops), nil
+}
+
+// dumpTrace writes both members' events, as read, to --trace-dump (when
+// set): one JSON object {"gateway": [...], "executor": [...]}.
+func (s *oneCallerSetup) dumpTrace(gw, ex []hopEvent) error {
+	if s.dump == "" {
+		return nil
+	}
+	b, err := json.Marshal(map[string][]hopEvent{"gateway": gw, "executor": ex})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(s.dump, b, 0o644)
 }
 
 // summariseHops joins the events of the gateway (gw) and the executor (ex)

@@ -60,6 +60,7 @@ type oneCallerSetup struct {
 	peer *toolexecPeer // an executor with the HTTP tool and a gateway in front
 	cl   *client.Client
 	hc   *http.Client
+	dump string // --trace-dump
 }
 
 // oneCallerName is the member name (topics, logs) of the scenario's
@@ -95,7 +96,7 @@ func (b *bench) oneCallerScenario(ctx context.Context) (*oneCallerResult, error)
 }
 
 func (b *bench) startOneCaller(ctx context.Context) (_ *oneCallerSetup, err error) {
-	s := &oneCallerSetup{hc: newLoadClient(1)}
+	s := &oneCallerSetup{hc: newLoadClient(1), dump: b.cfg.traceDump}
 	defer func() {
 		if err != nil {
 			s.close()
