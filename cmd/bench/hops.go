@@ -3,8 +3,8 @@ package main
 import (
 	"cmp"
 	"encoding/json"
-	"os"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 )
