@@ -14,7 +14,7 @@ import (
 )
 
 // tick is the loop's one step after a poll: prepare, step, encode,
-// commit, confirm, materialise, dispatch.
+// commit, confirm, dispatch, materialise.
 //
 //   - prepare (prepare.go, restore.go): finished calls to the core,
 //     polled records decoded, reply_to topics looked up, background
@@ -30,10 +30,10 @@ import (
 //     started events (an abort behind the reported commit, or no marker
 //     in time, ends the tick as one whose outcome is unknown: nothing is
 //     materialised or dispatched);
-//   - materialise (afterCommit): the Ready's overlay and the new
-//     checkpoints in one synced Pebble batch;
 //   - dispatch (afterCommit): the calls whose started events just
-//     committed.
+//     committed;
+//   - materialise (afterCommit): the Ready's overlay and the new
+//     checkpoints in one synced Pebble batch, while the calls run.
 func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 	start := time.Now()
 	tt := e.trace.tick(start)
@@ -106,14 +106,31 @@ func (e *Executor) commitHooks(rd *partition.Ready) {
 	}
 }
 
-// afterCommit materialises the tick in one synced Pebble batch, then
-// dispatches the calls whose started events are now committed.
+// afterCommit dispatches the calls whose started events are now
+// committed and confirmed, then materialises the tick in one synced
+// Pebble batch while they run.
+//
+// Why the calls go first: the committed log is what makes a call safe to
+// make, not the view, which is the log folded and only ever catches up
+// with it. A crash before the batch is written leaves the view behind the
+// log, and the restore that follows folds the same started events, as it
+// does for a crash after the batch and before the call returns. So the
+// tool's time overlaps the fsync instead of following it (a one-caller
+// new key waited the fsync in full, about a millisecond on this disk).
+// The call's completion reaches the core only in a later tick, after this
+// batch and Committed, so the core sees the same order as before; a batch
+// that fails makes its partitions catch up, as it always did for calls
+// already dispatched.
 func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) {
 	e.m.Txns.WithLabelValues("committed").Inc()
 	e.m.TickRecords.Observe(float64(rd.Inputs + len(rd.Recorded)))
 	for v, n := range rd.Verdicts {
 		e.m.Intents.WithLabelValues(v).Add(float64(n))
 	}
+	for _, c := range rd.Calls {
+		e.cfg.Hooks.at(PointAfterStartedCommit, c.RK)
+	}
+	e.disp.submit(rd.Calls...)
 	err := e.materialise(rd, tr)
 	if err != nil {
 		e.cfg.Logger.Error("pebble write failed; the view will catch up from the log", "err", err)
@@ -122,10 +139,6 @@ func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) {
 	for _, p := range e.core.Committed(rd, err == nil) {
 		e.publishDoubt(p)
 	}
-	for _, c := range rd.Calls {
-		e.cfg.Hooks.at(PointAfterStartedCommit, c.RK)
-	}
-	e.disp.submit(rd.Calls...)
 	e.m.InFlight.Set(float64(e.core.InFlight()))
 }
 

@@ -46,6 +46,7 @@ const httpToolTimeout = 20 * time.Second
 type execMember struct {
 	ex  *executor.Executor
 	reg *prometheus.Registry
+	tr  *hopTracer // --trace; nil otherwise
 }
 
 func newExecutorMember(ctx context.Context, o memberOpts) (*execMember, error) {
@@ -63,12 +64,20 @@ func newExecutorMember(ctx context.Context, o memberOpts) (*execMember, error) {
 		Registerer: pr, Settings: topicadmin.Settings{Partitions: int32(o.partitions)}, TracerProvider: tp,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
+	var tr *hopTracer
+	if o.trace {
+		n := cfg.Names
+		tr = newHopTracer(map[string]string{n.Intents: "intent", n.Events: "event", n.Results: "answer"})
+		cfg.ClientOpts, cfg.Hooks.At = tr.hooks(), tr.at
+	}
 	ex, err := executor.New(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &execMember{ex: ex, reg: pr}, nil
+	return &execMember{ex: ex, reg: pr, tr: tr}, nil
 }
+
+func (m *execMember) tracer() *hopTracer { return m.tr }
 
 // benchTools registers the no-op and the slow tool, and bench.http when
 // toolURL is set. The first two take the product defaults except the slow

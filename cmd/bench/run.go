@@ -32,7 +32,9 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	if !cfg.keepScratch {
+		defer os.RemoveAll(dir)
+	}
 	b := &bench{cfg: cfg, br: br, dir: dir, rep: report{cfg: cfg, runPrefix: br.runPrefix}}
 	sink, err := memberTracing(cfg.tracing)
 	if err != nil {
@@ -52,6 +54,13 @@ func run(ctx context.Context, cfg config) error {
 }
 
 func (b *bench) scenarios(ctx context.Context) error {
+	if b.cfg.oneCaller > 0 {
+		oc, err := b.oneCallerScenario(ctx)
+		if err != nil {
+			return err
+		}
+		b.rep.oneCaller = oc
+	}
 	if !b.cfg.skipLoad {
 		for r := range b.cfg.repeats {
 			progress("round %d/%d: unique keys, replay, slow tool", r+1, b.cfg.repeats)

@@ -160,9 +160,19 @@ func (s *Session) readMarkers(ctx context.Context, pid int64, topicID [16]byte, 
 }
 
 // readMarker judges one partition by a read_committed fetch of at most one
-// batch from the span's first event, without waiting: the response's
-// stable offset and aborted-transaction list are what is wanted, not the
-// records.
+// batch from the span's first event: the response's stable offset and
+// aborted-transaction list are what is wanted, not the records.
+//
+// The fetch waits on the broker for its marker (MinBytes 1, MaxWait
+// markerFetchWait): a read_committed fetch sees no bytes below the stable
+// offset while the transaction is open, and the broker answers it as soon
+// as the marker moves the stable offset past them. So the marker is seen
+// the moment it is written, where a fetch that did not wait was answered
+// pending and looked again after a backoff (1, 2, 4 ms...), which cost
+// the call's confirmation about a millisecond on a real broker. An abort
+// marker answers it too (the aborted bytes are below the stable offset);
+// a partition held behind another producer's open transaction is answered
+// empty after the wait and looked at again.
 func (s *Session) readMarker(ctx context.Context, pid int64, topicID [16]byte, p int32, sp span) (markerState, error) {
 	topic := s.cfg.Names.Events
 	// The session produces to the partition: its metadata names the leader.
@@ -173,8 +183,8 @@ func (s *Session) readMarker(ctx context.Context, pid int64, topicID [16]byte, p
 	}
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
-	req.MaxWaitMillis = 0
-	req.MinBytes = 0
+	req.MaxWaitMillis = int32(markerFetchWait.Milliseconds())
+	req.MinBytes = 1
 	req.MaxBytes = markerFetchBytes
 	req.IsolationLevel = 1
 	req.SessionEpoch = -1 // a full fetch, outside any fetch session
@@ -196,6 +206,13 @@ func (s *Session) readMarker(ctx context.Context, pid int64, topicID [16]byte, p
 	}
 	return s.judgeMarker(resp.(*kmsg.FetchResponse), pid, p, sp)
 }
+
+// markerFetchWait bounds a marker fetch's wait on the broker: markers
+// follow EndTxn within milliseconds, so a fetch that waited this long
+// found none (an abort kfake does not wake a fetch for, a partition
+// behind another transaction) and the next look comes as soon as the
+// backoff allows. Interrupt ends the wait through the request's context.
+const markerFetchWait = 100 * time.Millisecond
 
 // markerFetchBytes bounds a marker fetch's response; the partition's own
 // limit (1 byte) makes it one batch in practice. (kfake stops computing

@@ -374,10 +374,10 @@ func markersWritten(req *kmsg.WriteTxnMarkersRequest) *kmsg.WriteTxnMarkersRespo
 	return resp
 }
 
-// isMarkerFetch tells the confirmation's fetches (confirm.go: no wait, one
-// byte a partition) from the consumer's.
+// isMarkerFetch tells the confirmation's fetches (confirm.go: one
+// partition, one byte) from the consumer's.
 func isMarkerFetch(req *kmsg.FetchRequest) bool {
-	return req.MaxWaitMillis == 0 && len(req.Topics) == 1 && len(req.Topics[0].Partitions) == 1 &&
+	return len(req.Topics) == 1 && len(req.Topics[0].Partitions) == 1 &&
 		req.Topics[0].Partitions[0].PartitionMaxBytes == 1
 }
 
