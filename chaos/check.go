@@ -41,6 +41,12 @@ type Report struct {
 	LedgerCalls      int            `json:"ledger_calls"`
 	LedgerEffects    int            `json:"ledger_effects"`
 	LedgerDrops      int            `json:"ledger_drops"`
+	// LedgerFenced counts downstream keys a probe fenced (the probe tool
+	// never saw them), LedgerRefused the requests refused for a fence:
+	// each one a late request that would have acted after its key was
+	// settled not_executed.
+	LedgerFenced  int `json:"ledger_fenced"`
+	LedgerRefused int `json:"ledger_refused"`
 	// Hostile counts the hostile records sent, by poison kind;
 	// HostileDeadLetters those without a readable id found dead-lettered.
 	Hostile             map[string]int `json:"hostile"`
@@ -133,6 +139,7 @@ func check(in checkInput, r *Report) {
 // before the effect it undoes.
 func checkLedger(in checkInput, r *Report) {
 	r.LedgerCalls, r.LedgerEffects, r.LedgerDrops = in.ledger.Calls, in.ledger.Effects, in.ledger.Drops
+	r.LedgerFenced, r.LedgerRefused = in.ledger.Fenced, in.ledger.Refused
 	for _, dk := range slices.Sorted(maps.Keys(in.ledger.Keys)) {
 		k := in.ledger.Keys[dk]
 		r.EffectsMaxPerKey = max(r.EffectsMaxPerKey, k.Effects)

@@ -79,7 +79,7 @@ func toolsYAML(base string) string {
 	}
 	return "tools:\n" +
 		entry(ToolNative, "") +
-		entry(ToolProbe, "    probe_url: "+u+"/probe/status\n") +
+		entry(ToolProbe, "    probe_url: "+u+"/probe/status\n    probe_fence: true\n") +
 		entry(ToolComp, "    compensate_with: "+ToolUndo+"\n") +
 		entry(ToolUndo, "") +
 		entry(ToolIrrev, "") +

@@ -18,7 +18,11 @@ import (
 //	/native   native_key: the first request of a key performs the effect and
 //	          stores its answer; later requests get the stored answer.
 //	/probe    probe: every request performs an effect; /probe/status?key=
-//	          answers 200 {"status":"succeeded","result":..} or 404.
+//	          answers 200 {"status":"succeeded","result":..}, or for a key
+//	          without an effect, with &fence=1 fences it (answers 200
+//	          {"status":"fenced"}; a later request of the key is refused,
+//	          409, with no effect) and 404 without: the probe contract of
+//	          docs/wire-format.md.
 //	/comp     compensatable: every request performs an effect.
 //	/undo     the compensating tool (native_key): undoes /comp's effect.
 //	/irrev    irreversible: every request performs an effect.
@@ -50,9 +54,11 @@ type Ledger struct {
 	mu struct {
 		sync.Mutex
 		keys    map[string]*keyLedger // by downstream key
+		fenced  map[string]bool       // downstream keys a probe fenced
 		calls   int
 		effects int
 		drops   int
+		refused int // requests of fenced keys
 	}
 }
 
@@ -92,6 +98,7 @@ func NewLedger(dropEvery uint32) (*Ledger, error) {
 	}
 	l := &Ledger{dropEvery: dropEvery, ln: ln}
 	l.mu.keys = map[string]*keyLedger{}
+	l.mu.fenced = map[string]bool{}
 	l.srv = &http.Server{Handler: http.HandlerFunc(l.serve)}
 	go func() { _ = l.srv.Serve(ln) }()
 	return l, nil
@@ -105,7 +112,7 @@ func (l *Ledger) Close() { _ = l.srv.Close() }
 
 func (l *Ledger) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/status") {
-		l.status(w, r.URL.Query().Get("key"))
+		l.status(w, r.URL.Query().Get("key"), r.URL.Query().Get("fence") == "1")
 		return
 	}
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
@@ -119,6 +126,11 @@ func (l *Ledger) serve(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(slowEffect) // the caller gives up meanwhile; the effect still comes
 	}
 	res, drop := l.record(r.URL.Path, dk, r.Header.Get("X-Tool-Tenant"), key, body)
+	if res == nil && !drop {
+		w.WriteHeader(http.StatusConflict)
+		_, _ = io.WriteString(w, `{"error":{"code":"fenced","message":"a probe fenced this key"}}`)
+		return
+	}
 	if drop {
 		hijackClose(w)
 		return
@@ -128,10 +140,15 @@ func (l *Ledger) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // record counts the request and performs the effect its class allows. It
-// returns the answer and whether to drop the connection instead.
+// returns the answer and whether to drop the connection instead; no answer
+// and no drop: the key is fenced, the request refused without an effect.
 func (l *Ledger) record(path, dk, tenant, key string, body []byte) (map[string]any, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.mu.fenced[dk] {
+		l.mu.refused++
+		return nil, false
+	}
 	k := l.mu.keys[dk]
 	if k == nil {
 		k = &keyLedger{Path: path, Tenant: tenant, Key: key}
@@ -163,20 +180,28 @@ func (l *Ledger) record(path, dk, tenant, key string, body []byte) (map[string]a
 	return k.Result, false
 }
 
-func (l *Ledger) status(w http.ResponseWriter, dk string) {
+// status answers a probe. The check and the fence are one step under the
+// lock every request takes, so a request either acted before the probe
+// (succeeded) or is refused after it (fenced).
+func (l *Ledger) status(w http.ResponseWriter, dk string, fence bool) {
 	l.mu.Lock()
 	k := l.mu.keys[dk]
 	var res map[string]any
 	if k != nil && k.Effects > 0 {
 		res = k.Result
+	} else if fence {
+		l.mu.fenced[dk] = true
 	}
 	l.mu.Unlock()
-	if res == nil {
-		http.NotFound(w, nil)
-		return
-	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"status": "succeeded", "result": res})
+	switch {
+	case res != nil:
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": "succeeded", "result": res})
+	case fence:
+		_, _ = io.WriteString(w, `{"status":"fenced"}`)
+	default:
+		http.NotFound(w, nil)
+	}
 }
 
 // hijackClose closes the connection without writing an answer.
@@ -200,6 +225,8 @@ func hash32(s string) uint32 {
 // LedgerStats is a copy of what the ledger recorded.
 type LedgerStats struct {
 	Calls, Effects, Drops int
+	// Fenced downstream keys (by a probe), and requests Refused for it.
+	Fenced, Refused int
 	// Keys by downstream key.
 	Keys map[string]keyLedger
 }
@@ -208,7 +235,8 @@ type LedgerStats struct {
 func (l *Ledger) Stats() LedgerStats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := LedgerStats{Calls: l.mu.calls, Effects: l.mu.effects, Drops: l.mu.drops, Keys: make(map[string]keyLedger, len(l.mu.keys))}
+	s := LedgerStats{Calls: l.mu.calls, Effects: l.mu.effects, Drops: l.mu.drops, Fenced: len(l.mu.fenced), Refused: l.mu.refused,
+		Keys: make(map[string]keyLedger, len(l.mu.keys))}
 	for dk, k := range l.mu.keys {
 		s.Keys[dk] = *k
 	}

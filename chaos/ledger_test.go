@@ -86,3 +86,47 @@ func TestLedgerSlowKeys(t *testing.T) {
 		t.Fatalf("effects %+v %+v", c, u)
 	}
 }
+
+// The probe fence: a probe with fence=1 that finds no effect fences the
+// key, and a request of the key that arrives later is refused without an
+// effect (the late request of the probe race); a key that acted is
+// reported as before, and a probe without fence=1 fences nothing.
+func TestLedgerProbeFence(t *testing.T) {
+	l, err := NewLedger(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	probe := func(key, query string) int {
+		resp, err := http.Get("http://" + l.Addr() + "/probe/status?key=" + key + query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if c := probe("late", ""); c != 404 {
+		t.Fatalf("unfenced probe: %d", c)
+	}
+	if c := probe("late", "&fence=1"); c != 200 {
+		t.Fatalf("fencing probe: %d", c)
+	}
+	resp, err := post(t, l, "/probe", "late")
+	if err != nil || resp.StatusCode != http.StatusConflict {
+		t.Fatalf("a request of a fenced key: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	if resp, err := post(t, l, "/probe", "early"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("call: %v %v", err, resp)
+	}
+	if c := probe("early", "&fence=1"); c != 200 {
+		t.Fatalf("probe of a key that acted: %d", c)
+	}
+	if resp, err := post(t, l, "/probe", "early"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("a key that acted is not fenced by its probe: %v %v", err, resp)
+	}
+	s := l.Stats()
+	if s.Keys["late"].Effects != 0 || s.Fenced != 1 || s.Refused != 1 || s.Keys["early"].Effects != 2 {
+		t.Fatalf("stats %+v", s)
+	}
+}

@@ -56,9 +56,18 @@ type Client struct {
 
 	mu struct {
 		sync.Mutex
-		waiters map[string]chan *wire.Result
+		waiters map[string]waiter
 		closed  bool
 	}
+}
+
+// waiter is a produced intent whose answers are awaited. An answer is
+// delivered to it only when its intent id, tenant and key all match: an
+// intent id is unique per client, not per deployment, and anyone who may
+// write the reply topic may write an answer naming it.
+type waiter struct {
+	tenant, key string
+	ch          chan *wire.Result
 }
 
 // New connects, and starts reading answers from the current end of the
@@ -68,7 +77,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		cfg.Prefix = topics.DefaultPrefix
 	}
 	c := &Client{cfg: cfg, names: topics.NamesWithPrefix(cfg.Prefix), done: make(chan struct{})}
-	c.mu.waiters = map[string]chan *wire.Result{}
+	c.mu.waiters = map[string]waiter{}
 	c.replyTo = cfg.ReplyTo
 	if c.replyTo == "" {
 		c.replyTo = c.names.Results
@@ -157,13 +166,13 @@ func (c *Client) readAnswers() {
 
 func (c *Client) deliver(res *wire.Result) {
 	c.mu.Lock()
-	ch, ok := c.mu.waiters[res.IntentID]
+	w, ok := c.mu.waiters[res.IntentID]
 	c.mu.Unlock()
-	if !ok {
+	if !ok || res.Tenant != w.tenant || res.Key != w.key {
 		return
 	}
 	select {
-	case ch <- res:
+	case w.ch <- res:
 	default: // the waiter has an unread answer already; a newer pending one adds nothing
 	}
 }
@@ -193,6 +202,16 @@ func WithTraceparent(tp string) CallOption {
 	}
 }
 
+// WithTracestate sets the intent's W3C tracestate header (ignored when
+// empty), the vendor state that goes with its traceparent.
+func WithTracestate(ts string) CallOption {
+	return func(r *kgo.Record) {
+		if ts != "" {
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: "tracestate", Value: []byte(ts)})
+		}
+	}
+}
+
 // Pending is an intent that was produced and whose answer is awaited. Its
 // methods are not safe for concurrent use; Close it when done.
 type Pending struct {
@@ -206,7 +225,7 @@ type Pending struct {
 // produce only.
 func (c *Client) Start(ctx context.Context, in wire.Intent, opts ...CallOption) (*Pending, error) {
 	fill(&in, c.replyTo, c.names.Results)
-	ch, err := c.register(in.ID)
+	ch, err := c.register(in)
 	if err != nil {
 		return nil, err
 	}
@@ -224,6 +243,18 @@ func (p *Pending) Intent() wire.Intent { return p.in }
 // returns the last pending answer with an error wrapping ErrInDoubt, or nil
 // and ctx's error when no answer came at all.
 func (p *Pending) Wait(ctx context.Context) (*wire.Result, error) { return p.c.await(ctx, p.ch) }
+
+// Next waits for the intent's next answer, terminal or not: a lookup's
+// pending answer (the key is running or in doubt) is its whole answer.
+// When ctx ends first it returns nil and an error wrapping ctx's.
+func (p *Pending) Next(ctx context.Context) (*wire.Result, error) {
+	select {
+	case res := <-p.ch:
+		return res, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("client: no answer: %w", ctx.Err())
+	}
+}
 
 // Close stops listening for the intent's answers. Idempotent.
 func (p *Pending) Close() { p.c.unregister(p.in.ID) }
@@ -246,17 +277,17 @@ func fill(in *wire.Intent, replyTo, results string) {
 	}
 }
 
-func (c *Client) register(id string) (chan *wire.Result, error) {
+func (c *Client) register(in wire.Intent) (chan *wire.Result, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mu.closed {
 		return nil, ErrClosed
 	}
-	if _, dup := c.mu.waiters[id]; dup {
-		return nil, fmt.Errorf("client: a call with intent id %q is already waiting", id)
+	if _, dup := c.mu.waiters[in.ID]; dup {
+		return nil, fmt.Errorf("client: a call with intent id %q is already waiting", in.ID)
 	}
 	ch := make(chan *wire.Result, 4)
-	c.mu.waiters[id] = ch
+	c.mu.waiters[in.ID] = waiter{tenant: in.Tenant, key: in.Key, ch: ch}
 	return ch, nil
 }
 

@@ -59,6 +59,12 @@ const (
 	// ErrDrained: a call queued when its partition was released never
 	// reached its tool.
 	ErrDrained = "drained"
+	// ErrInDoubt: a pending answer's code: the call may have reached its
+	// tool, its pending_ttl passed, and the key waits to be settled.
+	ErrInDoubt = "in_doubt"
+	// ErrRunning: a lookup's pending answer for a call started within its
+	// pending_ttl: still running, not yet in doubt.
+	ErrRunning = "running"
 )
 
 // Refusals of a command that a caller acts on. The wire has one code for
@@ -67,9 +73,9 @@ const (
 // from here, and wire.Result.Refusal reads them back into sentinel errors,
 // so that no caller matches text of its own.
 const (
-	// RefusalNoRecord: a compensate of a key that has no record (never
-	// called, or expired).
-	RefusalNoRecord = "nothing to compensate: the key has no record"
+	// RefusalNoRecord: a compensate or lookup of a key that has no
+	// record (never called, expired, or another tool's).
+	RefusalNoRecord = "the key has no record"
 	// RefusalMayStillLand: a compensate or resolve before the call's (or
 	// compensation's) pending_ttl passed, without force: the call may still
 	// reach its tool.

@@ -72,6 +72,9 @@ func TestDecodeMatchesReflectionForEveryField(t *testing.T) {
 	}
 }
 
+// eventFields are the envelope's fields the planned codec knows.
+var eventFields = envelopeCodec.Fields()
+
 func mustEncode(t testing.TB, ev *saga.Event) []byte {
 	t.Helper()
 	b, err := encodeEvent(Version, ev)

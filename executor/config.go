@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atmostonce/toolexec/internal/defaults"
 	"github.com/atmostonce/toolexec/tools"
@@ -70,6 +71,10 @@ type Config struct {
 	Registerer    prometheus.Registerer // default: none (metrics are kept but not exported)
 	Now           func() time.Time      // default time.Now; tests move time
 	Hooks         Hooks                 // fault points for tests and the chaos harness
+	// TracerProvider makes the spans of calls (executor/trace.go); nil: no
+	// spans, and nothing is spent on them (internal/tracing.FromEnv decides
+	// from OTEL_*).
+	TracerProvider trace.TracerProvider
 	// Connect are the options every Kafka client of the executor takes,
 	// the group session's and each restore's: TLS and SASL
 	// (kafkaconfig.Config.Opts). Default: plaintext.

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/atmostonce/toolexec/executor/partition"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/wire"
@@ -22,6 +24,7 @@ type completion struct {
 	job     job
 	outcome tools.Outcome
 	dur     time.Duration
+	traceID string // the execute_tool span's, when sampled: the duration's exemplar
 }
 
 // dispatcher runs calls with bounded concurrency: at most maxInFlight in
@@ -34,6 +37,7 @@ type completion struct {
 // than maxInFlight.
 type dispatcher struct {
 	reg         *tools.Registry
+	tracer      trace.Tracer // nil: tracing off; set before the first submit
 	maxInFlight int
 	hooks       Hooks
 	ctx         context.Context // parent of every call; cancelled when a drain times out
@@ -148,9 +152,11 @@ func (d *dispatcher) run(q *toolQueue, j job) {
 	defer d.wg.Done()
 	start := time.Now()
 	d.hooks.at(PointDuringCall, j.RK)
-	out := d.invoke(j)
+	span, tp, ts := d.callSpan(j)
+	out := d.invoke(j, tp, ts)
+	traceID := endCallSpan(span, out)
 	d.hooks.at(PointAfterCall, j.RK)
-	d.out <- completion{job: j, outcome: out, dur: time.Since(start)}
+	d.out <- completion{job: j, outcome: out, dur: time.Since(start), traceID: traceID}
 	d.wake()
 	d.mu.Lock()
 	d.mu.running--
@@ -159,7 +165,8 @@ func (d *dispatcher) run(q *toolQueue, j job) {
 	d.mu.Unlock()
 }
 
-func (d *dispatcher) invoke(j job) tools.Outcome {
+// invoke calls j's tool; its request carries the trace context tp, ts.
+func (d *dispatcher) invoke(j job, tp, ts string) tools.Outcome {
 	_, tool, ok := d.reg.Lookup(j.Tool)
 	if !ok {
 		// Unreachable unless the registry lost a tool: nothing was sent.
@@ -170,7 +177,7 @@ func (d *dispatcher) invoke(j job) tools.Outcome {
 		return tools.Outcome{Status: tools.NotExecuted, Code: "bad_args", Message: err.Error()}
 	}
 	req := tools.Request{
-		Tenant: j.Tenant, Key: j.Key, Tool: j.Tool, Args: args, Traceparent: j.Traceparent,
+		Tenant: j.Tenant, Key: j.Key, Tool: j.Tool, Args: args, Traceparent: tp, Tracestate: ts,
 		DownstreamKey: tools.CallDownstreamKey(j.DownstreamKey, j.Tenant, j.Tool, j.Key),
 	}
 	if j.DecidedAt > 0 {

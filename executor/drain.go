@@ -64,13 +64,13 @@ func (e *Executor) callsPending() bool {
 // wait to record outcomes: every commit would be fenced, and the end of
 // the transaction would wait for a heartbeat that cannot come.
 func (e *Executor) stillMember(ctx context.Context) bool {
-	member, gen := e.sess.Client().GroupMetadata()
+	member, gen := e.client.GroupMetadata()
 	if member == "" || gen < 0 {
 		return false
 	}
 	req := kmsg.NewPtrHeartbeatRequest()
 	req.Group, req.MemberID, req.Generation = e.cfg.Group, member, gen
-	resp, err := req.RequestWith(ctx, e.sess.Client())
+	resp, err := req.RequestWith(ctx, e.client)
 	if err != nil {
 		return true // cannot tell: try, the fence still guards the commit
 	}

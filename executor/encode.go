@@ -4,16 +4,19 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/executor/partition"
-	"github.com/atmostonce/toolexec/internal/mpwrite"
+	"github.com/atmostonce/toolexec/executor/txn"
 	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/topics"
 	"github.com/atmostonce/toolexec/wire"
 )
 
@@ -23,29 +26,23 @@ import (
 // cannot be produced fails the tick, and its origin is isolated on the
 // redo (partition/poison.go).
 
-// txnRecords are the records of one tick's transaction and what became
-// of them.
+// txnRecords are the records of one tick's transaction (the session's
+// Batch), each with the origin it was produced for.
 type txnRecords struct {
-	out     []*kgo.Record
+	txn.Batch
 	origins map[*kgo.Record]partition.Origin
-	touched map[int32]bool // events partitions written (the fence)
-	txn     txnKey         // the producer id and epoch of its transaction
-	// pidKnown: txn was read from the client (the commit confirmation
-	// trusts no abort it cannot attribute otherwise).
-	pidKnown bool
-	tried    map[string]map[int32]kgo.EpochOffset
-
-	mu          sync.Mutex
-	firstOffset map[int32]int64 // events partition -> offset of the first event produced
-	lastOffset  map[int32]int64 // events partition -> offset of the last event produced
-	produceErr  error
-	failedRecs  []failedRecord // records that could not be produced, with their origins
 }
 
-type failedRecord struct {
-	topic  string
-	origin partition.Origin
-	err    error
+// encoder turns the core's Ready into the records of one transaction.
+// Safe for concurrent use (spread runs it on every core): it holds only
+// the configuration, the layout found at start, and the reply topics'
+// cache, which has its own lock.
+type encoder struct {
+	names       topics.Names
+	replies     *replyTopics
+	deadLetters int32                  // the dead-letter topic's partitions
+	dlCount     *prometheus.CounterVec // dead letters by reason
+	log         *slog.Logger
 }
 
 // errRecordTooLarge is a record caught before it was produced.
@@ -58,8 +55,10 @@ var errRecordTooLarge = errors.New("executor: record too large to produce")
 // own slot; they are then queued in the core's order, so the transaction
 // carries the same records in the same order as when one goroutine
 // encoded them.
-func (e *Executor) encode(rd *partition.Ready, pr *prepared) (*txnRecords, error) {
-	tr := &txnRecords{origins: map[*kgo.Record]partition.Origin{}, touched: rd.Touched(), firstOffset: map[int32]int64{}, lastOffset: map[int32]int64{}}
+func (e *encoder) encode(rd *partition.Ready, polled []*kgo.Record) (*txnRecords, error) {
+	tr := &txnRecords{origins: map[*kgo.Record]partition.Origin{}}
+	tr.Touched, tr.Polled = rd.Touched(), polled
+	e.resolveReplyTopics(rd.Answers)
 	nev := len(rd.Events)
 	recs := make([]*kgo.Record, nev+len(rd.Answers))
 	var errMu sync.Mutex
@@ -90,22 +89,22 @@ func (e *Executor) encode(rd *partition.Ready, pr *prepared) (*txnRecords, error
 		}
 	}
 	for _, dl := range rd.DeadLetters {
-		e.encodeDeadLetter(tr, dl, pr.records[dl.In])
+		e.encodeDeadLetter(tr, dl, polled[dl.In])
 	}
 	for _, f := range rd.Forwards {
-		tr.produce(forward(pr.records[f.In], f.Owner), f.Origin)
+		tr.produce(forward(polled[f.In], f.Owner), f.Origin)
 	}
 	return tr, nil
 }
 
 // encodeEvent encodes one event as its record. It runs on several
 // goroutines at once and touches nothing but its event.
-func (e *Executor) encodeEvent(ev *partition.Event) (*kgo.Record, error) {
+func (e *encoder) encodeEvent(ev *partition.Event) (*kgo.Record, error) {
 	b, err := eventlog.Encode(&ev.Ev)
 	if err != nil {
 		return nil, fmt.Errorf("%w: saga produced an invalid event: %w", ErrFatal, err)
 	}
-	return eventlog.EncodeRecord(e.cfg.Names, ev.P, b, ev.Ev.Tenant, ev.Ev.Key, ev.Traceparent), nil
+	return eventlog.EncodeRecord(e.names, ev.P, b, ev.Ev.Tenant, ev.Ev.Key, ev.Traceparent), nil
 }
 
 // encodeAnswer encodes one answer, to its reply_to when that can take it,
@@ -113,7 +112,7 @@ func (e *Executor) encodeEvent(ev *partition.Event) (*kgo.Record, error) {
 // missing or was deleted while the answer was owed, or an answer of an
 // isolated origin). It runs on several goroutines at once: the reply
 // topics' cache has its own lock.
-func (e *Executor) encodeAnswer(a *partition.Answer) *kgo.Record {
+func (e *encoder) encodeAnswer(a *partition.Answer) *kgo.Record {
 	res := &wire.Result{
 		IntentID: a.To.IntentID, Type: a.To.Type, Tenant: a.Tenant, Key: a.Key, Tool: a.Tool, Status: a.Status,
 		WasReplay: a.WasReplay, OriginalIntentID: a.OriginalIntentID, OriginalCalledAt: a.OriginalCalledAt,
@@ -132,23 +131,38 @@ func (e *Executor) encodeAnswer(a *partition.Answer) *kgo.Record {
 	return e.resultRecord(res, e.replyTopic(res, a.To.ReplyTo), a.To.Traceparent, key)
 }
 
+// resolveReplyTopics looks up, in one request, the reply topics of the
+// answers not known yet: those of waiters stored in records, which no
+// intent of the tick named.
+func (e *encoder) resolveReplyTopics(answers []partition.Answer) {
+	names := map[string]bool{}
+	for i := range answers {
+		if to := answers[i].To.ReplyTo; to != "" {
+			names[to] = true
+		}
+	}
+	if len(names) > 0 {
+		e.replies.resolve(names)
+	}
+}
+
 // replyTopic is where res goes: its reply_to when that can take it, else
 // the results topic, with the reason in the answer.
-func (e *Executor) replyTopic(res *wire.Result, replyTo string) string {
+func (e *encoder) replyTopic(res *wire.Result, replyTo string) string {
 	if replyTo == "" || res.ReplyToError != "" {
-		return e.cfg.Names.Results
+		return e.names.Results
 	}
 	if why := e.replies.check(replyTo); why != "" {
 		res.ReplyToError = why
-		return e.cfg.Names.Results
+		return e.names.Results
 	}
 	return replyTo
 }
 
-func (e *Executor) resultRecord(res *wire.Result, topic, traceparent string, key []byte) *kgo.Record {
+func (e *encoder) resultRecord(res *wire.Result, topic, traceparent string, key []byte) *kgo.Record {
 	b, err := wire.EncodeResult(res)
 	if err != nil {
-		e.cfg.Logger.Error("cannot encode result; answering with an error instead", "intent", res.IntentID, "err", err)
+		e.log.Error("cannot encode result; answering with an error instead", "intent", res.IntentID, "err", err)
 		res.Result, res.Status = nil, codes.StatusFailed
 		res.Error = &wire.ErrorInfo{Code: "result_not_encodable", Message: err.Error()}
 		b, _ = wire.EncodeResult(res)
@@ -165,8 +179,8 @@ func (e *Executor) resultRecord(res *wire.Result, topic, traceparent string, key
 
 // encodeDeadLetter keeps the original bytes (a bounded prefix) with the
 // reason: nothing is dropped silently.
-func (e *Executor) encodeDeadLetter(tr *txnRecords, d partition.DeadLetter, r *kgo.Record) {
-	e.m.DeadLetters.WithLabelValues(d.Reason).Inc()
+func (e *encoder) encodeDeadLetter(tr *txnRecords, d partition.DeadLetter, r *kgo.Record) {
+	e.dlCount.WithLabelValues(d.Reason).Inc()
 	dl := &wire.DeadLetter{Reason: d.Reason, Detail: d.Detail, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 		IntentID: d.ID, Tenant: d.Tenant, Key: d.Key, At: d.At}
 	wire.DeadLetterValue(dl, r.Value)
@@ -184,8 +198,8 @@ func (e *Executor) encodeDeadLetter(tr *txnRecords, d partition.DeadLetter, r *k
 	if len(rk) > wire.MaxDeadLetterPrefix {
 		rk = rk[:wire.MaxDeadLetterPrefix]
 	}
-	n := e.layout.DeadLetterPartitions
-	tr.produce(&kgo.Record{Topic: e.cfg.Names.DeadLetter, Partition: wire.Partition(string(rk), n), Key: rk, Value: b}, d.Origin)
+	n := e.deadLetters
+	tr.produce(&kgo.Record{Topic: e.names.DeadLetter, Partition: wire.Partition(string(rk), n), Key: rk, Value: b}, d.Origin)
 }
 
 // deadLetterHeaders keeps a bounded copy of a record's headers.
@@ -221,7 +235,7 @@ func forward(r *kgo.Record, owner int32) *kgo.Record {
 
 // checkSnapshot is the core's CheckSnapshot: a snapshot event must
 // encode and fit one record.
-func (e *Executor) checkSnapshot(ev *saga.Event) error {
+func checkSnapshot(ev *saga.Event) error {
 	b, err := eventlog.Encode(ev)
 	if err != nil {
 		return err
@@ -246,69 +260,10 @@ func recordSize(r *kgo.Record) int {
 // too large to be accepted is not queued: the tick fails as if the broker
 // had refused it, and its origin is isolated on the redo.
 func (tr *txnRecords) produce(r *kgo.Record, o partition.Origin) {
+	tr.origins[r] = o
 	if n := recordSize(r); n > maxRecordBytes {
-		tr.fail(r, o, fmt.Errorf("%w: %d bytes to %s, the limit is %d", errRecordTooLarge, n, r.Topic, maxRecordBytes))
+		tr.Fail(r, fmt.Errorf("%w: %d bytes to %s, the limit is %d", errRecordTooLarge, n, r.Topic, maxRecordBytes))
 		return
 	}
-	tr.origins[r] = o
-	tr.out = append(tr.out, r)
-}
-
-// fail notes a record of origin o that cannot be produced.
-func (tr *txnRecords) fail(r *kgo.Record, o partition.Origin, err error) {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	if tr.produceErr == nil {
-		tr.produceErr = fmt.Errorf("produce to %s/%d: %w", r.Topic, r.Partition, err)
-	}
-	tr.failedRecs = append(tr.failedRecs, failedRecord{topic: r.Topic, origin: o, err: err})
-}
-
-// promise is the produce callback of every record of the transaction.
-func (tr *txnRecords) promise(events string) func(*kgo.Record, error) {
-	return func(r *kgo.Record, err error) {
-		if err != nil {
-			tr.fail(r, tr.origins[r], err) // origins is complete before the first produce
-			return
-		}
-		tr.mu.Lock()
-		defer tr.mu.Unlock()
-		if r.Topic != events {
-			return
-		}
-		if r.Offset >= tr.lastOffset[r.Partition] {
-			tr.lastOffset[r.Partition] = r.Offset
-		}
-		if first, ok := tr.firstOffset[r.Partition]; !ok || r.Offset < first {
-			tr.firstOffset[r.Partition] = r.Offset
-		}
-	}
-}
-
-func (tr *txnRecords) failed() bool {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	return tr.produceErr != nil
-}
-
-// checkpoints are the next offsets of the events partitions the
-// transaction wrote, once it committed.
-func (tr *txnRecords) checkpoints() map[int32]int64 {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	out := make(map[int32]int64, len(tr.lastOffset))
-	for p, off := range tr.lastOffset {
-		out[p] = off + 1
-	}
-	return out
-}
-
-// encodeToolResult encodes a tool's result as msgpack.Marshal does: by
-// hand when it has the shapes a JSON body decodes to, else by
-// reflection.
-func encodeToolResult(v any) ([]byte, error) {
-	if b, ok := mpwrite.AppendJSONValue(v); ok {
-		return b, nil
-	}
-	return msgpack.Marshal(v)
+	tr.Records = append(tr.Records, r)
 }

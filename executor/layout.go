@@ -1,13 +1,14 @@
 package executor
 
 import (
-	"context"
 	"fmt"
+	"log/slog"
 	"slices"
+	"sync/atomic"
 
-	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/atmostonce/toolexec/topicadmin"
+	"github.com/atmostonce/toolexec/topics"
 )
 
 // The partition-count guard (topicadmin/layout.go has the why).
@@ -30,59 +31,55 @@ import (
 // added partitions and keeps the member refusing for as long as the group
 // keeps assigning it.
 
-// checkRouting compares the topics found at start with the recorded
-// routing count.
-func (e *Executor) checkRouting(ctx context.Context) error {
-	opts := append(append([]kgo.Opt{kgo.SeedBrokers(e.cfg.Brokers...)}, e.cfg.Connect...), e.cfg.ClientOpts...)
-	routing, err := topicadmin.RoutingPartitions(ctx, opts, e.cfg.Names, e.layout.Partitions)
-	if err != nil {
-		return err
-	}
-	if routing != e.layout.Partitions {
-		e.layoutAtStart = fmt.Sprintf("%s has %d partitions but keys are routed by the %d recorded in %s: partitions were added",
-			e.cfg.Names.Intents, e.layout.Partitions, routing, e.cfg.Names.Meta)
-		e.refuseLayout(e.layoutAtStart)
-	}
-	e.layout.Partitions = routing
-	return nil
+// layoutGuard is the partition-count guard of one member. The loop alone
+// calls its methods; Ready reads layoutRefused from any goroutine.
+type layoutGuard struct {
+	names      topics.Names
+	partitions int32 // the routing count, once checkRouting has read it
+	mismatch   prometheus.Gauge
+	log        *slog.Logger
+	pauser     fetchPauser // the session's client; a plain one in tests
+
+	layoutRefused atomic.Bool // the topics' partitions or the assignment do not match the routing
+	layoutAtStart string      // why the topics found at start were refused; "" when they were not
 }
 
 // checkAssignment runs on the loop goroutine, on each assignment the
 // group's callback queued (the callback itself may run before the layout
 // is known: kgo joins the group as soon as the client exists).
-func (e *Executor) checkAssignment(parts map[string][]int32) {
-	in := slices.Sorted(slices.Values(parts[e.cfg.Names.Intents]))
-	ctl := slices.Sorted(slices.Values(parts[e.cfg.Names.Control]))
+func (g *layoutGuard) checkAssignment(parts map[string][]int32) {
+	in := slices.Sorted(slices.Values(parts[g.names.Intents]))
+	ctl := slices.Sorted(slices.Values(parts[g.names.Control]))
 	switch {
-	case e.layoutAtStart != "":
-		e.refuseLayout(e.layoutAtStart)
+	case g.layoutAtStart != "":
+		g.refuseLayout(g.layoutAtStart)
 	case !slices.Equal(in, ctl):
-		e.refuseLayout(fmt.Sprintf("the group assigned intents partitions %v but control partitions %v", in, ctl))
-	case len(in) > 0 && in[len(in)-1] >= e.layout.Partitions:
-		e.refuseLayout(fmt.Sprintf("the group assigned partition %d, but keys are routed by %d partitions: partitions were added", in[len(in)-1], e.layout.Partitions))
+		g.refuseLayout(fmt.Sprintf("the group assigned intents partitions %v but control partitions %v", in, ctl))
+	case len(in) > 0 && in[len(in)-1] >= g.partitions:
+		g.refuseLayout(fmt.Sprintf("the group assigned partition %d, but keys are routed by %d partitions: partitions were added", in[len(in)-1], g.partitions))
 	default:
-		e.acceptLayout()
+		g.acceptLayout()
 	}
 }
 
 // refuseLayout stops the member deciding until an assignment that keeps
 // the rule (never, for topics refused at start).
-func (e *Executor) refuseLayout(why string) {
-	if e.layoutRefused.Swap(true) {
+func (g *layoutGuard) refuseLayout(why string) {
+	if g.layoutRefused.Swap(true) {
 		return
 	}
-	e.m.LayoutMismatch.Set(1)
-	e.cfg.Logger.Error("the topics' partitions or this member's assignment do not match the routing; it decides nothing meanwhile (docs/DESIGN.md, adding partitions)", "why", why)
+	g.mismatch.Set(1)
+	g.log.Error("the topics' partitions or this member's assignment do not match the routing; it decides nothing meanwhile (docs/DESIGN.md, adding partitions)", "why", why)
 }
 
 // acceptLayout ends a refusal an assignment caused.
-func (e *Executor) acceptLayout() {
-	if !e.layoutRefused.Swap(false) {
+func (g *layoutGuard) acceptLayout() {
+	if !g.layoutRefused.Swap(false) {
 		return
 	}
-	e.m.LayoutMismatch.Set(0)
-	e.pauser.ResumeFetchTopics(e.cfg.Names.Intents, e.cfg.Names.Control)
-	e.cfg.Logger.Info("this member's assignment matches the routing again; deciding")
+	g.mismatch.Set(0)
+	g.pauser.ResumeFetchTopics(g.names.Intents, g.names.Control)
+	g.log.Info("this member's assignment matches the routing again; deciding")
 }
 
 // fetchPauser is the part of the client that pauses fetches (the
@@ -95,10 +92,10 @@ type fetchPauser interface {
 // holdIfLayoutRefused pauses every fetch while the layout is refused, and
 // reports whether it is: records polled in this iteration must then be
 // rewound, not decided.
-func (e *Executor) holdIfLayoutRefused() bool {
-	if !e.layoutRefused.Load() {
+func (g *layoutGuard) holdIfLayoutRefused() bool {
+	if !g.layoutRefused.Load() {
 		return false
 	}
-	e.pauser.PauseFetchTopics(e.cfg.Names.Intents, e.cfg.Names.Control)
+	g.pauser.PauseFetchTopics(g.names.Intents, g.names.Control)
 	return true
 }

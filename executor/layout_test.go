@@ -7,21 +7,18 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
 )
 
-func layoutMember(t *testing.T, partitions int32) *Executor {
+func layoutMember(t *testing.T, partitions int32) *layoutGuard {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	e := &Executor{cfg: Config{Names: topics.NamesWithPrefix("tool."), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
-		m: newMetrics(nil), layout: topicadmin.Layout{Partitions: partitions}}
-	e.pauser = cl
-	return e
+	return &layoutGuard{names: topics.NamesWithPrefix("tool."), log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		mismatch: newMetrics(nil).LayoutMismatch, partitions: partitions, pauser: cl}
 }
 
 // TestLayoutRefusalFollowsTheAssignment: an assignment that breaks the
@@ -31,7 +28,7 @@ func layoutMember(t *testing.T, partitions int32) *Executor {
 // good, or its intents are never decided.
 func TestLayoutRefusalFollowsTheAssignment(t *testing.T) {
 	e := layoutMember(t, 4)
-	n := e.cfg.Names
+	n := e.names
 	steps := []struct {
 		parts   map[string][]int32
 		refused bool

@@ -8,7 +8,8 @@ import (
 
 // Every literal bound and timeout of the loop, with the reason for its
 // value. Configurable ones are in Config (with their defaults there);
-// the partition core's own are in partition/limits.go.
+// the partition core's own are in partition/limits.go, the transaction
+// session's in txn/limits.go.
 
 const (
 	// PollWait bounds how long one poll waits for records; a finished
@@ -58,36 +59,17 @@ const (
 	// call's slot is released just after its completion is sent.
 	drainPoll = 50 * time.Millisecond
 
-	// outageFirstBackoff and outageMaxBackoff pace the retries of an
-	// abort, a begin or the topic check while the broker is unreachable:
-	// quick first (a restart takes seconds), then no faster than every
-	// 5 s for the rest of BrokerOutage.
-	outageFirstBackoff = 250 * time.Millisecond
-	outageMaxBackoff   = 5 * time.Second
-	// resyncRetry paces the fetches of the group's committed offsets
-	// after an unconfirmed transaction end.
-	resyncRetry = 500 * time.Millisecond
-
 	// replyLookupTimeout bounds one ListTopics for reply_to topics. Names
 	// of one tick are looked up in one request, before the decisions.
 	replyLookupTimeout = 5 * time.Second
 	// maxReplyTopics bounds the reply_to topics remembered (existing or
-	// missing): agents choose the names.
+	// missing): agents choose the names. Past it the least recently used
+	// is forgotten (looked up again when used), never a new name refused.
 	maxReplyTopics = 1024
 	// replyMissingTTL is how long a reply_to topic found missing is not
 	// looked up again: an agent creating its topic late is answered there
 	// within this.
 	replyMissingTTL = 10 * time.Second
-
-	// stallCheckTimeout bounds one look for hanging transactions (two
-	// read-only admin requests and the markers).
-	stallCheckTimeout = 10 * time.Second
-	// unknownHangingAge multiplies hangingAge for a transaction this
-	// member did not record as aborted.
-	unknownHangingAge = 2
-	// abortedTxnsTTL keeps a transaction this member treated as aborted,
-	// far beyond the age at which a remnant is judged hanging.
-	abortedTxnsTTL = 24 * time.Hour
 
 	// maxSnapshotInterval: rounds come at least daily, whatever the
 	// retention, so that a DeleteRecords or a retention lowered by an

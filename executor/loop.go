@@ -43,9 +43,9 @@ func (e *Executor) iteration(ctx context.Context) error {
 		return err
 	}
 	fs := e.poll(ctx)
-	defer e.sess.AllowRebalance()
+	defer e.client.AllowRebalance()
 	e.applyOwnershipChanges()
-	if e.holdIfLayoutRefused() && fs.NumRecords() > 0 {
+	if e.guard.holdIfLayoutRefused() && fs.NumRecords() > 0 {
 		return e.retryLater(ctx, fmt.Errorf("%w: the layout is refused; %d polled records are rewound", errRetryTick, fs.NumRecords()))
 	}
 	if err := e.tick(ctx, fs); err != nil {
@@ -73,13 +73,8 @@ func (e *Executor) poll(ctx context.Context) kgo.Fetches {
 		<-pctx.Done()
 		return nil
 	}
-	return e.sess.PollRecords(pctx, e.cfg.MaxPollRecords)
+	return e.client.PollRecords(pctx, e.cfg.MaxPollRecords)
 }
-
-// errRetryTick marks a tick that could not be decided for a passing
-// reason (a restore that timed out, a partition with a gap): nothing was
-// produced, so the polled records are rewound and decided again later.
-var errRetryTick = errors.New("executor: retry tick")
 
 func (e *Executor) retryLater(ctx context.Context, err error) error {
 	if errors.Is(err, state.ErrBroken) && !errors.Is(err, ErrFatal) {
@@ -91,15 +86,7 @@ func (e *Executor) retryLater(ctx context.Context, err error) error {
 		return err
 	}
 	e.cfg.Logger.Warn("tick deferred", "err", err)
-	if err := e.begin(); err != nil {
-		return err
-	}
-	if _, err := e.sess.End(context.WithoutCancel(ctx), kgo.TryAbort); err != nil {
-		if aerr := e.abortThroughOutage(); aerr != nil {
-			return fmt.Errorf("%w: rewind: %w (abort: %w)", ErrFatal, err, aerr)
-		}
-	}
-	if _, err := e.resyncOffsets(); err != nil {
+	if err := e.txns.Reset(ctx, "rewind"); err != nil {
 		return err
 	}
 	select {
@@ -124,27 +111,17 @@ func (e *Executor) wake() {
 // run between ticks), so the mark is cleared here rather than costing the
 // next real tick an abort.
 func (e *Executor) resetSessionIfDirty(ctx context.Context) error {
-	if !e.dirty.Swap(false) {
+	if !e.changes.dirty.Swap(false) {
 		return nil
 	}
-	if err := e.begin(); err != nil {
-		return err
-	}
-	if _, err := e.sess.End(context.WithoutCancel(ctx), kgo.TryAbort); err != nil {
-		if aerr := e.abortThroughOutage(); aerr != nil {
-			return fmt.Errorf("%w: reset session: %w (abort: %w)", ErrFatal, err, aerr)
-		}
-	}
-	_, err := e.resyncOffsets()
-	return err
+	return e.txns.Reset(ctx, "reset session")
 }
 
-// fetchErrors logs fetch errors other than the poll's own timeout.
-func (e *Executor) fetchErrors(fs kgo.Fetches) {
-	fs.EachError(func(t string, p int32, err error) {
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
-			return
-		}
-		e.cfg.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)
-	})
+// onCallbackBlocked runs when the group wants to revoke, assign or mark
+// partitions lost while our poll blocks it: drain at the end of the tick,
+// and stop waiting in a transaction end that cannot finish first.
+func (e *Executor) onCallbackBlocked(context.Context, *kgo.Client) {
+	e.rebalancePending.Store(true)
+	e.wake()
+	e.txns.Interrupt()
 }

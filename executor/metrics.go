@@ -1,6 +1,8 @@
 package executor
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/atmostonce/toolexec/topicadmin"
@@ -15,11 +17,11 @@ type Metrics struct {
 	TickDuration prometheus.Histogram
 	TxnDuration  prometheus.Histogram
 	// ConfirmDuration is how long a tick with calls waited, after EndTxn,
-	// to see its commit markers on the events partitions (confirm.go).
+	// to see its commit markers on the events partitions (txn/confirm.go).
 	ConfirmDuration prometheus.Histogram
 	// AbortedAfterCommit counts ticks whose EndTxn reported a commit and
 	// whose started events an events partition then showed aborted
-	// (confirm.go): what the commit confirmation exists for. Each one is
+	// (txn/confirm.go): what the commit confirmation exists for. Each one is
 	// logged with the producer and the offsets, for kafka-dump-log.
 	AbortedAfterCommit prometheus.Counter
 	Txns               *prometheus.CounterVec // by result
@@ -99,3 +101,5 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 	m.Durability = topicadmin.NewDurabilityGauges(reg, sub)
 	return m
 }
+
+func partitionLabel(p int32) string { return strconv.Itoa(int(p)) }

@@ -16,19 +16,20 @@ import (
 // to a reply_to topic that is gone first only makes the member forget the
 // topic: the redo answers on the results topic.
 func (e *Executor) notePoison(tr *txnRecords) {
-	for _, f := range tr.failedRecs {
-		if !recordAtFault(f.err, f.topic, e.cfg.Names) {
+	for _, f := range tr.Failures() {
+		topic, origin := f.Record.Topic, tr.origins[f.Record]
+		if !recordAtFault(f.Err, topic, e.cfg.Names) {
 			continue // the broker or the link failed, not the record: redo as usual
 		}
-		gone := f.topic != "" && !e.cfg.Names.Internal(f.topic) && isMissingTopic(f.err)
-		if !e.core.Poisoned(f.origin, gone) {
-			e.replies.forget(f.topic)
-			e.cfg.Logger.Warn("a reply_to topic is gone; its answers go to the results topic", "topic", f.topic, "origin", originString(f.origin))
+		gone := topic != "" && !e.cfg.Names.Internal(topic) && isMissingTopic(f.Err)
+		if !e.core.Poisoned(origin, gone) {
+			e.replies.forget(topic)
+			e.cfg.Logger.Warn("a reply_to topic is gone; its answers go to the results topic", "topic", topic, "origin", originString(origin))
 			continue
 		}
 		e.m.Unproducible.Inc()
 		e.cfg.Logger.Warn("a record could not be produced; its input is answered on its own when it comes back",
-			"origin", originString(f.origin), "topic", f.topic, "err", f.err)
+			"origin", originString(origin), "topic", topic, "err", f.Err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"container/list"
 	"context"
 	"sync"
 	"time"
@@ -14,31 +15,50 @@ import (
 // replyTopics knows which topics may receive answers and their partition
 // counts. A reply_to naming a topic that does not exist would make the
 // whole transaction fail on every retry and wedge the partition, so its
-// answers go to the results topic instead (with the reason). The names a
-// tick's intents give are looked up before the tick decides, in one
-// bounded request (resolve), so that no lookup waits in the middle of
-// encoding; a name only a stored waiter gives is looked up when its
-// answer is encoded. Bounded: at most maxReplyTopics names are
-// remembered.
+// answers go to the results topic instead (with the reason).
+//
+// Every name a tick needs is looked up before it is used, in one bounded
+// request per step of the tick: the names its intents give before the
+// decisions (prepare), the names its answers go to before they are
+// encoded (encode, for the waiters stored in records), so a name is
+// looked up at most once a tick and no lookup waits in the middle of
+// encoding. What is known is kept in a cache bounded by eviction of the
+// least recently used name, never by refusal: a new name always gets its
+// lookup, however many names agents have used (a refusal past the bound
+// sent every answer to a new gateway's topic to the results topic until
+// the executor restarted). The results and dead-letter topics are always
+// known.
 type replyTopics struct {
-	adm   *kadm.Client
-	names topics.Names
+	list   func(ctx context.Context, topics ...string) (kadm.TopicDetails, error)
+	names  topics.Names
+	pinned map[string]int32 // results and dead letters: never evicted
 
 	mu struct {
 		sync.Mutex
-		known   map[string]int32     // topic -> partitions
-		missing map[string]time.Time // topic -> when it was last found missing
+		entries map[string]*list.Element // of *replyEntry
+		lru     *list.List               // front: most recently used
 	}
 }
 
+// replyEntry is what is known of one topic: its partitions, or (0) that
+// it was found missing at missingAt.
+type replyEntry struct {
+	topic      string
+	partitions int32
+	missingAt  time.Time
+}
+
 func newReplyTopics(adm *kadm.Client, n topics.Names, l topicadmin.Layout) *replyTopics {
-	r := &replyTopics{adm: adm, names: n}
-	r.mu.known = map[string]int32{n.Results: l.ResultPartitions, n.DeadLetter: l.DeadLetterPartitions}
-	r.mu.missing = map[string]time.Time{}
+	r := &replyTopics{list: adm.ListTopics, names: n,
+		pinned: map[string]int32{n.Results: l.ResultPartitions, n.DeadLetter: l.DeadLetterPartitions}}
+	r.mu.entries = map[string]*list.Element{}
+	r.mu.lru = list.New()
 	return r
 }
 
-// check returns "" when topic can take answers, else why not.
+// check returns "" when topic can take answers, else why not. It reads
+// what is known (resolve looked the names up): a name still unknown is
+// taken as missing.
 func (r *replyTopics) check(topic string) string {
 	if r.names.Internal(topic) {
 		return "reply_to names an internal topic of the executor"
@@ -49,46 +69,48 @@ func (r *replyTopics) check(topic string) string {
 	return ""
 }
 
-// forget drops what is known of topic: a produce to it failed because it
-// is gone (deleted while an answer to it was owed). Before this the cache
-// was never invalidated, and every transaction carrying an answer to the
-// deleted topic aborted, one per transaction timeout.
-func (r *replyTopics) forget(topic string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if topic == r.names.Results || topic == r.names.DeadLetter {
-		return
-	}
-	delete(r.mu.known, topic)
-	r.mu.missing[topic] = time.Now()
-}
-
-// partitions returns topic's partition count, 0 if it does not exist.
+// partitions returns topic's partition count as known, 0 if it does not
+// exist or is not known.
 func (r *replyTopics) partitions(topic string) int32 {
-	if n, known := r.cached(topic); known {
-		return n
-	}
-	r.lookup(topic)
 	n, _ := r.cached(topic)
 	return n
 }
 
-// cached returns what is known of topic: its partitions (0: missing) and
-// whether anything is known.
-func (r *replyTopics) cached(topic string) (int32, bool) {
+// forget drops what is known of topic: a produce to it failed because it
+// is gone (deleted while an answer to it was owed). It is taken as missing
+// for replyMissingTTL, then looked up again.
+func (r *replyTopics) forget(topic string) {
+	if _, pinned := r.pinned[topic]; pinned {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if n, ok := r.mu.known[topic]; ok {
+	r.putLocked(topic, 0)
+}
+
+// cached returns what is known of topic: its partitions (0: missing) and
+// whether anything is known; a use makes it the most recently used.
+func (r *replyTopics) cached(topic string) (int32, bool) {
+	if n, pinned := r.pinned[topic]; pinned {
 		return n, true
 	}
-	if at, miss := r.mu.missing[topic]; miss && time.Since(at) < replyMissingTTL {
-		return 0, true
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	el, ok := r.mu.entries[topic]
+	if !ok {
+		return 0, false
 	}
-	return 0, false
+	en := el.Value.(*replyEntry)
+	if en.partitions == 0 && time.Since(en.missingAt) >= replyMissingTTL {
+		r.removeLocked(el)
+		return 0, false
+	}
+	r.mu.lru.MoveToFront(el)
+	return en.partitions, true
 }
 
 // resolve looks up, in one request, every name of topics not known yet
-// (and not internal): the reply_to topics of a tick's intents.
+// (and not internal).
 func (r *replyTopics) resolve(names map[string]bool) {
 	var unknown []string
 	for t := range names {
@@ -104,26 +126,38 @@ func (r *replyTopics) resolve(names map[string]bool) {
 func (r *replyTopics) lookup(names ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), replyLookupTimeout)
 	defer cancel()
-	td, err := r.adm.ListTopics(ctx, names...)
+	td, err := r.list(ctx, names...)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, topic := range names {
-		r.noteLocked(topic, td, err)
+		d, ok := td[topic]
+		if err != nil || !ok || d.Err != nil || len(d.Partitions) == 0 {
+			r.putLocked(topic, 0)
+			continue
+		}
+		r.putLocked(topic, int32(len(d.Partitions)))
 	}
 }
 
-func (r *replyTopics) noteLocked(topic string, td kadm.TopicDetails, err error) {
-	if len(r.mu.known) >= maxReplyTopics {
-		clear(r.mu.missing)
-		return
+// putLocked records what is known of topic as the most recently used,
+// and evicts the least recently used names past maxReplyTopics.
+func (r *replyTopics) putLocked(topic string, partitions int32) {
+	en := &replyEntry{topic: topic, partitions: partitions}
+	if partitions == 0 {
+		en.missingAt = time.Now()
 	}
-	d, ok := td[topic]
-	if err != nil || !ok || d.Err != nil || len(d.Partitions) == 0 {
-		if len(r.mu.missing) >= maxReplyTopics {
-			clear(r.mu.missing)
-		}
-		r.mu.missing[topic] = time.Now()
-		return
+	if el, ok := r.mu.entries[topic]; ok {
+		el.Value = en
+		r.mu.lru.MoveToFront(el)
+	} else {
+		r.mu.entries[topic] = r.mu.lru.PushFront(en)
 	}
-	r.mu.known[topic] = int32(len(d.Partitions))
+	for r.mu.lru.Len() > maxReplyTopics {
+		r.removeLocked(r.mu.lru.Back())
+	}
+}
+
+func (r *replyTopics) removeLocked(el *list.Element) {
+	r.mu.lru.Remove(el)
+	delete(r.mu.entries, el.Value.(*replyEntry).topic)
 }

@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
-	"sync"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/executor/partition"
+	"github.com/atmostonce/toolexec/topics"
 )
 
 // Every restore of a partition's view from the event log, and what
@@ -33,18 +30,6 @@ import (
 // alert watches. Revoking the partition or a later restore ends the gap.
 // A restore that cannot settle (a transaction open on the events
 // partition) makes the member look for hanging transactions.
-
-// maxConcurrentRestores bounds the partitions restored at once, with
-// the cores (runtime.GOMAXPROCS): once its log is fetched a restore is
-// CPU-bound (decode, fold, encode, Pebble's memtable), so restores past
-// the cores only add memory. Memory is what bounds it: each restore holds
-// up to eventlog.DefaultFlushEvery folded records, their batch and its
-// fetch, and two at once raised a 1,000,000-key take-over's peak RSS from
-// 140 to 214 MB (docs/PERFORMANCE.md), against a budget of 256 MB; with
-// GOGC 200 (internal/gctune) to 271 MB, and back to 229 MB with 5,000
-// records a batch and 4 MiB fetches. More at once needs a smaller
-// DefaultFlushEvery first.
-const maxConcurrentRestores = 2
 
 // restoreRequired restores the partitions a Ready names before the tick
 // can be decided, several at once (restoreMany). An error defers the
@@ -110,7 +95,7 @@ func (e *Executor) restoreMany(ctx context.Context, ps []int32, settle time.Dura
 	for _, p := range ps {
 		e.hot.forgetPartition(p)
 	}
-	results := e.foldAll(ctx, ps, settle)
+	results := e.folds.foldAll(ctx, ps, settle)
 	for _, p := range ps {
 		e.hot.forgetPartition(p)
 	}
@@ -123,57 +108,11 @@ func (e *Executor) restoreMany(ctx context.Context, ps []int32, settle time.Dura
 	return first
 }
 
-// foldResult is one partition's restore.
-type foldResult struct {
-	stats eventlog.RestoreStats
-	err   error
-}
-
-// foldAll runs eventlog.RestoreInto for every partition of ps, a bounded
-// number at once, and returns when all have returned (so no goroutine
-// outlives it: cancelling ctx ends each restore's reads).
-func (e *Executor) foldAll(ctx context.Context, ps []int32, settle time.Duration) []foldResult {
-	results := make([]foldResult, len(ps))
-	workers := min(len(ps), runtime.GOMAXPROCS(0), maxConcurrentRestores)
-	if workers <= 1 {
-		for i, p := range ps {
-			results[i].stats, results[i].err = e.fold(ctx, p, settle)
-		}
-		return results
-	}
-	next := make(chan int, len(ps)) // every index queued up front: bounded by ps
-	for i := range ps {
-		next <- i
-	}
-	close(next)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := range next {
-				results[i].stats, results[i].err = e.fold(ctx, ps[i], settle)
-			}
-		})
-	}
-	wg.Wait()
-	return results
-}
-
-// fold restores p's view from the log. Safe to run for several
-// partitions at once: it reads only the configuration and writes only
-// p's part of the store.
-func (e *Executor) fold(ctx context.Context, p int32, settle time.Duration) (eventlog.RestoreStats, error) {
-	return eventlog.RestoreInto(ctx, e.store, e.adm, p, eventlog.RestoreOptions{
-		Seeds: e.cfg.Brokers, Topic: e.cfg.Names.Events, SettleWait: settle,
-		ClientOpts:  append([]kgo.Opt{kgo.WithLogger(kgoLogger{l: e.cfg.Logger})}, e.cfg.Connect...),
-		PartitionOf: e.partitionOf,
-	})
-}
-
 // restored takes the result of p's restore into the core, on the loop.
 func (e *Executor) restored(ctx context.Context, p int32, r foldResult) error {
 	if err := r.err; err != nil {
 		if errors.Is(err, eventlog.ErrRestoreTimeout) {
-			e.checkHanging(ctx)
+			e.txns.CheckHanging(ctx)
 		}
 		var ge *eventlog.GapError
 		if errors.As(err, &ge) {
@@ -185,7 +124,7 @@ func (e *Executor) restored(ctx context.Context, p int32, r foldResult) error {
 	resumed, gapEnded := e.core.Restored(p)
 	if gapEnded {
 		e.gapChanged()
-		e.sess.Client().ResumeFetchPartitions(e.coPartitions(p))
+		e.client.ResumeFetchPartitions(coPartitions(e.cfg.Names, p))
 	}
 	e.m.Restores.Observe(stats.Duration.Seconds())
 	e.m.RestoreEvents.Add(float64(stats.Events))
@@ -212,7 +151,7 @@ func (e *Executor) noteGap(p int32, ge *eventlog.GapError) {
 		return
 	}
 	e.gapChanged()
-	e.sess.Client().PauseFetchPartitions(e.coPartitions(p))
+	e.client.PauseFetchPartitions(coPartitions(e.cfg.Names, p))
 	e.cfg.Logger.Error("partition not decided: its event log lost events the view needs (docs/DESIGN.md, gaps)",
 		"partition", p, "checkpoint", ge.Checkpoint, "log_start", ge.LogStart)
 }
@@ -224,8 +163,10 @@ func (e *Executor) gapChanged() {
 	e.m.RestoreGaps.Set(float64(n))
 }
 
-func (e *Executor) coPartitions(p int32) map[string][]int32 {
-	return map[string][]int32{e.cfg.Names.Intents: {p}, e.cfg.Names.Control: {p}}
+// coPartitions names partition p of intents and of control, which move
+// together.
+func coPartitions(n topics.Names, p int32) map[string][]int32 {
+	return map[string][]int32{n.Intents: {p}, n.Control: {p}}
 }
 
 // publishDoubt sets the keys-in-doubt gauge of p: unsettled keys with no

@@ -10,11 +10,12 @@ import (
 
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/executor/partition"
+	"github.com/atmostonce/toolexec/executor/txn"
 	"github.com/atmostonce/toolexec/state"
 )
 
 // tick is the loop's one step after a poll: prepare, step, encode,
-// commit, confirm, materialise, dispatch.
+// commit, confirm, dispatch, materialise.
 //
 //   - prepare (prepare.go, restore.go): finished calls to the core,
 //     polled records decoded, reply_to topics looked up, background
@@ -24,45 +25,47 @@ import (
 //     (bounded; a failure defers the tick) and stepping again;
 //   - encode (encode.go): the Ready as records, each tagged with its
 //     origin and checked against the broker's size limit;
-//   - commit (txn.go): one transaction with the polled offsets and the
-//     fence;
-//   - confirm (confirm.go): for a tick with calls, the commit markers seen
-//     on the events partitions of their started events (an abort behind
-//     the reported commit, or no marker in time, ends the tick as one
-//     whose outcome is unknown: nothing is materialised or dispatched);
-//   - materialise (afterCommit): the Ready's overlay and the new
-//     checkpoints in one synced Pebble batch;
+//   - commit and confirm (the transaction session, package txn): one
+//     transaction with the polled offsets and the fence; for a tick with
+//     calls, the commit markers seen on the events partitions of their
+//     started events (an abort behind the reported commit, or no marker
+//     in time, ends the tick as one whose outcome is unknown: nothing is
+//     materialised or dispatched);
 //   - dispatch (afterCommit): the calls whose started events just
-//     committed.
+//     committed;
+//   - materialise (afterCommit): the Ready's overlay and the new
+//     checkpoints in one synced Pebble batch, while the calls run.
 func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 	start := time.Now()
+	tt := e.trace.tick(start)
 	e.fetchErrors(fs)
 	e.collectCompletions()
 	pr := e.prepare(fs)
 	e.restoreBackground(ctx)
-	e.watchStalls(ctx)
+	e.txns.CheckHanging(ctx)
 	rd, err := e.step(ctx, pr)
 	if err != nil {
 		return err
 	}
-	tr, err := e.encode(rd, pr)
+	tt.decided(pr, rd)
+	tr, err := e.enc.encode(rd, pr.records)
 	if err != nil {
 		return err
 	}
-	if len(tr.out) == 0 && len(pr.records) == 0 {
+	if len(tr.Records) == 0 && len(pr.records) == 0 {
 		e.core.Skipped(rd)
 		return nil
 	}
-	committed, err := e.commit(ctx, tr, func() { e.commitHooks(rd) })
-	if errors.Is(err, ErrFatal) {
+	tr.Confirm = callPartitions(rd.Calls)
+	out, err := e.txns.Commit(ctx, &tr.Batch, func() { e.commitHooks(rd) })
+	if err != nil {
 		return err
 	}
-	if err != nil || !committed {
-		return e.afterAbort(rd, tr, pr, err)
+	if out != txn.Committed {
+		e.afterAbort(rd, tr, out)
+		return nil
 	}
-	if cf := e.confirmCalls(ctx, rd.Calls, tr); cf.err != nil {
-		return e.afterBrokenCommit(rd, tr, pr, cf)
-	}
+	tt.committed(rd)
 	if err := e.afterCommit(rd, tr); err != nil {
 		return err
 	}
@@ -106,22 +109,38 @@ func (e *Executor) commitHooks(rd *partition.Ready) {
 	}
 }
 
-// afterCommit materialises the tick in one synced Pebble batch, then
-// dispatches the calls whose started events are now committed.
+// afterCommit dispatches the calls whose started events are now
+// committed and confirmed, then materialises the tick in one synced
+// Pebble batch while they run.
+//
+// Why the calls go first: the committed log is what makes a call safe to
+// make, not the view, which is the log folded and only ever catches up
+// with it. A crash before the batch is written leaves the view behind the
+// log, and the restore that follows folds the same started events, as it
+// does for a crash after the batch and before the call returns. So the
+// tool's time overlaps the fsync instead of following it (a one-caller
+// new key waited the fsync in full, about a millisecond on this disk).
+// The call's completion reaches the core only in a later tick, after this
+// batch and Committed, so the core sees the same order as before; a batch
+// that fails makes its partitions catch up, as it always did for calls
+// already dispatched.
 //
 // A store that a failed write broke (a full disk, an fsync error:
-// state.ErrBroken) stops the member before it calls anything: an effect
-// made now could not be recorded in the view, and the tick's started
-// events, committed in the log, leave their keys in doubt for the next
-// owner, as a crash right after the commit would.
+// state.ErrBroken) stops the member (ErrFatal) with the tick's calls
+// already dispatched: the crash window above. Their started events are
+// committed, so the next owner finds the keys in doubt and the reconciler
+// settles them under the same downstream key; their completions are never
+// recorded by this member, and nothing is decided on the broken view.
 func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) error {
 	e.m.Txns.WithLabelValues("committed").Inc()
-	e.offsetsUnsure = false // the session's idea of committed is ours again
-	e.pidChanged(tr.txn)
 	e.m.TickRecords.Observe(float64(rd.Inputs + len(rd.Recorded)))
 	for v, n := range rd.Verdicts {
 		e.m.Intents.WithLabelValues(v).Add(float64(n))
 	}
+	for _, c := range rd.Calls {
+		e.cfg.Hooks.at(PointAfterStartedCommit, c.RK)
+	}
+	e.disp.submit(rd.Calls...)
 	err := e.materialise(rd, tr)
 	if errors.Is(err, state.ErrBroken) {
 		return fmt.Errorf("%w: the view cannot be written: %w", ErrFatal, err)
@@ -133,10 +152,6 @@ func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) error {
 	for _, p := range e.core.Committed(rd, err == nil) {
 		e.publishDoubt(p)
 	}
-	for _, c := range rd.Calls {
-		e.cfg.Hooks.at(PointAfterStartedCommit, c.RK)
-	}
-	e.disp.submit(rd.Calls...)
 	e.m.InFlight.Set(float64(e.core.InFlight()))
 	return nil
 }
@@ -149,7 +164,7 @@ func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) error {
 // same records.
 func (e *Executor) materialise(rd *partition.Ready, tr *txnRecords) error {
 	b := e.store.NewBatch()
-	if err := rd.Overlay.Write(eventlog.Writer{Batch: b}, e.cfg.Names.Events, tr.checkpoints(), nil); err != nil {
+	if err := rd.Overlay.Write(eventlog.Writer{Batch: b}, e.cfg.Names.Events, tr.Checkpoints(), nil); err != nil {
 		b.Discard()
 		return err
 	}
@@ -167,75 +182,36 @@ func (e *Executor) materialise(rd *partition.Ready, tr *txnRecords) error {
 
 // afterAbort forgets the tick: its calls are not dispatched, its
 // completions stay unrecorded for the next tick, and the polled records
-// are fetched again (the session rewound them). An error from End leaves
-// the commit unknown, so the view catches up from the log before it is
-// used again.
-func (e *Executor) afterAbort(rd *partition.Ready, tr *txnRecords, pr *prepared, err error) error {
-	e.m.Txns.WithLabelValues("aborted").Inc()
+// are fetched again (the session rewound them). An end of unknown outcome
+// (Unknown, Unconfirmed) leaves the commit unknown, so the view catches up
+// from the log before it is used again.
+func (e *Executor) afterAbort(rd *partition.Ready, tr *txnRecords, out txn.Outcome) {
+	result := "aborted"
+	if out == txn.Unconfirmed {
+		result = "unconfirmed"
+	}
+	e.m.Txns.WithLabelValues(result).Inc()
 	e.hot.forgetAll() // the view was not written; forget rather than reason about an unknown end
 	e.notePoison(tr)
-	e.core.Aborted(rd, err != nil)
-	if err != nil {
-		// The producer id and epoch name the transaction in the broker's
-		// log (kafka-dump-log, DescribeProducers), so that a remnant found
-		// later can be traced to this member and this tick.
-		e.cfg.Logger.Warn("transaction failed; partitions catch up from the log", "err", err, "produce_err", tr.produceErr,
-			"producer_id", tr.txn.pid, "producer_epoch", tr.txn.epoch)
-		e.offsetsUnsure = true
+	e.core.Aborted(rd, out != txn.Aborted)
+}
+
+// callPartitions are the events partitions of calls' started events: the
+// commit must be seen there before the calls are made.
+func callPartitions(calls []partition.Call) map[int32]bool {
+	ps := make(map[int32]bool, 1)
+	for _, c := range calls {
+		ps[c.P] = true
 	}
-	set, err2 := e.resyncOffsets()
-	if err2 != nil {
-		return err2
-	}
-	if err != nil && set != nil {
-		e.rewindUncommitted(pr, set)
-		moved := actedCommitted(tr.tried, set, e.core.Owns)
-		e.cfg.Logger.Info("unconfirmed transaction judged by the group's offsets", "producer_id", tr.txn.pid,
-			"producer_epoch", tr.txn.epoch, "offsets_moved", moved)
-		if !moved {
-			// The group's offsets did not move: this member polls the
-			// tick's records again and redoes them.
-			e.recordAborted(tr.txn)
+	return ps
+}
+
+// fetchErrors logs fetch errors other than the poll's own timeout.
+func (e *Executor) fetchErrors(fs kgo.Fetches) {
+	fs.EachError(func(t string, p int32, err error) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
+			return
 		}
-	}
-	return nil
-}
-
-// afterBrokenCommit handles a transaction that EndTxn reported committed
-// and the events partitions did not show committed in time, or showed
-// aborted (confirm.go): like an end of unknown outcome, nothing of the
-// tick is dispatched or materialised, and its partitions catch up from the
-// log. The inputs of partitions seen aborted are polled again, whatever
-// the group's offsets say: their started events are gone.
-func (e *Executor) afterBrokenCommit(rd *partition.Ready, tr *txnRecords, pr *prepared, cf confirmation) error {
-	e.m.Txns.WithLabelValues("unconfirmed").Inc()
-	e.cfg.Logger.Error("a reported commit is not confirmed on the events partitions; its calls are not made",
-		"err", cf.err, "calls", len(rd.Calls), "producer_id", tr.txn.pid, "producer_epoch", tr.txn.epoch)
-	if len(cf.aborted) > 0 {
-		// Counted, with what kafka-dump-log needs to find it: the
-		// transactional id, the producer, and the offsets of the started
-		// events the broker aborted after EndTxn reported a commit.
-		e.m.AbortedAfterCommit.Inc()
-		e.cfg.Logger.Error("a transaction reported committed was aborted on events partitions",
-			"transactional_id", e.cfg.TransactionalID, "producer_id", tr.txn.pid, "producer_epoch", tr.txn.epoch,
-			"topic", e.cfg.Names.Events, "spans", tr.spansOf(cf.aborted))
-	}
-	if err := e.afterAbort(rd, tr, pr, cf.err); err != nil {
-		return err
-	}
-	if len(cf.aborted) > 0 {
-		e.rewind(pr, cf.aborted)
-	}
-	return nil
-}
-
-// pidChanged names this member's producer id in the log whenever it
-// changes (at the first commit, and after a re-initialisation): hanging
-// transactions and broker logs name producers by id, not by member.
-func (e *Executor) pidChanged(k txnKey) {
-	if k.pid == e.loggedPID {
-		return
-	}
-	e.loggedPID = k.pid
-	e.cfg.Logger.Info("committing as producer", "producer_id", k.pid, "producer_epoch", k.epoch)
+		e.cfg.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)
+	})
 }

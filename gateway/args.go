@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"strconv"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -86,16 +84,19 @@ func (t *tool) validate(args map[string]any) []schemaError {
 	return out
 }
 
-// wireArgs turns json.Number into int64 when the number is an integer
-// that fits, float64 otherwise, so that the canonical arguments (and
-// therefore duplicates) do not depend on how a client wrote a number:
+// wireArgs turns every json.Number into the value the wire carries
+// (wire.ParseNumber: an integer exactly, or the float that names the
+// number), or refuses a number that has none. It runs before the schema
+// sees the arguments, so that the schema checks the value the tool
+// receives, and a number's cost is bounded before anything computes with
+// it (a schema validator's arbitrary precision costs with the exponent).
 // 120 and 120.0 are one number, as on the wire.
 func wireArgs(args map[string]any) (map[string]any, error) {
 	out := make(map[string]any, len(args))
 	for k, v := range args {
 		w, err := wireValue(v)
 		if err != nil {
-			return nil, fmt.Errorf("/%s: %w", k, err)
+			return nil, fmt.Errorf("/%s%w", k, err)
 		}
 		out[k] = w
 	}
@@ -105,7 +106,11 @@ func wireArgs(args map[string]any) (map[string]any, error) {
 func wireValue(v any) (any, error) {
 	switch x := v.(type) {
 	case json.Number:
-		return wireNumber(x)
+		n, err := wire.ParseNumber(string(x))
+		if err != nil {
+			return nil, fmt.Errorf(": %w", err)
+		}
+		return n, nil
 	case map[string]any:
 		return wireArgs(x)
 	case []any:
@@ -120,32 +125,4 @@ func wireValue(v any) (any, error) {
 		return out, nil
 	}
 	return v, nil
-}
-
-func wireNumber(n json.Number) (any, error) {
-	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
-		return i, nil
-	}
-	if u, err := strconv.ParseUint(string(n), 10, 64); err == nil {
-		return u, nil
-	}
-	f, err := strconv.ParseFloat(string(n), 64)
-	if err != nil || math.IsInf(f, 0) {
-		return nil, fmt.Errorf("number %s is out of range", n)
-	}
-	return f, nil
-}
-
-// argsTooLarge applies the executor's own bound before producing: the
-// canonical arguments (msgpack) may not exceed the tool's max_args_bytes.
-// Why here too: an intent the broker refuses for its size would look like
-// an outage (503), and one the executor rejects costs a round trip.
-// Arguments that cannot be canonicalised are left to the executor, whose
-// rejection names the reason.
-func (t *tool) argsTooLarge(args map[string]any) string {
-	_, enc, err := wire.CanonicalArgs(args)
-	if err != nil || len(enc) <= t.spec.MaxArgsBytes {
-		return ""
-	}
-	return fmt.Sprintf("the arguments are %d bytes in canonical form; tool %s allows %d (max_args_bytes)", len(enc), t.spec.Name, t.spec.MaxArgsBytes)
 }

@@ -21,19 +21,58 @@ func TestWireArgsNumbers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]any{"a": int64(120), "b": float64(120), "c": 1.5, "d": uint64(18446744073709551615),
-		"e": []any{int64(1), map[string]any{"f": float64(2)}}, "g": "x", "h": nil, "i": true}
+	want := map[string]any{"a": int64(120), "b": int64(120), "c": 1.5, "d": uint64(18446744073709551615),
+		"e": []any{int64(1), map[string]any{"f": int64(2)}}, "g": "x", "h": nil, "i": true}
 	if !reflect.DeepEqual(w, want) {
 		t.Fatalf("got %#v", w)
-	}
-	_, h1, _ := wire.CanonicalArgs(map[string]any{"n": w["a"]})
-	_, h2, _ := wire.CanonicalArgs(map[string]any{"n": w["b"]})
-	if string(h1) != string(h2) {
-		t.Fatal("120 and 120.0 canonicalise differently")
 	}
 	if _, err := wireArgs(map[string]any{"x": mustNumber(t, `1e400`)}); err == nil {
 		t.Fatal("an infinite number was accepted")
 	}
+}
+
+// Numbers are exact: two numbers that differ are never one value on the
+// wire (2^64+1 is refused, not taken as 2^64), one number written two ways
+// is one value (9007199254740993 and 9007199254740993.0), and the schema
+// checks the value the tool receives.
+func TestWireArgsNumbersAreExact(t *testing.T) {
+	canon := func(body string) (string, error) {
+		a, err := parseArgs([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := wireArgs(a)
+		if err != nil {
+			return "", err
+		}
+		_, enc, err := wire.CanonicalArgs(w)
+		return string(enc), err
+	}
+	if _, err := canon(`{"n":18446744073709551617}`); err == nil {
+		t.Error("2^64+1 accepted: it would be replayed as 2^64")
+	}
+	a, errA := canon(`{"n":9007199254740993}`)
+	b, errB := canon(`{"n":9007199254740993.0}`)
+	if errA != nil || errB != nil || a != b {
+		t.Errorf("9007199254740993 and 9007199254740993.0 differ: %x %x %v %v", a, b, errA, errB)
+	}
+	w, err := wireArgs(mustArgs(t, `{"n":9007199254740993.0}`))
+	if err != nil || w["n"] != int64(9007199254740993) {
+		t.Errorf("the tool would receive %v (%T), %v", w["n"], w["n"], err)
+	}
+	tl := schemaTool(t, `{"type":"object","properties":{"n":{"type":"integer","maximum":9007199254740992}}}`)
+	if errs := tl.validate(w); len(errs) == 0 {
+		t.Error("the schema passed 9007199254740993 against a maximum of 9007199254740992")
+	}
+}
+
+func mustArgs(t *testing.T, body string) map[string]any {
+	t.Helper()
+	a, err := parseArgs([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 func mustNumber(t *testing.T, s string) any {
@@ -120,5 +159,45 @@ func TestMCPSchema(t *testing.T) {
 	}
 	if _, msg := mcpKey(map[string]any{}, nil, tl); !strings.Contains(msg, "idempotency_key is required") {
 		t.Fatalf("missing key: %q", msg)
+	}
+}
+
+func schemaTool(t *testing.T, schema string) *tool {
+	t.Helper()
+	return mustTool(schema)
+}
+
+func mustTool(schema string) *tool {
+	tl, err := newTool(tools.Spec{Name: "s", Class: tools.NativeKey, InputSchema: []byte(schema), MaxArgsBytes: tools.DefaultMaxArgsBytes})
+	if err != nil {
+		panic(err)
+	}
+	return tl
+}
+
+// _meta["io.toolexec/wait"] is capped at MaxWait however large: 1e10
+// seconds overflowed a Duration to a negative wait.
+func TestMCPWaitCapped(t *testing.T) {
+	g := &Gateway{cfg: Config{DefaultWait: DefaultWait, MaxWait: MaxWait}}
+	for _, n := range []float64{1e10, 9.3e9, 1e300, MaxWait.Seconds()} {
+		if got := g.mcpWait(map[string]any{metaWait: n}); got != MaxWait {
+			t.Errorf("wait %g: %s, want %s", n, got, MaxWait)
+		}
+	}
+	if got := g.mcpWait(map[string]any{metaWait: 2.5}); got != 2500*time.Millisecond {
+		t.Errorf("wait 2.5: %s", got)
+	}
+}
+
+// MCP keys follow the wire's grammar, as HTTP and Kafka keys do.
+func TestMCPKeyGrammar(t *testing.T) {
+	tl := mustTool(`{"type":"object"}`)
+	for _, k := range []string{"a\x00b", "a\u202eb", "trailing ", ".."} {
+		if _, msg := mcpKey(map[string]any{tools.ReservedArg: k}, nil, tl); msg == "" {
+			t.Errorf("key %q accepted", k)
+		}
+	}
+	if k, msg := mcpKey(map[string]any{tools.ReservedArg: "caf\u00e9 1"}, nil, tl); k != "caf\u00e9 1" || msg != "" {
+		t.Errorf("%q %q", k, msg)
 	}
 }

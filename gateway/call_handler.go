@@ -29,7 +29,7 @@ func (g *Gateway) postCall(w http.ResponseWriter, r *http.Request, tenant string
 		p.write(w)
 		return
 	}
-	rep, err := g.send(r.Context(), intentReq{typ: wire.TypeCall, tenant: tenant, tool: t.name(), key: key, args: args,
+	rep, err := g.send(r.Context(), intentReq{typ: wire.TypeCall, tenant: tenant, tool: t, key: key, args: args,
 		wait: g.wait(w, r), traceparent: traceparent(r)})
 	if err != nil {
 		g.sendFailed(w, err)
@@ -54,7 +54,8 @@ func requestKey(r *http.Request, t *tool) (string, *problem) {
 	return key, nil
 }
 
-// requestArgs reads the body and checks it against the tool's schema.
+// requestArgs reads the body, turns its numbers into the values the
+// wire carries and checks those against the tool's schema.
 func requestArgs(r *http.Request, t *tool) (map[string]any, *problem) {
 	args, err := decodeArgs(r.Body)
 	switch {
@@ -63,17 +64,14 @@ func requestArgs(r *http.Request, t *tool) (map[string]any, *problem) {
 	case err != nil:
 		return nil, newProblem(http.StatusBadRequest, codeInvalidJSON, err.Error())
 	}
-	if errs := t.validate(args); len(errs) > 0 {
+	wargs, err := wireArgs(args)
+	if err != nil {
+		return nil, newProblem(http.StatusBadRequest, codeInvalidArgs, "the number at "+err.Error())
+	}
+	if errs := t.validate(wargs); len(errs) > 0 {
 		p := newProblem(http.StatusBadRequest, codeInvalidArgs, schemaDetail(t, errs))
 		p.Errors = errs
 		return nil, p
-	}
-	wargs, err := wireArgs(args)
-	if err != nil {
-		return nil, newProblem(http.StatusBadRequest, codeInvalidJSON, err.Error())
-	}
-	if msg := t.argsTooLarge(wargs); msg != "" {
-		return nil, newProblem(http.StatusBadRequest, codes.ReasonOversized, msg)
 	}
 	return wargs, nil
 }
@@ -118,17 +116,36 @@ func preferWait(values []string) (time.Duration, bool) {
 	return 0, false
 }
 
+// traceparent is the caller's W3C traceparent, or "" when it is not a
+// valid one: the call still runs, untraced, rather than be rejected by
+// the executor for a header the caller may not control.
 func traceparent(r *http.Request) string {
-	tp := r.Header.Get("traceparent")
-	if len(tp) > maxTraceparentBytes {
-		return ""
-	}
+	tp, _ := callerTrace(r.Header.Get("traceparent"), "")
 	return tp
+}
+
+// callerTrace is the trace context a caller sent (an HTTP header, an MCP
+// call's _meta) as the gateway passes it on: a traceparent that is not a
+// valid W3C one is dropped, with its tracestate, and a tracestate over the
+// wire's bound is dropped alone, so that no caller's tracing header ever
+// gets its call rejected. The one check of both paths.
+func callerTrace(traceparent, tracestate string) (string, string) {
+	if !wire.ValidTraceparent(traceparent) {
+		return "", ""
+	}
+	if len(tracestate) > wire.MaxTracestateBytes {
+		tracestate = ""
+	}
+	return traceparent, tracestate
 }
 
 // sendFailed answers a produce that failed; when the caller went away
 // there is no one to answer.
 func (g *Gateway) sendFailed(w http.ResponseWriter, err error) {
+	if rej, ok := refusal(err); ok {
+		newProblem(http.StatusBadRequest, rej.Reason, rej.Detail).write(w)
+		return
+	}
 	if errors.Is(err, errUnavailable) {
 		g.log.Warn("intent not produced", "err", err)
 		w.Header().Set("Retry-After", strconv.Itoa(retryUnavailable))

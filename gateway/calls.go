@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/wire"
 )
 
@@ -24,11 +25,47 @@ var errUnavailable = errors.New("gateway: the broker did not take the intent")
 type intentReq struct {
 	typ         string // wire.TypeCall or wire.TypeCompensate
 	tenant      string
-	tool        string
+	tool        *tool
 	key         string
 	args        map[string]any
 	wait        time.Duration
-	traceparent string
+	traceparent string // the caller's, passed on as it came when tracing is off
+	tracestate  string // an MCP call's _meta tracestate
+}
+
+// refusedError is an intent the executor would reject, refused before it
+// was produced: nothing was sent.
+type refusedError struct{ rej *wire.Reject }
+
+func (e *refusedError) Error() string { return e.rej.Error() }
+
+// refusal returns the rejection of an intent refused before producing.
+func refusal(err error) (*wire.Reject, bool) {
+	var r *refusedError
+	if errors.As(err, &r) {
+		return r.rej, true
+	}
+	return nil, false
+}
+
+// intent builds the intent of req and checks it as the executor will
+// (wire.Admit, then the tool's max_args_bytes as the saga applies it), so
+// that no caller is told 202 for an intent that will be rejected.
+func (g *Gateway) intent(req intentReq) (wire.Intent, error) {
+	in := wire.Intent{V: wire.Version, Type: req.typ, ID: client.NewID(), Tenant: req.tenant, Key: req.key,
+		Tool: req.tool.name(), Args: req.args, ReplyTo: g.replyTopic}
+	if in.Args == nil && req.typ == wire.TypeCall {
+		in.Args = map[string]any{}
+	}
+	canon, rej := wire.Admit(&in, wire.FromIntents, req.traceparent, req.tracestate)
+	if rej == nil && req.typ == wire.TypeCall && len(canon) > req.tool.spec.MaxArgsBytes {
+		rej = &wire.Reject{Reason: codes.ReasonOversized, Detail: fmt.Sprintf("the arguments are %d bytes in canonical form; tool %s allows %d (max_args_bytes)",
+			len(canon), req.tool.name(), req.tool.spec.MaxArgsBytes)}
+	}
+	if rej != nil {
+		return in, &refusedError{rej: rej}
+	}
+	return in, nil
 }
 
 // reply is what came back within the wait.
@@ -38,16 +75,18 @@ type reply struct {
 	done   bool         // res is terminal
 }
 
-// send produces the intent and waits up to req.wait for its terminal
+// send checks and produces the intent and waits up to req.wait for its terminal
 // answer. A pending answer (in doubt) does not end the wait: the key may
 // settle within it. It returns ctx's error when the caller went away.
 func (g *Gateway) send(ctx context.Context, req intentReq) (reply, error) {
-	in := wire.Intent{Type: req.typ, Tenant: req.tenant, Key: req.key, Tool: req.tool, Args: req.args}
-	if in.Args == nil && req.typ == wire.TypeCall {
-		in.Args = map[string]any{}
+	in, err := g.intent(req)
+	if err != nil {
+		return reply{}, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, produceTimeout)
-	p, err := g.client.Start(pctx, in, client.WithTraceparent(req.traceparent))
+	span, opts := g.produceSpan(ctx, req)
+	p, err := g.client.Start(pctx, in, opts...)
+	endProduceSpan(span, err)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {

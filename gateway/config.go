@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"
@@ -42,6 +43,11 @@ type Config struct {
 	// instances with one id share the topic, which is safe (answers are
 	// matched by intent id) but makes each read the other's answers.
 	InstanceID string
+	// ReplyTopicIdle: the reply topics of other instances whose newest
+	// record (an answer, or a gateway's heartbeat) is older than this are
+	// deleted (reap.go). Default DefaultReplyTopicIdle (one hour); negative:
+	// never delete.
+	ReplyTopicIdle time.Duration
 	// ClientID is the Kafka client id, default "toolexec-gateway".
 	ClientID string
 	// DefaultWait and MaxWait bound Prefer: wait (defaults DefaultWait,
@@ -56,6 +62,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer takes the gateway's metrics; nil: not registered.
 	Registerer prometheus.Registerer
+	// TracerProvider makes the spans of calls (a request's, its intent's
+	// produce), continuing the caller's traceparent; nil: no spans
+	// (internal/tracing.FromEnv decides from OTEL_*).
+	TracerProvider trace.TracerProvider
 }
 
 func (c *Config) withDefaults() {
@@ -70,6 +80,9 @@ func (c *Config) withDefaults() {
 	}
 	if c.MaxWait == 0 {
 		c.MaxWait = MaxWait
+	}
+	if c.ReplyTopicIdle == 0 {
+		c.ReplyTopicIdle = DefaultReplyTopicIdle
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -23,8 +23,5 @@ func FuzzParseTenants(f *testing.F) {
 				t.Fatalf("accepted tenant %q", n)
 			}
 		}
-		if len(ts.hashes) != len(ts.owners) || len(ts.hashes) < len(ts.names) {
-			t.Fatalf("%d hashes, %d owners, %d tenants", len(ts.hashes), len(ts.owners), len(ts.names))
-		}
 	})
 }

@@ -11,8 +11,10 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/internal/tracing"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"
 )
@@ -27,12 +29,15 @@ type Gateway struct {
 	tools      map[string]*tool
 	toolNames  []string // sorted
 	m          *metrics
+	tracer     trace.Tracer // nil: tracing off
 
 	admCl   *kgo.Client
 	adm     *kadm.Client
 	client  *client.Client
-	lookups chan struct{} // slots for event-log reads (GET, compensate)
+	lookups *lookupLimiter // GET and compensate of a key
 	mcp     *mcpServers
+	stop    chan struct{} // ends keepReplyTopic
+	stopped chan struct{}
 }
 
 // tool is one configured tool as the gateway serves it.
@@ -43,11 +48,6 @@ type tool struct {
 	schemaJSON map[string]any
 }
 
-// maxConcurrentLookups bounds the event-log reads of GET and compensate
-// requests: each reads one partition of the log from its start, so a flood
-// of them must queue instead of opening a consumer each.
-const maxConcurrentLookups = 4
-
 // New checks cfg, creates this instance's reply topic if it is missing,
 // and connects. The executor's topics must exist (an executor ran once).
 // ctx bounds the start only.
@@ -57,16 +57,19 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{cfg: cfg, names: topics.NamesWithPrefix(cfg.Prefix), replyTopic: ReplyTopic(cfg.Prefix, cfg.InstanceID),
-		log: cfg.Logger.With("component", "gateway"), lookups: make(chan struct{}, maxConcurrentLookups)}
+		log: cfg.Logger.With("component", "gateway"), lookups: newLookupLimiter()}
 	if err := g.loadTools(); err != nil {
 		return nil, err
 	}
 	g.m = newMetrics(cfg.Registerer)
+	g.tracer = tracing.Tracer(cfg.TracerProvider, "github.com/atmostonce/toolexec/gateway")
 	if err := g.connect(ctx); err != nil {
 		g.Close()
 		return nil, err
 	}
 	g.mcp = newMCPServers(g)
+	g.stop, g.stopped = make(chan struct{}), make(chan struct{})
+	go func() { defer close(g.stopped); g.keepReplyTopic(g.stop) }()
 	return g, nil
 }
 
@@ -168,6 +171,11 @@ func (g *Gateway) Handler() http.Handler { return g.routes() }
 // Close releases the Kafka clients. Requests still waiting get no answer
 // (their clients retry with the same key).
 func (g *Gateway) Close() {
+	if g.stop != nil {
+		close(g.stop)
+		<-g.stopped
+		g.stop = nil
+	}
 	if g.client != nil {
 		g.client.Close()
 	}

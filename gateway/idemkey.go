@@ -14,8 +14,10 @@ import (
 // them) send a bare token (order-42). Both are accepted and name the same
 // key: a quoted value is unescaped (\" and \\), a bare value must be
 // visible ASCII without '"', '\' or spaces, so that the two forms cannot
-// be confused. The key is 1 to wire.MaxKeyBytes bytes. More than one
-// field line is an error: which one would be meant?
+// be confused; a key that is not ASCII comes as an RFC 9651 display
+// string (%"caf%c3%a9"). The key must then follow the wire's grammar
+// (wire.CheckKey). More than one field line is an error: which one would
+// be meant?
 func parseIdempotencyKey(values []string) (string, error) {
 	switch len(values) {
 	case 0:
@@ -27,18 +29,60 @@ func parseIdempotencyKey(values []string) (string, error) {
 	v := strings.Trim(values[0], " \t")
 	var key string
 	var err error
-	if strings.HasPrefix(v, `"`) {
+	switch {
+	case strings.HasPrefix(v, `"`):
 		key, err = sfString(v)
-	} else {
+	case strings.HasPrefix(v, `%"`):
+		key, err = displayString(v)
+	default:
 		key, err = bareKey(v)
 	}
 	if err != nil {
 		return "", err
 	}
-	if key == "" || len(key) > wire.MaxKeyBytes {
-		return "", fmt.Errorf("%w: must be 1 to %d bytes", ErrIdempotencyKey, wire.MaxKeyBytes)
+	if err := wire.CheckKey(key); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrIdempotencyKey, err)
 	}
 	return key, nil
+}
+
+// displayString parses an RFC 9651 Display String: %" then the key's
+// UTF-8 with every byte outside visible ASCII (and '%' and '"')
+// percent-encoded in lower-case hex, then ". It carries the keys that
+// are not ASCII, which a Kafka producer or MCP may use: the key grammar
+// is one for every way in (wire.CheckKey).
+func displayString(v string) (string, error) {
+	var b strings.Builder
+	for i := 2; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '%':
+			if i+2 >= len(v) || !lowerHexByte(v[i+1]) || !lowerHexByte(v[i+2]) {
+				return "", fmt.Errorf(`%w: in a display string %% is followed by two lower-case hex digits`, ErrIdempotencyKey)
+			}
+			b.WriteByte(unhex(v[i+1])<<4 | unhex(v[i+2]))
+			i += 2
+		case c == '"':
+			if i != len(v)-1 {
+				return "", fmt.Errorf("%w: text after the closing quote", ErrIdempotencyKey)
+			}
+			return b.String(), nil
+		case c < 0x20 || c > 0x7e:
+			return "", fmt.Errorf("%w: a display string holds visible ASCII; percent-encode the rest", ErrIdempotencyKey)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return "", fmt.Errorf("%w: no closing quote", ErrIdempotencyKey)
+}
+
+func lowerHexByte(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' }
+
+func unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c - 'a' + 10
 }
 
 // sfString parses an RFC 8941 string: DQUOTE *(unescaped / "\" ( DQUOTE /

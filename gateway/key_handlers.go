@@ -5,18 +5,15 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
-	"unicode/utf8"
 
 	"github.com/atmostonce/toolexec/codes"
-	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/wire"
 )
 
 // pathKey reads {key}; a key no intent could carry is unknown.
 func pathKey(r *http.Request) (string, bool) {
 	k := r.PathValue("key")
-	return k, k != "" && len(k) <= wire.MaxKeyBytes && utf8.ValidString(k)
+	return k, wire.CheckKey(k) == nil
 }
 
 func (g *Gateway) getCall(w http.ResponseWriter, r *http.Request, tenant string) {
@@ -24,11 +21,14 @@ func (g *Gateway) getCall(w http.ResponseWriter, r *http.Request, tenant string)
 	if !ok {
 		return
 	}
-	rec, found := g.record(w, r, tenant, t, key)
+	if !t.requiresKey() { // reads keep no record: nothing to look up
+		writeProblem(w, http.StatusNotFound, codeUnknownKey, "no such key")
+		return
+	}
+	res, state, found := g.record(w, r, tenant, t, key)
 	if !found {
 		return
 	}
-	res, state := recordAnswer(rec, time.Now().UnixMilli())
 	switch state {
 	case stateRunning:
 		g.writeAccepted(w, t, res, retryRunning)
@@ -54,23 +54,28 @@ func (g *Gateway) knownKeyRequest(w http.ResponseWriter, r *http.Request, tenant
 	return t, key, true
 }
 
-// record looks the key up in the event log. Another tenant's key, another
-// tool's, an expired one and one that never was all give the same 404.
-func (g *Gateway) record(w http.ResponseWriter, r *http.Request, tenant string, t *tool, key string) (*saga.Record, bool) {
-	rec, err := g.lookup(r.Context(), tenant, key)
-	if err != nil {
+// record looks the key up (lookup). Another tenant's key, another tool's,
+// an expired one and one that never was all give the same 404.
+func (g *Gateway) record(w http.ResponseWriter, r *http.Request, tenant string, t *tool, key string) (*wire.Result, answerState, bool) {
+	res, state, err := g.lookup(r.Context(), tenant, t, key)
+	switch {
+	case errors.Is(err, errBusy):
+		w.Header().Set("Retry-After", strconv.Itoa(retryBusy))
+		writeProblem(w, http.StatusTooManyRequests, codeTooManyRequests,
+			fmt.Sprintf("too many key lookups at once: at most %d per tenant run or wait; retry after %d s", maxTenantQueued, retryBusy))
+		return nil, 0, false
+	case err != nil:
 		if r.Context().Err() == nil {
-			g.log.Warn("event log lookup failed", "err", err)
+			g.log.Warn("key lookup failed", "err", err)
 			w.Header().Set("Retry-After", strconv.Itoa(retryUnavailable))
-			writeProblem(w, http.StatusServiceUnavailable, codeUnavailable, "the event log could not be read; retry")
+			writeProblem(w, http.StatusServiceUnavailable, codeUnavailable, "the key could not be looked up; retry")
 		}
-		return nil, false
-	}
-	if rec == nil || rec.Tool != t.name() {
+		return nil, 0, false
+	case res == nil:
 		writeProblem(w, http.StatusNotFound, codeUnknownKey, "no such key")
-		return nil, false
+		return nil, 0, false
 	}
-	return rec, true
+	return res, state, true
 }
 
 func (g *Gateway) postCompensate(w http.ResponseWriter, r *http.Request, tenant string) {
@@ -78,14 +83,14 @@ func (g *Gateway) postCompensate(w http.ResponseWriter, r *http.Request, tenant 
 	if !ok {
 		return
 	}
-	if _, found := g.record(w, r, tenant, t, key); !found {
-		return
-	}
-	if t.spec.CompensateWith == "" {
+	if t.spec.CompensateWith == "" { // known without a lookup
 		writeProblem(w, http.StatusConflict, codeNotCompensatable, fmt.Sprintf("tool %s has no compensate_with", t.name()))
 		return
 	}
-	rep, err := g.send(r.Context(), intentReq{typ: wire.TypeCompensate, tenant: tenant, tool: t.name(), key: key,
+	if _, _, found := g.record(w, r, tenant, t, key); !found {
+		return
+	}
+	rep, err := g.send(r.Context(), intentReq{typ: wire.TypeCompensate, tenant: tenant, tool: t, key: key,
 		wait: g.wait(w, r), traceparent: traceparent(r)})
 	if err != nil {
 		g.sendFailed(w, err)

@@ -2,106 +2,100 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/atmostonce/toolexec/eventlog"
-	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/wire"
 )
 
-// lookupSettle bounds the wait for open transactions on the events
-// partition (as eventlog.Target does for a restore): a read must see
-// every event committed before it started.
-const lookupSettle = 10 * time.Second
+// lookupWait bounds the wait for the executor's answer to a lookup, as a
+// produce is bounded (produceTimeout): the answer comes within a tick
+// of the executor that owns the key.
+const lookupWait = 10 * time.Second
 
-// lookup folds the committed events of (tenant, key) from its partition of
-// the event log, from the log's start, as the executor's restore does
-// (saga.Apply), and returns the key's record: nil when the key has none or
-// its retention passed. It reads and never writes: nothing is executed.
-//
-// Why read the log and not ask the executor: asking would need a new wire
-// message the executor answers (a read-only query); the log already holds
-// everything, at the cost of a scan of one partition. At most
-// maxConcurrentLookups run at once; the rest wait for a slot or ctx.
-func (g *Gateway) lookup(ctx context.Context, tenant, key string) (*saga.Record, error) {
-	select {
-	case g.lookups <- struct{}{}:
-		defer func() { <-g.lookups }()
-	case <-ctx.Done():
-		return nil, ctx.Err()
+// errNoAnswer: a lookup's intent was produced, and no answer came within
+// lookupWait (no executor owns the key's partition now, or it is slow).
+var errNoAnswer = errors.New("gateway: no answer to the lookup")
+
+// lookup asks the executor what the key's record says (a lookup intent:
+// one read of its view, nothing recorded) and returns the answer with
+// how a request ends on it; a nil answer when the key has no record for
+// t (never called, expired, another tenant's or another tool's: the
+// tenant is the caller's, so another tenant's key is simply not found).
+// The lookup limiter bounds them (limit.go): errBusy when the tenant may
+// not wait. An executor that rejects the type (a version before lookups)
+// is answered from a scan of the event log instead (scanLog).
+func (g *Gateway) lookup(ctx context.Context, tenant string, t *tool, key string) (*wire.Result, answerState, error) {
+	release, err := g.lookups.acquire(ctx, tenant)
+	if err != nil {
+		return nil, 0, err
 	}
+	defer release()
 	start := time.Now()
 	defer func() { g.m.lookupSeconds.Observe(time.Since(start).Seconds()) }()
-	rk := wire.RoutingKey(tenant, key)
-	p, err := g.eventsPartition(ctx, rk)
-	if err != nil {
-		return nil, err
+	res, err := g.ask(ctx, tenant, t, key)
+	switch {
+	case err != nil:
+		return nil, 0, err
+	case res.Status == codes.StatusRejected && res.Error != nil && res.Error.Code == codes.ReasonInvalidField:
+		return g.lookupInLog(ctx, tenant, t, key)
+	case errors.Is(res.Refusal(), wire.ErrNoRecord):
+		return nil, 0, nil
 	}
-	from, to, err := g.eventsRange(ctx, p)
+	return lookupAnswer(res)
+}
+
+// ask produces the lookup intent and waits for its one answer.
+func (g *Gateway) ask(ctx context.Context, tenant string, t *tool, key string) (*wire.Result, error) {
+	in := wire.Intent{V: wire.Version, Type: wire.TypeLookup, ID: client.NewID(), Tenant: tenant, Key: key, Tool: t.name(), ReplyTo: g.replyTopic}
+	pctx, cancel := context.WithTimeout(ctx, produceTimeout)
+	p, err := g.client.Start(pctx, in)
+	cancel()
 	if err != nil {
-		return nil, err
-	}
-	var rec *saga.Record
-	_, err = eventlog.Read(ctx, g.cfg.Brokers, g.names.Events, p, from, to, func(_ int64, r *kgo.Record) error {
-		if string(r.Key) != rk {
-			return nil
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
-		ev, err := eventlog.Decode(r.Value)
-		if err != nil {
-			return fmt.Errorf("gateway: event of %s: %w", rk, err)
+		return nil, fmt.Errorf("%w: %w", errUnavailable, err)
+	}
+	defer p.Close()
+	wctx, wcancel := context.WithTimeout(ctx, lookupWait)
+	defer wcancel()
+	res, err := p.Next(wctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
-		rec = saga.Apply(rec, *ev)
-		return nil
-	}, g.kafkaOpts()...)
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", errNoAnswer, err)
 	}
-	if expired(rec, time.Now().UnixMilli()) {
-		return nil, nil
-	}
-	return rec, nil
+	return res, nil
 }
 
-// expired mirrors the saga's rule: a settled (or not executed) key whose
-// retention passed is free again; a key in doubt never expires. The
-// executor writes the expired event lazily, so the log alone may not say.
-func expired(rec *saga.Record, now int64) bool {
-	if rec == nil {
-		return true
+// lookupAnswer is the body and state of a GET from the executor's answer
+// to a lookup: the key's answer as the original call's (its intent id),
+// running (202) while the call runs within its pending_ttl, in doubt
+// (202) after it, the outcome (200) once settled.
+func lookupAnswer(res *wire.Result) (*wire.Result, answerState, error) {
+	c := *res
+	c.IntentID, c.Type = res.OriginalIntentID, wire.TypeCall
+	switch {
+	case res.Status == codes.StatusPending && res.Error != nil && res.Error.Code == codes.ErrRunning:
+		c.Status, c.Error, c.WasReplay = StatusRunning, nil, false
+		return &c, stateRunning, nil
+	case !codes.Terminal(res.Status):
+		return &c, stateInDoubt, nil
 	}
-	return rec.ExpiresAt != 0 && (rec.Status.Settled() || rec.Status == saga.StatusNotExecuted) && now >= rec.ExpiresAt
+	return &c, stateDone, nil
 }
 
-func (g *Gateway) eventsPartition(ctx context.Context, rk string) (int32, error) {
-	td, err := g.adm.ListTopics(ctx, g.names.Events)
-	if err != nil {
-		return 0, fmt.Errorf("gateway: list %s: %w", g.names.Events, err)
+// lookupInLog answers a lookup from the event log.
+func (g *Gateway) lookupInLog(ctx context.Context, tenant string, t *tool, key string) (*wire.Result, answerState, error) {
+	rec, err := g.scanLog(ctx, tenant, key)
+	if err != nil || rec == nil || rec.Tool != t.name() {
+		return nil, 0, err
 	}
-	d, ok := td[g.names.Events]
-	if !ok || d.Err != nil || len(d.Partitions) == 0 {
-		return 0, fmt.Errorf("gateway: topic %s is not there (%v)", g.names.Events, d.Err)
-	}
-	return wire.Partition(rk, int32(len(d.Partitions))), nil
-}
-
-// eventsRange is where the read starts (the log's start) and where it must
-// end (the high watermark once every transaction open below it is
-// decided).
-func (g *Gateway) eventsRange(ctx context.Context, p int32) (int64, int64, error) {
-	to, err := eventlog.Target(ctx, g.adm, g.names.Events, p, lookupSettle)
-	if err != nil {
-		return 0, 0, err
-	}
-	starts, err := g.adm.ListStartOffsets(ctx, g.names.Events)
-	if err != nil {
-		return 0, 0, fmt.Errorf("gateway: start offsets of %s: %w", g.names.Events, err)
-	}
-	o, ok := starts.Lookup(g.names.Events, p)
-	if !ok || o.Err != nil {
-		return 0, 0, fmt.Errorf("gateway: start offset of %s/%d: %v", g.names.Events, p, o.Err)
-	}
-	return o.Offset, to, nil
+	res, state := recordAnswer(rec, time.Now().UnixMilli())
+	return res, state, nil
 }

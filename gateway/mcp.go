@@ -9,13 +9,13 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/atmostonce/toolexec/client"
 	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/internal/tracing"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/wire"
 )
@@ -53,10 +53,12 @@ func newMCPServers(g *Gateway) *mcpServers {
 	s := &mcpServers{g: g, byTenant: map[string]*mcp.Server{}}
 	h := mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{Stateless: true, Logger: g.log.With("component", "mcp"),
 		MaxRequestBodyBytes: mcpMaxBody})
-	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		tenant, ok := g.cfg.Tenants.Current().Authenticate(token)
+	// mcpHandler authenticated the request already (authenticate): the
+	// SDK's middleware takes the tenant it found, so that a token is
+	// checked once and a refusal looks as the API's does.
+	verify := func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+		tenant, ok := r.Context().Value(tenantKey{}).(string)
 		if !ok {
-			g.m.authFailures.Inc()
 			return nil, auth.ErrInvalidToken
 		}
 		return &auth.TokenInfo{UserID: tenant}, nil
@@ -65,15 +67,24 @@ func newMCPServers(g *Gateway) *mcpServers {
 	return s
 }
 
-// mcpHandler serves /mcp and counts its requests.
+// mcpHandler serves /mcp behind the API's bearer check and counts its
+// requests.
 func (g *Gateway) mcpHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		defer func() { g.m.observe("mcp", sw.status, time.Since(start)) }()
-		g.mcp.handler.ServeHTTP(sw, r)
+		r, span := g.serverSpan(r)
+		defer func() { g.m.observe("mcp", sw.status, time.Since(start), span); endServerSpan(span, sw.status) }()
+		tenant, ok := g.authenticate(sw, r)
+		if !ok {
+			return
+		}
+		g.mcp.handler.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
 	})
 }
+
+// tenantKey holds the authenticated tenant in an MCP request's context.
+type tenantKey struct{}
 
 // serverFor returns the authenticated tenant's server. Why a bound: the
 // cache keeps one server per tenant seen; reloads can rename tenants, so
@@ -148,7 +159,8 @@ func mcpSchema(t *tool) map[string]any {
 	}
 	props[tools.ReservedArg] = map[string]any{
 		"type": "string", "minLength": 1, "maxLength": wire.MaxKeyBytes,
-		"description": "Idempotency key of this action, chosen by you and kept in your state: the same key (with the same arguments) on every retry returns the first call's outcome instead of acting twice. Derive it from the run and the step, never a fresh random value per attempt.",
+		"description": "Idempotency key of this action, chosen by you and kept in your state: the same key (with the same arguments) on every retry returns the first call's outcome instead of acting twice. Derive it from the run and the step, never a fresh random value per attempt. " +
+			"At most 256 bytes of UTF-8 (maxLength counts characters), without control characters or white space at either end; compared byte for byte.",
 	}
 	s["properties"] = props
 	req, _ := s["required"].([]any)
@@ -170,7 +182,13 @@ func (g *Gateway) mcpCall(tenant string, t *tool) mcp.ToolHandler {
 			return errRes, nil
 		}
 		in.wait = g.mcpWait(req.Params.Meta)
+		ctx, span := g.mcpSpan(ctx, in)
+		defer endProduceSpan(span, nil)
 		rep, err := g.send(ctx, in)
+		if rej, ok := refusal(err); ok {
+			g.m.mcpCalls.WithLabelValues("invalid").Inc()
+			return errorResult(fmt.Sprintf("Rejected (%s): %s. Nothing ran.", rej.Reason, rej.Detail)), nil
+		}
 		if errors.Is(err, errUnavailable) {
 			g.m.mcpCalls.WithLabelValues("unavailable").Inc()
 			return errorResult("The call could not be sent (the service is unavailable). Nothing ran. Call again with the same idempotency_key."), nil
@@ -195,17 +213,15 @@ func mcpIntent(tenant string, t *tool, p *mcp.CallToolParamsRaw) (intentReq, *mc
 	if t.requiresKey() {
 		delete(args, tools.ReservedArg)
 	}
-	if errs := t.validate(args); len(errs) > 0 {
-		return intentReq{}, errorResult(schemaText(t, errs))
-	}
 	wargs, err := wireArgs(args)
 	if err != nil {
-		return intentReq{}, errorResult("Invalid arguments: " + err.Error())
+		return intentReq{}, errorResult("Invalid arguments: the number at " + err.Error() + ". Nothing ran.")
 	}
-	if msg := t.argsTooLarge(wargs); msg != "" {
-		return intentReq{}, errorResult("Rejected: " + msg + ". Nothing ran.")
+	if errs := t.validate(wargs); len(errs) > 0 {
+		return intentReq{}, errorResult(schemaText(t, errs))
 	}
-	return intentReq{typ: wire.TypeCall, tenant: tenant, tool: t.name(), key: key, args: wargs}, nil
+	tp, ts := mcpTraceContext(p.Meta)
+	return intentReq{typ: wire.TypeCall, tenant: tenant, tool: t, key: key, args: wargs, traceparent: tp, tracestate: ts}, nil
 }
 
 // mcpKey takes the idempotency_key argument, else the host's _meta key;
@@ -222,8 +238,9 @@ func mcpKey(args map[string]any, meta mcp.Meta, t *tool) (string, string) {
 		return "", fmt.Sprintf("idempotency_key is required: %s has side effects. Choose a key for this action (from your run and step), keep it, and send the same key on every retry.", t.name())
 	case key == "":
 		return "read-" + client.NewID(), ""
-	case len(key) > wire.MaxKeyBytes || !utf8.ValidString(key):
-		return "", fmt.Sprintf("idempotency_key must be valid UTF-8 of at most %d bytes.", wire.MaxKeyBytes)
+	case wire.CheckKey(key) != nil:
+		return "", fmt.Sprintf("idempotency_key is not valid (%v): it is 1 to %d bytes of UTF-8, without control characters, "+
+			"white space at either end, or the values \".\" and \"..\".", wire.CheckKey(key), wire.MaxKeyBytes)
 	}
 	return key, ""
 }
@@ -241,11 +258,23 @@ func schemaText(t *tool, errs []schemaError) string {
 	return b.String()
 }
 
+// mcpTraceContext reads the W3C trace context an MCP client puts in a
+// request's _meta ("traceparent", "tracestate"), bounded as the wire
+// bounds the headers; "" for what is absent or too long.
+func mcpTraceContext(meta mcp.Meta) (traceparent, tracestate string) {
+	tp, _ := meta[tracing.TraceparentHeader].(string)
+	ts, _ := meta[tracing.TracestateHeader].(string)
+	return callerTrace(tp, ts)
+}
+
 // mcpWait reads _meta["io.toolexec/wait"] (seconds), default DefaultWait,
 // at most MaxWait.
 func (g *Gateway) mcpWait(meta mcp.Meta) time.Duration {
 	if n, ok := meta[metaWait].(float64); ok && n >= 0 {
-		return min(time.Duration(n*float64(time.Second)), g.cfg.MaxWait)
+		if n >= g.cfg.MaxWait.Seconds() { // before the product, which overflows a Duration past 9.2e9 s
+			return g.cfg.MaxWait
+		}
+		return time.Duration(n * float64(time.Second))
 	}
 	return g.cfg.DefaultWait
 }

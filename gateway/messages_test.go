@@ -70,7 +70,7 @@ func TestUnknownToolSuggestsTheNearestVisibleTool(t *testing.T) {
 }
 
 func TestUnauthorizedSaysWhatWasWrongAndWhereTheTokenIs(t *testing.T) {
-	hint := "the embedded executor prints it at start and keeps it in <data-dir>/gateway.token"
+	hint := "the embedded executor keeps it in <data-dir>/gateway.token"
 	h := offlineGateway(t, hint, tools.Spec{Name: "demo.echo"})
 	if code, detail := problemOf(t, h, "/v1/tools/demo.echo/calls", ""); code != 401 || !strings.HasPrefix(detail, "no bearer token: send Authorization: Bearer <token>") {
 		t.Errorf("no token: %d %q", code, detail)

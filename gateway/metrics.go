@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/atmostonce/toolexec/internal/tracing"
 )
 
 // metrics are the gateway's collectors, namespace toolexec_gateway_.
@@ -43,9 +46,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-func (m *metrics) observe(route string, code int, d time.Duration) {
+// observe counts a request; its duration carries the trace id of its
+// span as an exemplar when the span is sampled, so that a slow bucket
+// leads to a trace.
+func (m *metrics) observe(route string, code int, d time.Duration, span trace.Span) {
 	m.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
-	m.duration.WithLabelValues(route).Observe(d.Seconds())
+	id := ""
+	if span != nil {
+		id = tracing.TraceID(span.SpanContext())
+	}
+	tracing.Observe(m.duration.WithLabelValues(route), d.Seconds(), id)
 }
 
 // ReloadTenants reads the tenants file again (on SIGHUP) and puts it in

@@ -38,6 +38,7 @@ const (
 	codeMethodNotAllowed = "method_not_allowed"
 	codeNotFound         = "not_found"
 	codeUnavailable      = "unavailable"
+	codeTooManyRequests  = "too_many_requests"
 	codeInternal         = "internal"
 )
 
@@ -55,6 +56,7 @@ var problemTitles = map[string]string{
 	codeMethodNotAllowed: "Method not allowed",
 	codeNotFound:         "Not found",
 	codeUnavailable:      "The service is unavailable; retry with the same key",
+	codeTooManyRequests:  "Too many requests at once; retry after the time given",
 	codeInternal:         "Internal error",
 }
 

@@ -23,15 +23,13 @@ const replyRetention = time.Hour
 const replyTopicWait = 10 * time.Second
 
 // ensureReplyTopic creates the instance's reply topic (one partition) if
-// it is missing and waits until metadata shows it: the executor refuses a
-// reply_to naming a topic it cannot see (bad_reply_to).
+// it is missing and waits until metadata shows it: the executor answers a
+// reply_to naming a topic it cannot see on the results topic instead.
 //
-// The gateway never deletes a reply topic, not even its own on a clean
-// stop: an executor answers waiters of a key whenever the key settles
-// (for a key in doubt, possibly hours later), and it caches the topics it
-// has answered to. A produce to a deleted topic fails the executor's whole
-// transaction on every retry (docs/SECURITY.md, "The gateway"). A
-// restarted instance with the same id reuses its topic.
+// A restarted instance with the same id reuses its topic. The gateway
+// does not delete its own topic on a clean stop (a restart would only
+// make it again); the reply topics of instances gone for longer than
+// Config.ReplyTopicIdle are deleted by the other gateways (reap.go).
 func ensureReplyTopic(ctx context.Context, adm *kadm.Client, topic string) error {
 	cfg := map[string]*string{
 		"retention.ms":   kadm.StringPtr(strconv.FormatInt(replyRetention.Milliseconds(), 10)),

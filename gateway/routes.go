@@ -14,9 +14,6 @@ const (
 	retryInDoubt = 5
 	// retryUnavailable is the Retry-After of a 503.
 	retryUnavailable = 1
-	// maxTraceparentBytes bounds the traceparent passed on (the executor
-	// carries at most this much too).
-	maxTraceparentBytes = 256
 )
 
 // routes is the API. Go's ServeMux picks the method-specific pattern
@@ -53,20 +50,29 @@ func (g *Gateway) authed(route string, h tenantHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		defer func() { g.m.observe(route, sw.status, time.Since(start)) }()
-		token, sent := bearer(r.Header.Get("Authorization"))
-		tenant, ok := "", false
-		if sent {
-			tenant, ok = g.cfg.Tenants.Current().Authenticate(token)
+		r, span := g.serverSpan(r)
+		defer func() { g.m.observe(route, sw.status, time.Since(start), span); endServerSpan(span, sw.status) }()
+		if tenant, ok := g.authenticate(sw, r); ok {
+			h(sw, r, tenant)
 		}
-		if !ok {
-			g.m.authFailures.Inc()
-			sw.Header().Set("WWW-Authenticate", `Bearer realm="toolexec"`)
-			writeProblem(sw, http.StatusUnauthorized, codeUnauthorized, g.unauthorizedDetail(sent))
-			return
-		}
-		h(sw, r, tenant)
 	})
+}
+
+// authenticate returns the tenant of the request's bearer token, or
+// answers 401 (with WWW-Authenticate, counted in auth_failures_total):
+// one check for the API and MCP alike.
+func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
+	token, sent := bearer(r.Header.Get("Authorization"))
+	tenant, ok := "", false
+	if sent {
+		tenant, ok = g.cfg.Tenants.Current().Authenticate(token)
+	}
+	if !ok {
+		g.m.authFailures.Inc()
+		w.Header().Set("WWW-Authenticate", `Bearer realm="toolexec"`)
+		writeProblem(w, http.StatusUnauthorized, codeUnauthorized, g.unauthorizedDetail(sent))
+	}
+	return tenant, ok
 }
 
 // unauthorizedDetail says what was wrong with the credential and, for a
@@ -110,6 +116,9 @@ type toolView struct {
 	Description            string         `json:"description"`
 	InputSchema            map[string]any `json:"input_schema"`
 	IdempotencyKeyRequired bool           `json:"idempotency_key_required"`
+	// ResidualRisk is what the at-most-once promise leaves open for this
+	// tool (tools.Spec.ResidualRisk), absent when nothing beyond it.
+	ResidualRisk string `json:"residual_risk,omitempty"`
 }
 
 func (g *Gateway) listTools(w http.ResponseWriter, _ *http.Request, tenant string) {
@@ -118,7 +127,7 @@ func (g *Gateway) listTools(w http.ResponseWriter, _ *http.Request, tenant strin
 	}{Tools: []toolView{}}
 	for _, t := range g.visibleTools(tenant) {
 		out.Tools = append(out.Tools, toolView{Name: t.name(), Class: string(t.spec.Class), Description: t.spec.Description,
-			InputSchema: t.schemaJSON, IdempotencyKeyRequired: t.requiresKey()})
+			InputSchema: t.schemaJSON, IdempotencyKeyRequired: t.requiresKey(), ResidualRisk: t.spec.ResidualRisk()})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

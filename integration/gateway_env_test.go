@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/atmostonce/toolexec/gateway"
 	"github.com/atmostonce/toolexec/tools"
 )
@@ -61,6 +63,12 @@ func tenantsFile(t *testing.T) string {
 // httptest server, and returns its base URL.
 func (e *env) startGateway(toolsYAML string) string {
 	e.t.Helper()
+	return e.startGatewayReg(toolsYAML, nil)
+}
+
+// startGatewayReg is startGateway with the gateway's metrics on reg.
+func (e *env) startGatewayReg(toolsYAML string, reg prometheus.Registerer) string {
+	e.t.Helper()
 	cfg, err := tools.Parse([]byte(toolsYAML))
 	if err != nil {
 		e.t.Fatal(err)
@@ -72,7 +80,7 @@ func (e *env) startGateway(toolsYAML string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	g, err := gateway.New(ctx, gateway.Config{Brokers: brokers, Prefix: e.prefix, Tools: cfg.Tools,
-		Tenants: gateway.NewTenantStore(tenants), InstanceID: "it-" + randHex(3), Logger: testLogger(e.t)})
+		Tenants: gateway.NewTenantStore(tenants), InstanceID: "it-" + randHex(3), Logger: testLogger(e.t), Registerer: reg})
 	if err != nil {
 		e.t.Fatal(err)
 	}

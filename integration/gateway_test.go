@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -86,6 +87,17 @@ func gwTerminalOutcomes(t *testing.T, gw string, l *ledger) {
 	if got := l.headerOf("acme", "f-1", "traceparent"); got != tp {
 		t.Fatalf("traceparent at the tool %q, want %q", got, tp)
 	}
+	// A traceparent that is not W3C's is dropped, and the call runs: it is
+	// never forwarded for the executor to reject.
+	for i, bad := range []string{tp + "-extra", strings.Repeat("z", 55), "00-" + strings.Repeat("0", 32) + "-00f067aa0ba902b7-01"} {
+		key := fmt.Sprintf("tp-%d", i)
+		if r := post(t, gw, "acme", "t.ok", key, `{}`, "traceparent", bad).want(t, 200, ""); r.str("status") != "succeeded" {
+			t.Fatalf("a call with traceparent %q: %s", bad, r.raw)
+		}
+		if got := l.headerOf("acme", key, "traceparent"); got != "" {
+			t.Fatalf("traceparent %q reached the tool as %q", bad, got)
+		}
+	}
 	refused := post(t, gw, "acme", "t.refused", "r-1", `{}`).want(t, 200, "")
 	if refused.str("status") != "not_executed" || refused.header.Get("Idempotent-Replayed") != "false" {
 		t.Fatalf("not_executed: %s", refused.raw)
@@ -122,12 +134,23 @@ func gwRefusals(t *testing.T, gw string, l *ledger) {
 	}
 	// The gateway applies the tool's max_args_bytes as the executor would.
 	post(t, gw, "acme", "t.small", "k-big", `{"blob":"`+strings.Repeat("x", 200)+`"}`).want(t, 400, "oversized")
-	// The executor's own reject (status rejected): arguments nested deeper
-	// than the wire allows. The problem names the intent.
+	// What the executor would reject is refused before anything is
+	// produced, with the executor's reason (wire.Admit): arguments nested
+	// deeper than the wire allows, even with Prefer: wait=0 (never a 202
+	// for an intent that will be rejected).
 	deep := strings.Repeat(`{"a":`, 40) + "1" + strings.Repeat("}", 40)
-	rej := post(t, gw, "acme", "t.ok", "k-deep", deep).want(t, 400, "invalid_args")
-	if rej.str("intent_id") == "" || rej.body["errors"] != nil {
-		t.Fatalf("a rejected intent names its id: %s", rej.raw)
+	rej := post(t, gw, "acme", "t.ok", "k-deep", deep, "Prefer", "wait=0").want(t, 400, "invalid_args")
+	if rej.str("intent_id") != "" || rej.body["errors"] != nil {
+		t.Fatalf("a refusal before producing names no intent: %s", rej.raw)
+	}
+	// Numbers are exact: 2^64+1 is not carried as 2^64 (another call's
+	// replay), and a huge exponent is refused before the schema costs CPU.
+	post(t, gw, "acme", "t.ok", "k-2p64", `{"n":18446744073709551617}`).want(t, 400, "invalid_args")
+	post(t, gw, "acme", "t.refund", "k-exp", `{"order":"o","amount":1e999999}`).want(t, 400, "invalid_args")
+	// One key grammar: keys an HTTP path cannot name, or that print
+	// alike, are refused as they would be on Kafka and MCP.
+	for _, k := range []string{".", "..", `" padded "`, `%"a%e2%80%aeb"`, `%"nul%00"`} {
+		post(t, gw, "acme", "t.ok", k, `{}`).want(t, 400, "invalid_idempotency_key")
 	}
 	post(t, gw, "acme", "t.ok", "k-huge", `{"blob":"`+strings.Repeat("x", 1<<20)+`"}`).want(t, 413, "payload_too_large")
 
@@ -293,6 +316,14 @@ func gwListTools(t *testing.T, gw string, _ *ledger) {
 	}
 	if acme["t.ro"]["idempotency_key_required"] != false {
 		t.Fatalf("t.ro: %v", acme["t.ro"])
+	}
+	// A probe tool that does not fence states its residual risk; the
+	// others have none to state.
+	if risk, _ := acme["t.hang"]["residual_risk"].(string); !strings.Contains(risk, "probe_fence") {
+		t.Fatalf("t.hang (probe, no fence): %v", acme["t.hang"])
+	}
+	if _, ok := refund["residual_risk"]; ok {
+		t.Fatalf("t.refund states a risk: %v", refund)
 	}
 }
 

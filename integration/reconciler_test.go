@@ -851,13 +851,15 @@ func runReconcilerCLIStatus(t *testing.T, args ...string) ([]byte, string, error
 	return out, stderr.String(), err
 }
 
-// startReconcilerProc runs the reconciler binary on dataDir.
-func (e *env) startReconcilerProc(toolsYAML, dataDir string) *proc {
+// startReconcilerProc runs the reconciler binary on dataDir, with extra
+// flags.
+func (e *env) startReconcilerProc(toolsYAML, dataDir string, extra ...string) *proc {
 	e.t.Helper()
 	toolsFile := writeTools(e.t, toolsYAML)
 	addr := freeAddr(e.t)
 	cmd := exec.Command(reconcilerBinary(e.t), "--brokers", seedList(), "--tools", toolsFile, "--data-dir", dataDir,
 		"--http-addr", addr, "--topic-prefix", e.prefix, "--group", e.group+"-rec", "--session-timeout", "3s",
 		"--scan-interval", "200ms", "--backoff", "300ms", "--backoff-cap", "2s", "--command-timeout", "20s")
+	cmd.Args = append(cmd.Args, extra...)
 	return e.launch("reconciler", "reconciler", cmd, addr)
 }

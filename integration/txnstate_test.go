@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// The hanging-transaction repair (executor/hanging.go) aborts a remnant
+// The hanging-transaction repair (executor/txn/hanging.go) aborts a remnant
 // when its coordinator's last word on the producer is CompleteAbort at the
 // remnant's epoch + 1: the chaos harness found the coordinator had timed
 // out a killed writer's transaction that way while its abort markers never

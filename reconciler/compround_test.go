@@ -37,7 +37,7 @@ func TestReconcilerEscalatesACompensationThatNeverReachesItsTool(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		subj, _ := subjectOf(rec, r.lookup)
+		subj, _ := SubjectOf(rec, r.lookup)
 		inv, err := r.investigation(subj)
 		if err != nil {
 			t.Fatal(err)

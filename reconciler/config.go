@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atmostonce/toolexec/internal/defaults"
 	"github.com/atmostonce/toolexec/tools"
@@ -43,7 +44,10 @@ type Config struct {
 	Registerer prometheus.Registerer // default: none (metrics kept, not exported)
 	Now        func() time.Time      // default time.Now; tests move time
 	Hooks      Hooks                 // fault points for tests
-	ClientOpts []kgo.Opt             // extra kgo options (tests)
+	// TracerProvider makes a span per retry or probe, linked to the call's
+	// trace; nil: no spans.
+	TracerProvider trace.TracerProvider
+	ClientOpts     []kgo.Opt // extra kgo options (tests)
 }
 
 // ErrConfig is wrapped by every validation error.

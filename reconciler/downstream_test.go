@@ -59,13 +59,13 @@ func TestReconcilerProbesTheCallInDoubtUnderItsOwnDownstreamKey(t *testing.T) {
 		ProbeURL: "http://127.0.0.1:1/deploy/status"}, probe); err != nil {
 		t.Fatal(err)
 	}
-	subj, ok := subjectOf(rec, RegistryLookup(reg))
+	subj, ok := SubjectOf(rec, RegistryLookup(reg))
 	if !ok || subj.CallID != "B" || subj.DownstreamKey != "tk2_second" {
 		t.Fatalf("subject %+v, want call B under tk2_second", subj)
 	}
 	wk := newWorkers(Config{Tools: reg, MaxConcurrent: 1}, func() {})
 	defer wk.stop()
-	wk.invoke(job{subj: subj, kind: StepProbe})
+	wk.invoke(job{subj: subj, kind: StepProbe}, "", "")
 	if len(probe.asked) != 1 || probe.asked[0] != "tk2_second" {
 		t.Fatalf("the probe was asked about %v, want [tk2_second] (the per-key key is %s)", probe.asked,
 			tools.DownstreamKey("acme", "deploy", "k1"))
@@ -80,17 +80,17 @@ func TestReconcilerSubjectDownstreamKeys(t *testing.T) {
 		return tools.Spec{Name: n, Class: tools.NativeKey, PendingTTL: time.Minute}, true
 	}
 	legacy := &saga.Record{Tenant: "acme", Key: "k1", Tool: "pay", Status: saga.StatusUnknown, Origin: saga.Waiter{IntentID: "A"}}
-	if s, _ := subjectOf(legacy, lookup); s.DownstreamKey != tools.DownstreamKey("acme", "pay", "k1") {
+	if s, _ := SubjectOf(legacy, lookup); s.DownstreamKey != tools.DownstreamKey("acme", "pay", "k1") {
 		t.Errorf("legacy call: %q", s.DownstreamKey)
 	}
 	comp := &saga.Record{Tenant: "acme", Key: "k1", Tool: "pay", Status: saga.StatusCompensationUnknown, Origin: saga.Waiter{IntentID: "A"},
 		DownstreamKey: "tk2_call", Comp: &saga.Compensation{Tool: "refund", Origin: saga.Waiter{IntentID: "K"}, StartedAt: 1000,
 			PendingUntil: 5000, DownstreamKey: "tk2_comp"}}
-	if s, _ := subjectOf(comp, lookup); s.DownstreamKey != "tk2_comp" || s.Deadline != 5000 {
+	if s, _ := SubjectOf(comp, lookup); s.DownstreamKey != "tk2_comp" || s.Deadline != 5000 {
 		t.Errorf("compensation: key %q deadline %d, want tk2_comp and 5000", s.DownstreamKey, s.Deadline)
 	}
 	comp.Comp.DownstreamKey, comp.Comp.PendingUntil = "", 0
-	if s, _ := subjectOf(comp, lookup); s.DownstreamKey != tools.DownstreamKey("acme", "refund", "k1") || s.Deadline != 61_000 {
+	if s, _ := SubjectOf(comp, lookup); s.DownstreamKey != tools.DownstreamKey("acme", "refund", "k1") || s.Deadline != 61_000 {
 		t.Errorf("legacy compensation: key %q deadline %d", s.DownstreamKey, s.Deadline)
 	}
 }

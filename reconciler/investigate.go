@@ -12,11 +12,12 @@ import (
 
 // examine plans and carries out the next step for one record in doubt.
 func (r *Reconciler) examine(ctx context.Context, now int64, p int32, rec *saga.Record, g *gauges, rows *[]Row) error {
-	subj, ok := subjectOf(rec, r.lookup)
+	subj, ok := SubjectOf(rec, r.lookup)
 	if !ok {
 		return nil
 	}
 	if now < subj.Deadline {
+		g.started[subj.Tool]++
 		// An executor call may still be running: not ours yet. A key known
 		// to be in doubt is listed (an answer was lost); one merely started
 		// is most likely a call in flight.
@@ -111,12 +112,15 @@ func (r *Reconciler) finish(ctx context.Context, res result) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrFatal, err)
 	}
-	subj, ok := subjectOf(rec, r.lookup)
+	subj, ok := SubjectOf(rec, r.lookup)
 	if !ok || subj.Phase != res.job.subj.Phase || subj.CallID != res.job.subj.CallID {
 		return nil
 	}
 	step := Judge(r.now(), subj, res.job.inv, res.job.kind, res.out, r.cfg.Policy)
 	r.m.Investigations.WithLabelValues(subj.Tool, string(subj.Class), judged(step, res)).Inc()
+	if judged(step, res) == "ambiguous" {
+		r.noteAnswer(res)
+	}
 	r.cfg.Logger.Info("reconciler: investigated", "key", rk, "tool", subj.Tool, "how", res.job.kind.String(),
 		"answer", res.out.Status.String(), "code", res.out.Code, "next", step.Kind.String(), "attempts", step.Inv.Attempts)
 	return r.carryOut(ctx, res.job.partition, rec, subj, step)

@@ -57,11 +57,14 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 type gauges struct {
 	inDoubt   map[string]int
 	escalated map[string]int
-	oldest    int64 // ms
-	pastTTL   int64 // ms
+	started   map[string]int // within their deadline: a call (or compensation) may still run
+	oldest    int64          // ms
+	pastTTL   int64          // ms
 }
 
-func newGauges() *gauges { return &gauges{inDoubt: map[string]int{}, escalated: map[string]int{}} }
+func newGauges() *gauges {
+	return &gauges{inDoubt: map[string]int{}, escalated: map[string]int{}, started: map[string]int{}}
+}
 
 func (g *gauges) add(now int64, s Subject, escalated bool) {
 	g.inDoubt[s.Tool]++

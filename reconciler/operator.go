@@ -76,7 +76,7 @@ func PendingFromLog(ctx context.Context, o LogOptions) ([]Row, error) {
 	now := o.Now.UnixMilli()
 	var rows []Row
 	for _, rec := range recs {
-		if subj, ok := subjectOf(rec, o.Lookup); ok {
+		if subj, ok := SubjectOf(rec, o.Lookup); ok {
 			rows = append(rows, rowOf(now, subj, nil))
 		}
 	}
@@ -153,12 +153,22 @@ func FetchRows(ctx context.Context, httpAddr string) ([]Row, error) {
 	return body.Rows, nil
 }
 
-// ResolveRequest is an operator's word on a key in doubt.
+// ResolveRequest is an operator's word on a key in doubt: a resolve, or a
+// compensate when Type says so.
 type ResolveRequest struct {
 	Brokers []string     // required
 	Names   topics.Names // default topics.NamesWithPrefix("tool.")
-	Tenant  string       // default "default"
-	Key     string       // required
+	// Type is wire.TypeResolve (the default) or wire.TypeCompensate: undo
+	// the key's effect with its tool's compensate_with (Outcome, Result
+	// and Err stay empty).
+	Type   string
+	Tenant string // default "default"
+	Key    string // required
+	// CallID, when set, makes the command apply only while this call (or
+	// compensation) is the key's current one in doubt: an operator acting
+	// on a page that went stale is refused rather than settling a newer
+	// call. Empty: unconditional.
+	CallID string
 	// Outcome: succeeded, failed or not_executed for a call in doubt;
 	// compensated, compensation_failed or not_executed for a compensation.
 	Outcome string
@@ -182,10 +192,11 @@ type ResolveRequest struct {
 // fit); the returned result says why.
 var ErrRejected = errors.New("reconciler: resolve rejected")
 
-// Resolve sends a resolve command on the control topic and waits for the
-// executor's answer to it: "resolved" (the key is settled and every
-// waiting intent got its final answer), or "rejected" (ErrRejected). It
-// blocks until the answer or ctx's end.
+// Resolve sends a resolve (or compensate) command on the control topic and
+// waits for the executor's answer to it: "resolved" (the key is settled and
+// every waiting intent got its final answer), a compensate's answer once
+// its compensation ended, or "rejected" (ErrRejected). It blocks until the
+// answer or ctx's end.
 func Resolve(ctx context.Context, req ResolveRequest) (*wire.Result, error) {
 	in, err := req.intent()
 	if err != nil {
@@ -222,7 +233,10 @@ func (req *ResolveRequest) intent() (*wire.Intent, error) {
 	if req.ID == "" {
 		req.ID = "op-" + client.NewID()
 	}
-	in := &wire.Intent{V: wire.Version, Type: wire.TypeResolve, ID: req.ID, Tenant: req.Tenant, Key: req.Key,
+	if req.Type == "" {
+		req.Type = wire.TypeResolve
+	}
+	in := &wire.Intent{V: wire.Version, Type: req.Type, ID: req.ID, Tenant: req.Tenant, Key: req.Key, CallID: req.CallID,
 		Outcome: req.Outcome, Result: req.Result, Error: req.Err, By: req.By, Reason: req.Reason, Force: req.Force}
 	b, err := wire.EncodeIntent(in)
 	if err != nil {
@@ -231,10 +245,10 @@ func (req *ResolveRequest) intent() (*wire.Intent, error) {
 	// The executor's own validation, here, so a typo fails before anything
 	// is sent.
 	if _, rej := wire.DecodeIntent(b, []byte(in.RoutingKey()), wire.FromControl); rej != nil {
-		return nil, fmt.Errorf("reconciler: resolve: %s: %s", rej.Reason, rej.Detail)
+		return nil, fmt.Errorf("reconciler: %s: %s: %s", req.Type, rej.Reason, rej.Detail)
 	}
 	if req.By == "" {
-		return nil, errors.New("reconciler: resolve: who settles the key (by) is required")
+		return nil, fmt.Errorf("reconciler: %s: who settles the key (by) is required", req.Type)
 	}
 	return in, nil
 }

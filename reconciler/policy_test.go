@@ -280,7 +280,7 @@ func TestReconcilerSubjectOf(t *testing.T) {
 	lookup := func(n string) (tools.Spec, bool) { s, ok := specs[n]; return s, ok }
 	rec := &saga.Record{Tenant: "acme", Key: "k1", Tool: "pay", Status: saga.StatusStarted, CalledAt: 1000, PendingUntil: 61_000,
 		Origin: saga.Waiter{IntentID: "A"}, Waiters: []saga.Waiter{{IntentID: "B"}}, DownstreamKey: "tk2_a"}
-	s, ok := subjectOf(rec, lookup)
+	s, ok := SubjectOf(rec, lookup)
 	want := Subject{Tenant: "acme", Key: "k1", Phase: PhaseCall, CallID: "A", Tool: "pay", Class: tools.Compensatable,
 		DownstreamKey: "tk2_a", CompensateWith: "refund", Status: saga.StatusStarted, CalledAt: 1000, Deadline: 61_000, Waiters: 1}
 	if !ok || s != want {
@@ -288,18 +288,18 @@ func TestReconcilerSubjectOf(t *testing.T) {
 	}
 	comp := rec.Clone()
 	comp.Status, comp.Comp = saga.StatusCompensating, &saga.Compensation{Tool: "refund", Origin: saga.Waiter{IntentID: "K"}, StartedAt: 70_000}
-	s, ok = subjectOf(comp, lookup)
+	s, ok = SubjectOf(comp, lookup)
 	if !ok || s.Phase != PhaseCompensation || s.CallID != "K" || s.Tool != "refund" || s.Class != tools.NativeKey || s.Deadline != 80_000 || s.CalledAt != 70_000 {
 		t.Errorf("compensation: %+v", s)
 	}
 	unknown := rec.Clone()
 	unknown.Tool = "gone"
-	if s, ok := subjectOf(unknown, lookup); !ok || s.Class != "" {
+	if s, ok := SubjectOf(unknown, lookup); !ok || s.Class != "" {
 		t.Errorf("unconfigured tool: %+v", s)
 	}
 	settled := rec.Clone()
 	settled.Status = saga.StatusSucceeded
-	if _, ok := subjectOf(settled, lookup); ok {
+	if _, ok := SubjectOf(settled, lookup); ok {
 		t.Error("a settled key has a subject")
 	}
 	comp.Comp.PrevStatus = saga.StatusStarted

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +51,8 @@ type Reconciler struct {
 	lastScan time.Time
 	warned   map[int32]bool // partitions whose doubt index exceeded MaxScan
 
+	errs toolErrors // the tools' last errors, for the console
+
 	changes ownershipChanges
 	joined  atomic.Bool // the group assigned this member partitions at least once
 	ready   atomic.Bool
@@ -57,7 +61,9 @@ type Reconciler struct {
 
 	mu struct {
 		sync.Mutex
-		rows []Row // the last scan's, for /pending
+		rows    []Row          // the last scan's, for /pending
+		started map[string]int // by tool: keys started and within their pending_ttl at the last scan
+		owned   []int32        // the partitions the last scan covered
 	}
 }
 
@@ -183,6 +189,24 @@ func (r *Reconciler) Rows() []Row {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Row(nil), r.mu.rows...)
+}
+
+// Started returns, by tool, the keys whose call (or compensation) was
+// started and is within its pending_ttl, as of the last scan, in the
+// partitions this member owns: calls an executor may still be running.
+func (r *Reconciler) Started() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.mu.started)
+}
+
+// Coverage returns the events partitions the last scan covered (owned and
+// caught up) and the topic's partition count: the rows and gauges describe
+// those partitions only.
+func (r *Reconciler) Coverage() (scanned []int32, partitions int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.mu.owned), r.nControl
 }
 
 // Close releases the client and the store. Call it after Run returned.

@@ -108,8 +108,9 @@ func sortRows(rows []Row) {
 }
 
 // Handler serves /pending (the rows of the last scan as JSON), /healthz,
-// /readyz and, when reg is not nil, /metrics from reg.
-func (r *Reconciler) Handler(reg *prometheus.Registry) http.Handler {
+// /readyz and, when reg is not nil, /metrics from reg. Callers may add
+// routes to it (the operator console).
+func (r *Reconciler) Handler(reg *prometheus.Registry) *http.ServeMux {
 	mux := httpserve.Health(reg, r.Ready)
 	mux.HandleFunc("/pending", func(w http.ResponseWriter, _ *http.Request) {
 		rows := r.Rows()

@@ -49,17 +49,19 @@ func (r *Reconciler) scan(ctx context.Context) error {
 	now := r.now()
 	g := newGauges()
 	var rows []Row
+	var covered []int32
 	for _, p := range r.ownedPartitions() {
 		if !r.owned[p].caughtUp {
 			continue
 		}
+		covered = append(covered, p)
 		if err := r.scanPartition(ctx, now, p, g, &rows); err != nil {
 			return err
 		}
 	}
 	r.m.publish(g)
 	r.mu.Lock()
-	r.mu.rows = rows
+	r.mu.rows, r.mu.started, r.mu.owned = rows, g.started, covered
 	r.mu.Unlock()
 	return nil
 }

@@ -28,7 +28,7 @@ func (p Phase) String() string {
 
 // Subject is what one investigation is about: one call, or one
 // compensation, of one key that has no outcome. It is derived from the
-// key's record and the tool configuration only (subjectOf), so the loop,
+// key's record and the tool configuration only (SubjectOf), so the loop,
 // the operator's pending list and the tests all see the same thing.
 type Subject struct {
 	Tenant, Key string
@@ -70,9 +70,9 @@ func RegistryLookup(reg *tools.Registry) Lookup {
 	}
 }
 
-// subjectOf returns what of rec is in doubt, or false when rec has an
+// SubjectOf returns what of rec is in doubt, or false when rec has an
 // outcome (or is nil). It is pure.
-func subjectOf(rec *saga.Record, lookup Lookup) (Subject, bool) {
+func SubjectOf(rec *saga.Record, lookup Lookup) (Subject, bool) {
 	if rec == nil || !rec.Status.InDoubt() {
 		return Subject{}, false
 	}

@@ -30,7 +30,7 @@ func (r *Reconciler) fold(fs kgo.Fetches) error {
 }
 
 func (r *Reconciler) foldPartition(p int32, o *partition, recs []*kgo.Record) error {
-	f := &folder{st: r.store, ov: overlay.New(r.store), returned: map[overlay.Key][]string{}, now: r.now(), policy: r.cfg.Policy}
+	f := &folder{st: r.store, errs: &r.errs, ov: overlay.New(r.store), returned: map[overlay.Key][]string{}, now: r.now(), policy: r.cfg.Policy}
 	next := o.next
 	for _, rec := range recs {
 		if rec.Offset < o.next {
@@ -59,8 +59,9 @@ func (r *Reconciler) foldPartition(p int32, o *partition, recs []*kgo.Record) er
 
 // folder is one partition's overlay of the records a poll touched.
 type folder struct {
-	st *state.Store
-	ov *overlay.Overlay
+	st   *state.Store
+	errs *toolErrors // outcomes that did not succeed are noted here
+	ov   *overlay.Overlay
 	// returned lists, per key, the compensations of its call in doubt that
 	// came back without reaching their tool in this poll (compround.go).
 	returned map[overlay.Key][]string
@@ -85,6 +86,7 @@ func (f *folder) apply(p int32, rec *kgo.Record) error {
 	}
 	round, compensating := compensationOf(en.Cur)
 	f.ov.Apply(en, *ev)
+	f.errs.noteOutcome(ev, errorTool(ev, en.Cur))
 	f.ov.Trim(en, slimSettled)
 	if compensating && round.returnedFrom(en.Cur) {
 		k := overlay.Key{Tenant: ev.Tenant, Key: ev.Key}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/atmostonce/toolexec/internal/tracing"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/wire"
 )
@@ -35,6 +38,7 @@ type result struct {
 // slots) never blocks a worker.
 type workers struct {
 	reg    *tools.Registry
+	tracer trace.Tracer // nil: tracing off
 	hooks  Hooks
 	wake   func()
 	ctx    context.Context // cancelled by stop: running jobs end, their results are dropped
@@ -47,7 +51,7 @@ type workers struct {
 
 func newWorkers(cfg Config, wake func()) *workers {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &workers{reg: cfg.Tools, hooks: cfg.Hooks, wake: wake, ctx: ctx, cancel: cancel,
+	return &workers{reg: cfg.Tools, tracer: tracing.Tracer(cfg.TracerProvider, "github.com/atmostonce/toolexec/reconciler"), hooks: cfg.Hooks, wake: wake, ctx: ctx, cancel: cancel,
 		slots: make(chan struct{}, cfg.MaxConcurrent), out: make(chan result, cfg.MaxConcurrent)}
 }
 
@@ -73,7 +77,9 @@ func (w *workers) run(j job) {
 	if err := w.hooks.at(PointInvestigating, j.routingKey()); err != nil {
 		res.crash = err
 	} else {
-		res.out = w.invoke(j)
+		span, tp, ts := w.investigationSpan(j)
+		res.out = w.invoke(j, tp, ts)
+		endInvestigationSpan(span, res.out)
 	}
 	w.out <- res
 	w.wake()
@@ -82,8 +88,8 @@ func (w *workers) run(j job) {
 // invoke makes the retry or the probe, under the downstream key the
 // executor used for the call (or compensation) in doubt, so the downstream
 // sees the same request again; never the key of another call of the same
-// (tenant, key).
-func (w *workers) invoke(j job) tools.Outcome {
+// (tenant, key). A retry's request carries the trace context tp, ts.
+func (w *workers) invoke(j job, tp, ts string) tools.Outcome {
 	_, tool, ok := w.reg.Lookup(j.subj.Tool)
 	if !ok {
 		return tools.Outcome{Status: tools.Unknown, Code: "unknown_tool", Message: fmt.Sprintf("tool %q is not configured", j.subj.Tool)}
@@ -101,7 +107,7 @@ func (w *workers) invoke(j job) tools.Outcome {
 		return tools.Outcome{Status: tools.Unknown, Code: "bad_args", Message: err.Error()}
 	}
 	return tool.Invoke(w.ctx, tools.Request{Tenant: j.subj.Tenant, Key: j.subj.Key, Tool: j.subj.Tool,
-		DownstreamKey: dk, Args: args, Traceparent: j.traceparent})
+		DownstreamKey: dk, Args: args, Traceparent: tp, Tracestate: ts})
 }
 
 // decodeArgs decodes canonical msgpack arguments as the executor does, so

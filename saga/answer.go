@@ -35,7 +35,7 @@ func pendingAnswer(rec *Record, to Waiter) Answer {
 		status = codes.StatusCompensationPending
 	}
 	a := answerFor(rec, to, status)
-	a.Err = &Error{Code: "in_doubt", Message: "the first call may have reached the tool; the key is parked until it is settled, then every waiting intent gets the final answer"}
+	a.Err = &Error{Code: codes.ErrInDoubt, Message: "the first call may have reached the tool; the key is parked until it is settled, then every waiting intent gets the final answer"}
 	return a
 }
 

@@ -11,7 +11,7 @@ import (
 // its own. Allowed when the effect happened or may have happened.
 func decideCompensate(rec *Record, in Input, env Env) Decision {
 	if rec == nil || rec.expired(env.Now) {
-		return rejectInput(in, codes.ReasonInvalidCommand, codes.RefusalNoRecord)
+		return rejectInput(in, codes.ReasonInvalidCommand, "nothing to compensate: "+codes.RefusalNoRecord)
 	}
 	switch {
 	case rec.Status == StatusCompensated || rec.Status == StatusCompensationFailed:

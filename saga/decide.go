@@ -21,6 +21,8 @@ func Decide(rec *Record, in Input, env Env) Decision {
 		return decideCompensate(rec, in, env)
 	case InputResolve:
 		return decideResolve(rec, in, env)
+	case InputLookup:
+		return decideLookup(rec, in, env)
 	}
 	return rejectInput(in, codes.ReasonInvalidField, "unknown input type")
 }

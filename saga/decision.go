@@ -15,6 +15,7 @@ const (
 	VerdictCompensate
 	VerdictRecord // a completion or an expiry was recorded
 	VerdictStale  // nothing to do: the input no longer matches the key
+	VerdictLookup // answered what the key's record says, nothing else
 )
 
 var verdictNames = [...]string{
@@ -29,6 +30,7 @@ var verdictNames = [...]string{
 	VerdictCompensate: "compensate",
 	VerdictRecord:     "record",
 	VerdictStale:      "stale",
+	VerdictLookup:     "lookup",
 }
 
 func (v Verdict) String() string {

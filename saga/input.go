@@ -7,6 +7,7 @@ const (
 	InputCall InputType = iota + 1
 	InputCompensate
 	InputResolve
+	InputLookup
 )
 
 func (t InputType) String() string {
@@ -17,6 +18,8 @@ func (t InputType) String() string {
 		return "compensate"
 	case InputResolve:
 		return "resolve"
+	case InputLookup:
+		return "lookup"
 	}
 	return "invalid"
 }

@@ -55,7 +55,9 @@ func (b *Batch) setRecord(rec *saga.Record) error {
 	}
 	w := mpwrite.Get()
 	defer mpwrite.Put(w)
-	writeRecord(w, rec)
+	if err := writeRecord(w, rec); err != nil {
+		return err
+	}
 	v, err := w.Borrow()
 	if err != nil {
 		return fmt.Errorf("state: encode record: %w", err)

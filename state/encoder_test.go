@@ -15,7 +15,9 @@ import (
 func marshalRecord(r *saga.Record) ([]byte, error) {
 	w := mpwrite.Get()
 	defer mpwrite.Put(w)
-	writeRecord(w, r)
+	if err := writeRecord(w, r); err != nil {
+		return nil, err
+	}
 	return w.Bytes()
 }
 

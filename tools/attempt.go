@@ -10,6 +10,8 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"sync/atomic"
+
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // errNoReplay is returned to net/http when it asks to re-send a request
@@ -97,6 +99,9 @@ func setHeaders(h http.Header, req Request) {
 	h.Set("X-Tool-Key", logHeader(req.Key))
 	if req.Traceparent != "" && printableASCII(req.Traceparent) && len(req.Traceparent) <= 256 {
 		h.Set("traceparent", req.Traceparent)
+		if req.Tracestate != "" && printableASCII(req.Tracestate) && len(req.Tracestate) <= wire.MaxTracestateBytes {
+			h.Set("tracestate", req.Tracestate)
+		}
 	}
 }
 

@@ -127,6 +127,9 @@ func checkProbe(c *checker, s Spec) {
 	default:
 		checkURLField(c, "probe_url", s.ProbeURL)
 	}
+	if s.ProbeFence && !s.Class.NeedsProbeURL() {
+		c.fail("probe_fence", nil, "only allowed for class probe (class is %s)", s.Class)
+	}
 }
 
 // checkCompensate checks compensate_with without knowing the other tools;

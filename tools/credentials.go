@@ -17,7 +17,7 @@ import (
 // tool's headers may not replace them: the downstream key above all, which
 // is what makes a retry safe.
 var reservedHeaders = map[string]bool{
-	"Idempotency-Key": true, "X-Tool-Tenant": true, "X-Tool-Key": true, "Traceparent": true,
+	"Idempotency-Key": true, "X-Tool-Tenant": true, "X-Tool-Key": true, "Traceparent": true, "Tracestate": true,
 	"Content-Type": true, "Content-Length": true, "Accept": true, "Host": true,
 	"Connection": true, "Transfer-Encoding": true, "Te": true, "Upgrade": true, "Trailer": true,
 	"Keep-Alive": true, "Proxy-Connection": true,

@@ -136,6 +136,7 @@ func TestHTTPSuccess(t *testing.T) {
 	h, _ := newTestHTTP(testSpec(Irreversible, ts.URL), nil)
 	req := testRequest()
 	req.Traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	req.Tracestate = "vendor=abc,other=1"
 	out := h.Invoke(context.Background(), req)
 	checkOutcome(t, out, Succeeded, "", 1)
 	if want := map[string]any{"id": "r1", "n": int64(3)}; !reflect.DeepEqual(out.Result, want) {
@@ -152,7 +153,7 @@ func TestHTTPSuccess(t *testing.T) {
 	}
 	wantHeaders := map[string]string{
 		"Idempotency-Key": req.DownstreamKey, "Content-Type": "application/json",
-		"Traceparent": req.Traceparent, "X-Tool-Tenant": "acme", "X-Tool-Key": "intent-1",
+		"Traceparent": req.Traceparent, "Tracestate": req.Tracestate, "X-Tool-Tenant": "acme", "X-Tool-Key": "intent-1",
 	}
 	for k, v := range wantHeaders {
 		if got := r.header.Get(k); got != v {
@@ -167,9 +168,13 @@ func TestHTTPSuccess(t *testing.T) {
 func TestHTTPNoTraceparent(t *testing.T) {
 	ts := newToolServer(t, answer(200, `{}`))
 	h, _ := newTestHTTP(testSpec(ReadOnly, ts.URL), nil)
-	h.Invoke(context.Background(), testRequest())
-	if _, ok := ts.requests()[0].header["Traceparent"]; ok {
-		t.Error("traceparent sent although empty")
+	req := testRequest()
+	req.Tracestate = "vendor=abc" // never without a traceparent
+	h.Invoke(context.Background(), req)
+	for _, name := range []string{"Traceparent", "Tracestate"} {
+		if _, ok := ts.requests()[0].header[name]; ok {
+			t.Errorf("%s sent without a traceparent", name)
+		}
 	}
 }
 

@@ -75,6 +75,8 @@ const (
 	CodePanic             = "panic"              // an in-process tool panicked
 	CodeProbeFailed       = "probe_failed"       // the probe says the call failed
 	CodeProbeNotFound     = "probe_not_found"    // the probe has never seen the key
+	CodeProbeFenced       = "probe_fenced"       // never seen, and now refused by the tool
+	CodeProbeUnfenced     = "probe_unfenced"     // a fencing tool's "no record" without the fence: not trusted
 	CodeProbeStatus       = "probe_unknown_status"
 	CodeNoProbeURL        = "no_probe_url"
 )

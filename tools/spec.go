@@ -29,6 +29,13 @@ type Spec struct {
 	// ProbeURL (probe_url) is the status endpoint; required for class
 	// Probe and refused for any other class.
 	ProbeURL string
+	// ProbeFence (probe_fence) says the tool implements the probe fence
+	// (docs/wire-format.md, "The probe contract"): a probe that finds no
+	// record of a key fences it, and the tool refuses the key from then on.
+	// Only then is "no record" proof that the call never acts; without it
+	// a request delayed past the probe can still act (the residual risk
+	// GET /v1/tools states). Class Probe only.
+	ProbeFence bool
 	// CompensateWith (compensate_with) names the tool that undoes this one;
 	// required for class Compensatable and refused for any other class. In
 	// a config it must name another tool of the same config.
@@ -93,7 +100,7 @@ type Auth struct {
 	// internal/secretref), expanded when the adapter is built (FromConfig,
 	// OpenHTTP). Every value is treated as a secret: it is redacted from
 	// outcome messages and results. The headers the adapter sets itself
-	// (Idempotency-Key, X-Tool-*, traceparent, Content-Type, Accept) and
+	// (Idempotency-Key, X-Tool-*, traceparent, tracestate, Content-Type, Accept) and
 	// hop-by-hop ones cannot be set here. At most 32.
 	Headers map[string]string
 	// TLS (tls) holds PEM files for HTTPS to the tool and its probe: ca
@@ -192,4 +199,17 @@ func validName(name string) bool {
 
 func nameByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+}
+
+// ResidualRisk says what the at-most-once promise leaves open for this
+// tool, "" when nothing beyond the promise's own window: a probe tool
+// that does not fence (ProbeFence) may act on a request delayed past a
+// probe that found no record, after its key was settled not_executed.
+// GET /v1/tools shows it to callers.
+func (s Spec) ResidualRisk() string {
+	if s.Class.NeedsProbeURL() && !s.ProbeFence {
+		return "the tool does not fence probed keys (probe_fence): a probe that finds no record settles the key not_executed, " +
+			"and a request of the call delayed past that probe can still act; a later call with the same key then acts again"
+	}
+	return ""
 }

@@ -17,6 +17,9 @@ type Request struct {
 	// Traceparent is a W3C traceparent, forwarded as the "traceparent"
 	// header when non-empty and printable ASCII.
 	Traceparent string
+	// Tracestate goes with Traceparent as the "tracestate" header (the
+	// same checks, at most wire.MaxTracestateBytes), only with one.
+	Tracestate string
 	// Decided is when the call was decided and its pending record written:
 	// the PendingTTL budget runs from here, since that record is what
 	// becomes the reconciler's when the budget ends. Zero: from when

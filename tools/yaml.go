@@ -177,6 +177,8 @@ func setField(s *Spec, key string, n *yaml.Node) error {
 		return scalarString(n, &s.URL)
 	case "probe_url":
 		return scalarString(n, &s.ProbeURL)
+	case "probe_fence":
+		return scalarBool(n, &s.ProbeFence)
 	case "compensate_with":
 		return scalarString(n, &s.CompensateWith)
 	case "timeout":
@@ -234,6 +236,18 @@ func scalarDuration(n *yaml.Node, dst *time.Duration) error {
 		return fmt.Errorf("invalid duration %s: want a Go duration like \"5s\"", quoteBounded(v))
 	}
 	*dst = dur
+	return nil
+}
+
+func scalarBool(n *yaml.Node, dst *bool) error {
+	if _, err := scalar(n); err != nil {
+		return err
+	}
+	var v bool
+	if n.ShortTag() != "!!bool" || n.Decode(&v) != nil {
+		return fmt.Errorf("must be true or false, got %s", quoteBounded(n.Value))
+	}
+	*dst = v
 	return nil
 }
 

@@ -106,47 +106,50 @@ func DeadLetterValue(d *DeadLetter, value []byte) {
 }
 
 // salvageLarge reads the identifying string fields at the top level of a
-// value too large to decode, so that its rejection can still be answered
-// (every intent whose id can be read gets an answer). It decodes
-// only short strings and skips everything else; the shape walk first
-// bounds what skipping can cost.
+// value too large to decode; see salvageStrings.
 func salvageLarge(value []byte, rej *Reject) {
 	if len(value) == 0 || !mpread.IsMapCode(value[0]) || mpread.CheckShape(value, maxNesting) != nil {
 		return
 	}
+	salvageStrings(value, rej)
+}
+
+// salvageStrings reads the identifying string fields at the top level of
+// a map that cannot be decoded (too large, a field of the wrong type, an
+// extension where a value was expected), so that its rejection can still
+// be answered: every intent whose id can be read gets an answer, on its
+// reply_to. It decodes only short strings and skips everything else
+// without interpreting it. The caller has run the shape walk
+// (mpread.CheckShape), which bounds what skipping can cost.
+func salvageStrings(value []byte, rej *Reject) {
 	dec := msgpack.NewDecoder(bytes.NewReader(value))
 	n, err := dec.DecodeMapLen()
 	if err != nil {
 		return
 	}
-	fields := map[string]*string{}
 	partial := &Intent{}
-	for k, p := range map[string]*string{"id": &partial.ID, "tenant": &partial.Tenant, "key": &partial.Key,
-		"tool": &partial.Tool, "reply_to": &partial.ReplyTo, "type": &partial.Type} {
-		fields[k] = p
-	}
+	fields := map[string]*string{"id": &partial.ID, "tenant": &partial.Tenant, "key": &partial.Key,
+		"tool": &partial.Tool, "reply_to": &partial.ReplyTo, "type": &partial.Type}
+	defer rej.from(partial) // what was read before a field that cannot be skipped
 	for i := 0; i < n; i++ {
 		name, err := decodeShortString(dec)
-		if err != nil {
+		if err != nil && !errors.Is(err, errNotShortString) {
 			return
 		}
 		dst, want := fields[name]
-		if !want {
+		if err != nil || !want {
 			if dec.Skip() != nil {
 				return
 			}
 			continue
 		}
-		s, err := decodeShortString(dec)
-		if err != nil {
+		switch s, err := decodeShortString(dec); {
+		case err == nil:
+			*dst = s
+		case !errors.Is(err, errNotShortString):
 			return
 		}
-		*dst = s
 	}
-	if partial.Tenant == "" {
-		partial.Tenant = DefaultTenant
-	}
-	rej.from(partial)
 }
 
 // decodeShortString decodes a string of at most MaxKeyBytes; anything

@@ -482,7 +482,7 @@ func TestDecodeIntentHugeContainerHeader(t *testing.T) {
 
 // TestAnExtensionWhereAMapIsDecodedIsRefused: msgpack decodes a map-typed
 // field from an extension by reading its payload as the map's header, so
-// an intent whose args (or an answer whose headers) are a 9-byte extension
+// an intent whose args (or a dead letter whose headers) are a 9-byte extension
 // declaring 2^31 entries was a fatal out of memory in every member that
 // consumed it. It is refused as undecodable instead.
 func TestAnExtensionWhereAMapIsDecodedIsRefused(t *testing.T) {
@@ -490,9 +490,9 @@ func TestAnExtensionWhereAMapIsDecodedIsRefused(t *testing.T) {
 	if _, rej := wire.DecodeIntent(intent, []byte("default/k"), 0); rej == nil || rej.Reason != codes.ReasonUndecodable {
 		t.Fatalf("intent: %v, want undecodable", rej)
 	}
-	result := []byte("\x82\xa1v\x01\xa7headers\xd6\x30\xdf\x7f\xff\xff")
-	if _, err := wire.DecodeResult(result); err == nil {
-		t.Fatal("result with ext headers decoded, want an error")
+	dead := []byte("\x82\xa1v\x01\xa7headers\xd6\x30\xdf\x7f\xff\xff")
+	if _, err := wire.DecodeDeadLetter(dead); err == nil {
+		t.Fatal("dead letter with ext headers decoded, want an error")
 	}
 	if _, err := wire.DecodeCanonicalArgs([]byte("\xd6\xff\xdf\x7f\xff\xff")); err == nil {
 		t.Fatal("ext args decoded, want an error")

@@ -10,6 +10,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/atmostonce/toolexec/wire"
 )
 
@@ -35,9 +36,10 @@ func fuzzStable(t *testing.T, v any) []byte {
 	return buf.Bytes()
 }
 
-// fuzzHostile reports whether b is a msgpack value that declares a
-// container longer than the bytes that remain, or nests maps and arrays
-// deeper than 64 levels. vmihailenco/msgpack v5.4.1 preallocates a
+// fuzzHostile reports whether b is a msgpack value that mpread.CheckShape
+// refuses: a container or a str/bin longer than the bytes that remain
+// (msgpack allocates a bin's declared length before it reads it), or maps
+// and arrays nested deeper than 64 levels. vmihailenco/msgpack v5.4.1 preallocates a
 // map[string]any of the declared length with no limit (Decoder.DecodeMap)
 // and a []any of up to 1e6 elements per level, so such a value of a few
 // bytes is a fatal out-of-memory (see TestDecodeIntentHugeContainerHeader).
@@ -50,7 +52,7 @@ func fuzzStable(t *testing.T, v any) []byte {
 // header and reads the map from the ext's payload, so a leading ext header
 // is also tried as transparent.
 func fuzzHostile(b []byte) bool {
-	if fuzzScanHostile(b) {
+	if mpread.CheckShape(b, 64) != nil {
 		return true
 	}
 	for len(b) > 0 {
@@ -71,97 +73,9 @@ func fuzzHostile(b []byte) bool {
 			return false
 		}
 		b = b[hdr:]
-		if fuzzScanHostile(b) {
+		if mpread.CheckShape(b, 64) != nil {
 			return true
 		}
-	}
-	return false
-}
-
-func fuzzScanHostile(b []byte) bool {
-	open := []uint64{1} // values still to read, per open container
-	i := 0
-	for len(open) > 0 {
-		top := len(open) - 1
-		if open[top] == 0 {
-			open = open[:top]
-			continue
-		}
-		open[top]--
-		if i >= len(b) {
-			return false // truncated: the decoder fails before allocating more
-		}
-		c := b[i]
-		i++
-		var n, size uint64
-		w, extra, container := 0, uint64(0), false
-		switch {
-		case c <= 0x7f, c >= 0xe0, c == 0xc0, c == 0xc1, c == 0xc2, c == 0xc3:
-		case c <= 0x8f:
-			n, container = 2*uint64(c&0x0f), true
-		case c <= 0x9f:
-			n, container = uint64(c&0x0f), true
-		case c <= 0xbf:
-			size = uint64(c & 0x1f)
-		case c == 0xc4, c == 0xd9:
-			w = 1
-		case c == 0xc5, c == 0xda:
-			w = 2
-		case c == 0xc6, c == 0xdb:
-			w = 4
-		case c == 0xc7:
-			w, extra = 1, 1
-		case c == 0xc8:
-			w, extra = 2, 1
-		case c == 0xc9:
-			w, extra = 4, 1
-		case c == 0xcc, c == 0xd0:
-			size = 1
-		case c == 0xcd, c == 0xd1:
-			size = 2
-		case c == 0xca, c == 0xce, c == 0xd2:
-			size = 4
-		case c == 0xcb, c == 0xcf, c == 0xd3:
-			size = 8
-		case c >= 0xd4 && c <= 0xd8:
-			size = 1 + 1<<(c-0xd4)
-		case c == 0xdc:
-			w, container = 2, true
-		case c == 0xdd:
-			w, container = 4, true
-		case c == 0xde, c == 0xdf:
-			w, container = 2<<(c-0xde), true
-		}
-		if w > 0 {
-			if len(b)-i < w {
-				return false
-			}
-			var l uint64
-			for _, x := range b[i : i+w] {
-				l = l<<8 | uint64(x)
-			}
-			i += w
-			if container {
-				n = l
-				if c >= 0xde {
-					n *= 2
-				}
-			} else {
-				size = l + extra
-			}
-		}
-		rest := uint64(len(b) - i)
-		if container {
-			if n > rest || len(open) > 64 {
-				return true
-			}
-			open = append(open, n)
-			continue
-		}
-		if size > rest {
-			return false
-		}
-		i += int(size)
 	}
 	return false
 }

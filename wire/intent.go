@@ -5,11 +5,14 @@ import "regexp"
 // Version is the wire contract version this build reads and writes.
 const Version = 1
 
-// Intent types. Resolve is accepted only on the control topic.
+// Intent types. Resolve is accepted only on the control topic. A lookup
+// asks what a key's record says now (its outcome, running, in doubt, or
+// no record) and changes nothing: the gateway's GET of a key.
 const (
 	TypeCall       = "call"
 	TypeCompensate = "compensate"
 	TypeResolve    = "resolve"
+	TypeLookup     = "lookup"
 )
 
 // Bounds of wire contract v1. They protect the executor's memory and the

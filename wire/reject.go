@@ -24,8 +24,15 @@ func reject(reason, format string, a ...any) *Reject {
 	return &Reject{Reason: reason, Detail: fmt.Sprintf(format, a...)}
 }
 
+// from copies what could be read of in. An absent tenant is the default
+// one, as for an intent that decodes: the answer names the tenant its
+// caller sent for, so a client that matches answers by tenant (and key)
+// takes it.
 func (r *Reject) from(in *Intent) *Reject {
 	r.ID, r.Tenant, r.Key, r.Tool, r.ReplyTo, r.Type = in.ID, in.Tenant, in.Key, in.Tool, in.ReplyTo, in.Type
+	if r.Tenant == "" {
+		r.Tenant = DefaultTenant
+	}
 	if len(r.ID) > MaxIDBytes {
 		r.ID = ""
 	}

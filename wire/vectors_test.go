@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -31,6 +32,31 @@ type clientVectors struct {
 	Comment   string            `json:"comment"`
 	Partition []partitionVector `json:"partition"`
 	Canonical []canonicalVector `json:"canonical"`
+	Numbers   []numberVector    `json:"numbers"`
+	Keys      []keyVector       `json:"keys"`
+}
+
+// numberVector: a JSON number as a client writes it in a body to the
+// gateway, and the canonical bytes of {"n": <it>} (wire.ParseNumber, then
+// CanonicalArgs), or Error when the gateway refuses it. ArgsMsgpack,
+// when set, is the value a client holds (a Python int or float) whose
+// JSON it is: the client's canonical bytes of it must be the same, so
+// that its journal and the executor agree over HTTP.
+type numberVector struct {
+	JSON         string `json:"json"`
+	ArgsMsgpack  string `json:"args_msgpack_hex,omitempty"`
+	CanonicalHex string `json:"canonical_hex,omitempty"`
+	Error        bool   `json:"error,omitempty"`
+}
+
+// keyVector: an idempotency key (hex of its bytes), whether the wire's
+// grammar takes it (wire.CheckKey), and, when it does, the Idempotency-Key
+// header a client sends for it: an RFC 8941 string for printable ASCII, an
+// RFC 9651 display string otherwise.
+type keyVector struct {
+	KeyHex string `json:"key_hex"`
+	Valid  bool   `json:"valid"`
+	Header string `json:"header,omitempty"`
 }
 
 // partitionVector: the routing key as hex (any bytes), the partition count
@@ -65,8 +91,18 @@ func TestClientVectors(t *testing.T) {
 	if err := json.Unmarshal(raw, &v); err != nil {
 		t.Fatalf("%s: %v", vectorsFile, err)
 	}
-	if len(v.Partition) < 100 || len(v.Canonical) < 20 {
-		t.Fatalf("%s holds too few vectors: %d partition, %d canonical", vectorsFile, len(v.Partition), len(v.Canonical))
+	if len(v.Partition) < 100 || len(v.Canonical) < 20 || len(v.Numbers) < 20 || len(v.Keys) < 20 {
+		t.Fatalf("%s holds too few vectors: %d partition, %d canonical, %d numbers, %d keys", vectorsFile, len(v.Partition), len(v.Canonical), len(v.Numbers), len(v.Keys))
+	}
+	checkNumberVectors(t, v.Numbers)
+	for _, kv := range v.Keys {
+		key, err := hex.DecodeString(kv.KeyHex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := wire.CheckKey(string(key)) == nil; got != kv.Valid {
+			t.Errorf("CheckKey(%q) valid=%v, the file says %v", key, got, kv.Valid)
+		}
 	}
 	for _, pv := range v.Partition {
 		key, err := hex.DecodeString(pv.KeyHex)
@@ -146,6 +182,8 @@ func generateVectors(t *testing.T) clientVectors {
 			"read by clients/python/tests. Regenerate: go test ./wire -run TestClientVectors -update-vectors",
 		Partition: partitionVectors(),
 		Canonical: canonicalVectors(t),
+		Numbers:   numberVectors(t),
+		Keys:      keyVectors(),
 	}
 }
 
@@ -257,4 +295,130 @@ func manyKeys(n int) looseMap {
 		m = append(m, [2]any{fmt.Sprintf("k%02d", i), float64(i) / 2})
 	}
 	return m
+}
+
+// jsonNumberCanonical is what the gateway makes of a JSON number: the
+// canonical bytes of {"n": ParseNumber(text)}.
+func jsonNumberCanonical(text string) ([]byte, error) {
+	n, err := wire.ParseNumber(text)
+	if err != nil {
+		return nil, err
+	}
+	_, enc, err := wire.CanonicalArgs(map[string]any{"n": n})
+	return enc, err
+}
+
+func checkNumberVectors(t *testing.T, vs []numberVector) {
+	t.Helper()
+	for _, nv := range vs {
+		enc, err := jsonNumberCanonical(nv.JSON)
+		switch {
+		case nv.Error && err == nil:
+			t.Errorf("%s: accepted, the file says refused", nv.JSON)
+		case !nv.Error && (err != nil || hex.EncodeToString(enc) != nv.CanonicalHex):
+			t.Errorf("%s: %x, %v; the file says %s", nv.JSON, enc, err, nv.CanonicalHex)
+		case nv.ArgsMsgpack != "":
+			// The value's canonical form by the executor (from msgpack) is
+			// the JSON's by the gateway.
+			if wenc, err := canonicalOfWire(t, nv.ArgsMsgpack); err != nil || !bytes.Equal(wenc, enc) {
+				t.Errorf("%s: the value's canonical bytes %x (%v) differ from its JSON's %x", nv.JSON, wenc, err, enc)
+			}
+		}
+	}
+}
+
+// numberVectors: numbers as JSON bodies carry them. The ones with a value
+// are what a client writes for a value it holds after canonicalising it
+// (Python's json.dumps of canonicalize's result: an integral float in the
+// integer range is an int by then, other floats in repr's shortest form).
+func numberVectors(t *testing.T) []numberVector {
+	held := []struct {
+		json string
+		val  any
+	}{
+		{"0", 0}, {"120", 120}, {"-1", -1}, {"9007199254740993", int64(9007199254740993)},
+		{"9223372036854775807", int64(math.MaxInt64)}, {"9223372036854775808", uint64(1 << 63)}, {"9223372036854775808", 0x1p63},
+		{"120", 120.0}, {"-9223372036854775808", -0x1p63},
+		{"-9223372036854775808", int64(math.MinInt64)}, {"18446744073709551615", uint64(math.MaxUint64)},
+		{"0.1", 0.1}, {"-2.5", -2.5}, {"0.30000000000000004", 0.30000000000000004}, {"5e-324", 5e-324},
+		{"1e+20", 1e20}, {"1.8446744073709552e+19", 0x1p64}, {"-1.8446744073709552e+19", -0x1p64}, {"1.5e+300", 1.5e300},
+		{"1.7976931348623157e+308", math.MaxFloat64}, {"4503599627370495.5", 4503599627370495.5},
+	}
+	var out []numberVector
+	for _, h := range held {
+		b, err := msgpack.Marshal(looseMap{{"n", h.val}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, numberVector{JSON: h.json, ArgsMsgpack: hex.EncodeToString(b)})
+	}
+	// What other clients write: one number in several spellings, and what
+	// no float or integer of the wire holds.
+	for _, s := range []string{"120.0", "1.2e2", "12000e-2", "-0", "-0.0", "9007199254740993.0", "9.007199254740993e15",
+		"18446744073709551616", "1e20", "0.1000000000000000055511151231257827021181583404541015625",
+		"18446744073709551617", "-9223372036854775809", "0.10000000000000001", "9007199254740993.5", "1e309", "-1e309",
+		"1e999999", "1e-400", "1" + strings.Repeat("0", 900)} {
+		out = append(out, numberVector{JSON: s})
+	}
+	for i := range out {
+		if enc, err := jsonNumberCanonical(out[i].JSON); err != nil {
+			out[i].Error = true
+		} else {
+			out[i].CanonicalHex = hex.EncodeToString(enc)
+		}
+	}
+	return out
+}
+
+// keyVectors: keys the grammar takes and refuses, with the header that
+// carries each valid one.
+func keyVectors() []keyVector {
+	keys := []string{"a", "order-42", "run-7/step-3", "a b", `say "hi" \ x`, "ck1_0123456789abcdef0123456789abcdef01234567",
+		"caf\u00e9", "cafe\u0301", "\u043a\u043b\u044e\u0447", "\U0001F600", "a%b", "...", ".a", "x\u200dy", strings.Repeat("k", 256),
+		strings.Repeat("\u00e9", 128), "", ".", "..", "a\x00b", "a\tb", "a\x7fb", "a\u0085b", "a\u202eb", "\u2066x", "x\u061c", " a",
+		"a ", "a\u00a0", "\u3000a", "a\u2028", "\xff", strings.Repeat("k", 257), strings.Repeat("\u00e9", 129)}
+	var out []keyVector
+	for _, k := range keys {
+		kv := keyVector{KeyHex: hex.EncodeToString([]byte(k)), Valid: wire.CheckKey(k) == nil}
+		if kv.Valid {
+			kv.Header = headerForm(k)
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// headerForm is the Idempotency-Key a client sends for k: an RFC 8941
+// string when k is printable ASCII, else an RFC 9651 display string
+// (every byte outside printable ASCII, and '%' and '"', as %xx in lower
+// case).
+func headerForm(k string) string {
+	ascii := true
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			ascii = false
+		}
+	}
+	var b strings.Builder
+	if ascii {
+		b.WriteByte('"')
+		for i := 0; i < len(k); i++ {
+			if k[i] == '"' || k[i] == '\\' {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(k[i])
+		}
+		b.WriteByte('"')
+		return b.String()
+	}
+	b.WriteString(`%"`)
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c < 0x20 || c > 0x7e || c == '%' || c == '"' {
+			fmt.Fprintf(&b, "%%%02x", c)
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }

@@ -25,7 +25,8 @@ say() { printf 'clients/python: %s\n' "$*" >&2; }
 # Pinned: what was tested (README "Versions tested"). The constraints file
 # pins every transitive dependency too.
 REQS=(httpx==0.28.1 confluent-kafka==2.16.1 msgpack==1.2.4 langgraph==1.2.22
-      langgraph-checkpoint-sqlite==3.1.2 pytest==9.2.0 mypy==2.4.1 hatchling==1.33.0)
+      langgraph-checkpoint-sqlite==3.1.2 pytest==9.2.0 mypy==2.4.1 hatchling==1.33.0
+      opentelemetry-api==1.45.2 opentelemetry-sdk==1.45.2)
 
 deps_ok() {
   "$PY" - "${REQS[@]}" <<'EOF' >/dev/null 2>&1

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,6 +29,7 @@ type broker struct {
 
 	mu      sync.Mutex
 	created []topics.Names
+	others  []string // topics of the run outside any member's set (the floor's)
 }
 
 func startBroker(seeds []string) (*broker, error) {
@@ -74,6 +76,23 @@ func (b *broker) newEnv(ctx context.Context, name string, partitions int32) (*en
 	return e, nil
 }
 
+// newTopic creates one topic of the run, to be deleted with the others.
+func (b *broker) newTopic(ctx context.Context, name string, partitions int32) error {
+	b.mu.Lock()
+	b.others = append(b.others, name)
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	resp, err := b.adm.CreateTopic(ctx, partitions, -1, nil, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("topic %s: %w", name, err)
+	}
+	return nil
+}
+
 // close deletes the run's topics (unless keep) and stops kfake.
 func (b *broker) close(keep bool) {
 	if !keep {
@@ -88,7 +107,7 @@ func (b *broker) deleteTopics() {
 	defer cancel()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var all []string
+	all := slices.Clone(b.others)
 	for _, n := range b.created {
 		all = append(all, n.All()...)
 	}

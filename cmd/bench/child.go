@@ -64,7 +64,7 @@ func startChild(name string, o memberOpts, logPath string) (*child, error) {
 func (c *child) readLines(r io.Reader) {
 	defer close(c.lines)
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	sc.Buffer(make([]byte, 1<<16), 32<<20) // a member's hop events (trace) fill long lines
 	for sc.Scan() {
 		c.lines <- sc.Text()
 	}

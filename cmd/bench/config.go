@@ -24,22 +24,26 @@ type config struct {
 	slowInFlight int           // max_in_flight of the slow tool
 	httpClients  int           // concurrent HTTP clients of the gateway scenario (and outstanding intents of its Kafka path)
 	keys         int           // keys in the restore and memory scenarios
+	oneCaller    int           // calls per path of the one-caller scenario; 0 skips it
+	traceDump    string        // file for the one-caller scenario's raw hop events; empty: none
 	cpuProfile   string        // path prefix of CPU profiles; empty: none
 	memProfile   string        // path prefix of heap (allocation) profiles; empty: none
 	keepTopics   bool          // leave the run's topics on the broker
+	keepScratch  bool          // leave the scratch directory (members' logs and data)
 	skipRestore  bool          // skip scenarios 4 and 5b (keys in state)
 	skipLoad     bool          // skip scenarios 1, 2, 3, 5a and 6
+	tracing      bool          // the members trace every call, to a sink in the bench (tracing.go)
 	peer         peerConfig    // --peer and its settings; run by hand, never in CI
 }
 
 type defaults struct {
-	duration, warm time.Duration
-	repeats, keys  int
+	duration, warm           time.Duration
+	repeats, keys, oneCaller int
 }
 
 var (
-	fullDefaults  = defaults{duration: 15 * time.Second, warm: 3 * time.Second, repeats: 3, keys: 1_000_000}
-	quickDefaults = defaults{duration: 4 * time.Second, warm: time.Second, repeats: 1, keys: 100_000}
+	fullDefaults  = defaults{duration: 15 * time.Second, warm: 3 * time.Second, repeats: 3, keys: 1_000_000, oneCaller: 300}
+	quickDefaults = defaults{duration: 4 * time.Second, warm: time.Second, repeats: 1, keys: 100_000, oneCaller: 100}
 )
 
 func parseFlags(args []string) (config, error) {
@@ -60,11 +64,15 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.slowInFlight, "slow-max-in-flight", 64, "max_in_flight of the slow tool (the product default)")
 	fs.IntVar(&c.httpClients, "http-clients", 32, "concurrent HTTP clients in the gateway scenario (its Kafka path keeps as many intents outstanding)")
 	fs.IntVar(&c.keys, "keys", fullDefaults.keys, "keys in the restore and memory scenarios (quick: 100000)")
+	fs.IntVar(&c.oneCaller, "one-caller", fullDefaults.oneCaller, "calls per path in the one-caller scenario (quick: 100); 0 skips it")
+	fs.StringVar(&c.traceDump, "trace-dump", "", "write the one-caller scenario's raw hop events (both members) to this file as JSON")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write CPU profiles to <prefix>.{executor,baseline,executor-replay,executor-keys,restore-serial,restore-parallel,gateway}.pprof")
 	fs.StringVar(&c.memProfile, "memprofile", "", "write the executor's allocation profile after round 1 to <prefix>.executor.heap.pprof")
 	fs.BoolVar(&c.keepTopics, "keep-topics", false, "do not delete the run's topics at the end")
+	fs.BoolVar(&c.keepScratch, "keep-scratch", false, "do not delete the scratch directory (the members' logs and data directories) at the end")
 	fs.BoolVar(&c.skipRestore, "skip-restore", false, "skip the restore scenario and the memory figure with keys in state")
 	fs.BoolVar(&c.skipLoad, "skip-load", false, "skip the load scenarios (unique, replay, slow tool, group commit)")
+	fs.BoolVar(&c.tracing, "tracing", false, "the executor and gateway members trace every call (OpenTelemetry, sampled at 100%) to an OTLP/HTTP sink in the bench; off: no member traces")
 	c.peer.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -107,6 +115,9 @@ func (c *config) applyQuick(set map[string]bool) {
 	if !set["keys"] {
 		c.keys = d.keys
 	}
+	if !set["one-caller"] {
+		c.oneCaller = d.oneCaller
+	}
 }
 
 func (c *config) validate() error {
@@ -127,6 +138,8 @@ func (c *config) validate() error {
 		return errors.New("--slow-latency and --slow-max-in-flight: must be positive")
 	case c.httpClients < 1 || c.httpClients > 4096:
 		return errors.New("--http-clients: 1..4096")
+	case c.oneCaller < 0:
+		return errors.New("--one-caller: must not be negative")
 	case c.keys < int(c.partitions):
 		return errors.New("--keys: at least one per partition")
 	case c.kafkaConfig != "" && len(c.brokers) == 0:

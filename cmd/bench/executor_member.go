@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/atmostonce/toolexec/executor"
+	"github.com/atmostonce/toolexec/internal/tracing"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
@@ -45,6 +46,7 @@ const httpToolTimeout = 20 * time.Second
 type execMember struct {
 	ex  *executor.Executor
 	reg *prometheus.Registry
+	tr  *hopTracer // --trace; nil otherwise
 }
 
 func newExecutorMember(ctx context.Context, o memberOpts) (*execMember, error) {
@@ -53,17 +55,29 @@ func newExecutorMember(ctx context.Context, o memberOpts) (*execMember, error) {
 		return nil, err
 	}
 	pr := prometheus.NewRegistry()
+	tp, _, err := tracing.FromEnv(ctx, "bench-executor")
+	if err != nil {
+		return nil, err
+	}
 	cfg := executor.Config{
 		Brokers: o.brokers, Connect: kafkaOpts, Names: topics.NamesWithPrefix(o.prefix), Group: o.group, DataDir: o.dataDir, Tools: reg,
-		Registerer: pr, Settings: topicadmin.Settings{Partitions: int32(o.partitions)},
+		Registerer: pr, Settings: topicadmin.Settings{Partitions: int32(o.partitions)}, TracerProvider: tp,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	var tr *hopTracer
+	if o.trace {
+		n := cfg.Names
+		tr = newHopTracer(map[string]string{n.Intents: "intent", n.Events: "event", n.Results: "answer"})
+		cfg.ClientOpts, cfg.Hooks.At = tr.hooks(), tr.at
 	}
 	ex, err := executor.New(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &execMember{ex: ex, reg: pr}, nil
+	return &execMember{ex: ex, reg: pr, tr: tr}, nil
 }
+
+func (m *execMember) tracer() *hopTracer { return m.tr }
 
 // benchTools registers the no-op and the slow tool, and bench.http when
 // toolURL is set. The first two take the product defaults except the slow

@@ -7,10 +7,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/atmostonce/toolexec/gateway"
+	"github.com/atmostonce/toolexec/internal/tracing"
+	"github.com/atmostonce/toolexec/topics"
 )
 
 // benchToken is the bench tenant's bearer token at the gateway.
@@ -24,6 +27,7 @@ type gatewayMember struct {
 	ln  net.Listener
 	srv *http.Server
 	reg *prometheus.Registry
+	tr  *hopTracer // --trace; nil otherwise
 }
 
 func newGatewayMember(ctx context.Context, o memberOpts) (*gatewayMember, error) {
@@ -36,9 +40,19 @@ func newGatewayMember(ctx context.Context, o memberOpts) (*gatewayMember, error)
 		return nil, err
 	}
 	pr := prometheus.NewRegistry()
-	g, err := gateway.New(ctx, gateway.Config{Brokers: o.brokers, Prefix: o.prefix, Tools: reg.Specs(),
-		Tenants: gateway.NewTenantStore(tenants), InstanceID: "bench-" + o.group, Registerer: pr,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	tp, _, err := tracing.FromEnv(ctx, "bench-gateway")
+	if err != nil {
+		return nil, err
+	}
+	gc := gateway.Config{Brokers: o.brokers, Prefix: o.prefix, Tools: reg.Specs(), TracerProvider: tp,
+		Tenants: gateway.NewTenantStore(tenants), InstanceID: "bench-" + o.group, Registerer: pr, KafkaOpts: kafkaOpts,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	var tr *hopTracer
+	if o.trace {
+		tr = newHopTracer(map[string]string{topics.NamesWithPrefix(o.prefix).Intents: "intent", gateway.ReplyTopic(o.prefix, gc.InstanceID): "answer"})
+		gc.KafkaOpts = append(slices.Clone(kafkaOpts), tr.hooks()...)
+	}
+	g, err := gateway.New(ctx, gc)
 	if err != nil {
 		return nil, err
 	}
@@ -51,8 +65,14 @@ func newGatewayMember(ctx context.Context, o memberOpts) (*gatewayMember, error)
 		g.Close()
 		return nil, err
 	}
-	return &gatewayMember{g: g, ln: ln, srv: &http.Server{Handler: g.Handler()}, reg: pr}, nil
+	h := g.Handler()
+	if tr != nil {
+		h = tr.handler(h)
+	}
+	return &gatewayMember{g: g, ln: ln, srv: &http.Server{Handler: h}, reg: pr, tr: tr}, nil
 }
+
+func (m *gatewayMember) tracer() *hopTracer { return m.tr }
 
 // addr is where the gateway listens; the parent reads it from the ready
 // line.

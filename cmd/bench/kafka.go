@@ -47,3 +47,9 @@ func joinSeeds(seeds []string) string {
 	}
 	return out
 }
+
+// consumeOpts are the consumer settings of the bench's own read_committed
+// consumers that stand for a product client: the floor's consumer and the
+// client.Call path's (both take the settings the product's consumers
+// take).
+func consumeOpts() []kgo.Opt { return nil }

@@ -24,6 +24,7 @@ import (
 //	cpu <path>     -> start a CPU profile
 //	cpustop        -> stop it
 //	heap <path>    -> write a heap profile (alloc_space is cumulative)
+//	trace          -> the hop events recorded since the last trace (--trace)
 //
 // The first line the member writes is {"ready":true} (with "addr" for a
 // member that serves HTTP: the gateway); EOF on stdin stops
@@ -43,13 +44,14 @@ type memberOpts struct {
 	kafkaConfig  string // --kafka-config of the parent
 	toolURL      string // the peer comparison's HTTP tool (bench.http); empty: not registered
 	httpAddr     string // the gateway's listen address; empty: a free port
+	trace        bool   // record hop events (trace.go) for the one-caller scenario
 }
 
 func (o memberOpts) args() []string {
 	return []string{memberCommand, "--role", o.role, "--brokers", strings.Join(o.brokers, ","), "--prefix", o.prefix,
 		"--group", o.group, "--partitions", fmt.Sprint(o.partitions), "--data-dir", o.dataDir,
 		"--slow-latency", o.slowLatency.String(), "--slow-max-in-flight", fmt.Sprint(o.slowInFlight),
-		"--kafka-config", kafkaConfigFile, "--tool-url", o.toolURL, "--http-addr", o.httpAddr}
+		"--kafka-config", kafkaConfigFile, "--tool-url", o.toolURL, "--http-addr", o.httpAddr, fmt.Sprintf("--trace=%v", o.trace)}
 }
 
 func parseMemberFlags(args []string) (memberOpts, error) {
@@ -67,6 +69,7 @@ func parseMemberFlags(args []string) (memberOpts, error) {
 	fs.StringVar(&o.kafkaConfig, "kafka-config", "", "")
 	fs.StringVar(&o.toolURL, "tool-url", "", "")
 	fs.StringVar(&o.httpAddr, "http-addr", "", "")
+	fs.BoolVar(&o.trace, "trace", false, "")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -163,6 +166,11 @@ func command(line string, m member) any {
 		return errReply(nil)
 	case "heap":
 		return errReply(writeHeapProfile(arg))
+	case "trace":
+		if t, ok := m.(interface{ tracer() *hopTracer }); ok && t.tracer() != nil {
+			return t.tracer().take()
+		}
+		return []hopEvent{}
 	}
 	return errReply(fmt.Errorf("unknown command %q", verb))
 }

@@ -15,6 +15,7 @@ import (
 // (kfake in this process, or --brokers).
 type toolexecPeer struct {
 	b        *bench
+	member   string // member name: topics, logs
 	ex       *side
 	exOpts   memberOpts
 	gw       *child
@@ -26,9 +27,16 @@ type toolexecPeer struct {
 const toolexecName = "px"
 
 func (b *bench) startToolexecPeer(ctx context.Context, tool *effectTool, pa *ports) (*toolexecPeer, error) {
-	t := &toolexecPeer{b: b}
+	return b.startToolexecPeerAs(ctx, tool, pa, toolexecName, false)
+}
+
+// startToolexecPeerAs starts the pair under the member name name, both
+// members recording hop events when trace is set (the one-caller
+// scenario).
+func (b *bench) startToolexecPeerAs(ctx context.Context, tool *effectTool, pa *ports, name string, trace bool) (*toolexecPeer, error) {
+	t := &toolexecPeer{b: b, member: name}
 	var err error
-	if t.ex, t.exOpts, err = b.startSideWith(ctx, "executor", toolexecName, tool.url()); err != nil {
+	if t.ex, t.exOpts, err = b.startSideWith(ctx, "executor", name, tool.url(), trace); err != nil {
 		return nil, err
 	}
 	addr, err := pa.addr()
@@ -37,8 +45,8 @@ func (b *bench) startToolexecPeer(ctx context.Context, tool *effectTool, pa *por
 		return nil, err
 	}
 	o := t.exOpts
-	o.role, o.group, o.dataDir, o.httpAddr = "gateway", o.group+"-gw", filepath.Join(b.dir, toolexecName+"gw"), addr
-	if t.gw, err = startChild("gateway "+toolexecName, o, filepath.Join(b.dir, toolexecName+"gw.log")); err != nil {
+	o.role, o.group, o.dataDir, o.httpAddr = "gateway", o.group+"-gw", filepath.Join(b.dir, name+"gw"), addr
+	if t.gw, err = startChild("gateway "+name, o, filepath.Join(b.dir, name+"gw.log")); err != nil {
 		t.stop()
 		return nil, err
 	}
@@ -47,7 +55,7 @@ func (b *bench) startToolexecPeer(ctx context.Context, tool *effectTool, pa *por
 	}
 	if err := json.Unmarshal([]byte(t.gw.ready), &ready); err != nil || ready.Addr == "" {
 		t.stop()
-		return nil, fmt.Errorf("gateway %s: no address in %q", toolexecName, t.gw.ready)
+		return nil, fmt.Errorf("gateway %s: no address in %q", name, t.gw.ready)
 	}
 	t.gs = &gatewaySystem{base: "http://" + ready.Addr, tool: toolHTTP, processes: t.processes}
 	return t, nil
@@ -89,7 +97,7 @@ func (t *toolexecPeer) restart(ctx context.Context) error {
 	env := t.ex.tgt.env
 	t.ex.tgt.close()
 	t.ex.tgt = nil
-	s, err := t.b.launchSide(ctx, t.exOpts, env, fmt.Sprintf("%sr%d", toolexecName, t.restarts))
+	s, err := t.b.launchSide(ctx, t.exOpts, env, fmt.Sprintf("%sr%d", t.member, t.restarts))
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,10 @@ type phase struct {
 		statuses        map[string]int
 		dups            int
 		err             error
+		// lastInWindow and maxGap find stalls: the longest time in the
+		// measured window without a terminal answer.
+		lastInWindow time.Duration
+		maxGap       time.Duration
 	}
 }
 
@@ -101,6 +105,7 @@ func (ph *phase) record(seq int, now time.Time, res *wire.Result) bool {
 	at := now.Sub(ph.base)
 	inWindow := func(d time.Duration) bool { return d >= ph.warm && d < ph.total }
 	if inWindow(at) {
+		ph.noteGapLocked(at)
 		ph.mu.inWindow++
 		if res.WasReplay {
 			ph.mu.replaysInWindow++
@@ -113,6 +118,14 @@ func (ph *phase) record(seq int, now time.Time, res *wire.Result) bool {
 		ph.mu.lat = append(ph.mu.lat, at-s)
 	}
 	return true
+}
+
+// noteGapLocked notes an answer at in the window, measuring the gap to the
+// previous one (to the window's start for the first).
+func (ph *phase) noteGapLocked(at time.Duration) {
+	from := max(ph.mu.lastInWindow, ph.warm)
+	ph.mu.maxGap = max(ph.mu.maxGap, at-from)
+	ph.mu.lastInWindow = at
 }
 
 // drain waits until every intent sent has its answer, or timeout.
@@ -138,9 +151,12 @@ type phaseResult struct {
 	Sent       int
 	Answers    int
 	Lost       int // intents without a terminal answer after the drain
-	Dups       int
-	Statuses   map[string]int
-	Err        error
+	// MaxGap is the longest time in the measured window without a
+	// terminal answer (from the window's start, and to its end): a stall.
+	MaxGap   time.Duration
+	Dups     int
+	Statuses map[string]int
+	Err      error
 	// HostCPU is this process's CPU time per answer over the whole phase:
 	// the load generator and, with kfake, the broker.
 	HostCPU float64
@@ -157,6 +173,7 @@ func (ph *phase) result() phaseResult {
 		Rate: float64(ph.mu.inWindow) / w, ReplayRate: float64(ph.mu.replaysInWindow) / w,
 		Sent: len(ph.mu.sentAt), Lost: len(ph.mu.sentAt) - ph.mu.answers, Dups: ph.mu.dups, Answers: ph.mu.answers,
 		Statuses: maps.Clone(ph.mu.statuses), Err: ph.mu.err,
+		MaxGap: max(ph.mu.maxGap, ph.total-max(ph.mu.lastInWindow, ph.warm)),
 	}
 	lat := slices.Clone(ph.mu.lat)
 	slices.Sort(lat)

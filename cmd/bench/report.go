@@ -19,6 +19,7 @@ type report struct {
 	restore   *restoreResult
 	keys      *keysResult
 	peers     *peerResults // --peer
+	oneCaller *oneCallerResult
 	elapsed   time.Duration
 }
 
@@ -146,6 +147,9 @@ func kbToMB(kb int64) float64 { return float64(kb) / 1024 }
 func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "toolexec bench: broker %s, %d partitions, phases %s + %s warm-up, %d round(s), quick=%v, %s\n\n",
 		r.cfg.brokerName(), r.cfg.partitions, r.cfg.duration, r.cfg.warm, len(r.rounds), r.cfg.quick, r.elapsed.Round(time.Second))
+	if r.oneCaller != nil {
+		r.oneCaller.print(w)
+	}
 	if len(r.rounds) > 0 || r.restore != nil {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "scenario\tfigure\texecutor\tbaseline\tderived\ttarget\t")
@@ -226,6 +230,9 @@ func (r *report) notes(w io.Writer) {
 			if odd := oddStatuses(p.Statuses); odd != "" {
 				notes = append(notes, fmt.Sprintf("round %d %s: statuses %s", i+1, name, odd))
 			}
+			if p.Sent > 0 && p.MaxGap >= stallGap {
+				notes = append(notes, fmt.Sprintf("round %d %s: STALL: no answer for %.1fs of its measured window (%d answers in it)", i+1, name, p.MaxGap.Seconds(), int(p.Rate*r.cfg.duration.Seconds())))
+			}
 		}
 		if a := d.execSatC.Aborts + d.replayC.Aborts + d.slowC.Aborts; a > 0 {
 			notes = append(notes, fmt.Sprintf("round %d: executor aborted %.0f transactions", i+1, a))
@@ -237,6 +244,11 @@ func (r *report) notes(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 }
+
+// stallGap is the time without an answer that a phase's note calls a
+// stall: every phase keeps at least 32 calls outstanding, each answered
+// within tens of milliseconds.
+const stallGap = time.Second
 
 func oddStatuses(m map[string]int) string {
 	var odd []string
@@ -301,8 +313,9 @@ type jsonReport struct {
 		CPUUsPerCall float64 `json:"cpu_us_per_call"`
 		RSSMB        float64 `json:"rss_mb"`
 	} `json:"gateway"`
-	Peers *jsonPeers `json:"peers,omitempty"`
-	Meta  struct {
+	OneCaller *jsonOneCaller `json:"one_caller,omitempty"`
+	Peers     *jsonPeers     `json:"peers,omitempty"`
+	Meta      struct {
 		Broker string `json:"broker"`
 		Quick  bool   `json:"quick"`
 		Rounds int    `json:"rounds"`
@@ -344,6 +357,9 @@ func (r *report) json() string {
 	}
 	if r.peers != nil {
 		j.Peers = r.peers.json(r.cfg)
+	}
+	if r.oneCaller != nil {
+		j.OneCaller = r.oneCaller.json()
 	}
 	j.Meta.Broker, j.Meta.Quick, j.Meta.Rounds = "kfake", r.cfg.quick, len(r.rounds)
 	if len(r.cfg.brokers) > 0 {

@@ -87,19 +87,20 @@ func (b *bench) loadRound(ctx context.Context, r int) (*round, error) {
 // startSide creates the member's topics, starts its process and its
 // agent, and warms it up: every partition answered once.
 func (b *bench) startSide(ctx context.Context, role, name string) (*side, error) {
-	s, _, err := b.startSideWith(ctx, role, name, "")
+	s, _, err := b.startSideWith(ctx, role, name, "", false)
 	return s, err
 }
 
 // startSideWith is startSide for a member that also has the HTTP tool at
-// toolURL (when set); it returns the member's options, to start it again.
-func (b *bench) startSideWith(ctx context.Context, role, name, toolURL string) (*side, memberOpts, error) {
+// toolURL (when set) and records hop events when trace is set; it returns
+// the member's options, to start it again.
+func (b *bench) startSideWith(ctx context.Context, role, name, toolURL string, trace bool) (*side, memberOpts, error) {
 	e, err := b.br.newEnv(ctx, name, b.cfg.partitions)
 	if err != nil {
 		return nil, memberOpts{}, err
 	}
 	o := memberOpts{role: role, brokers: b.br.seeds, prefix: e.prefix, group: e.group, partitions: int(b.cfg.partitions),
-		dataDir: filepath.Join(b.dir, name), slowLatency: b.cfg.slowLatency, slowInFlight: b.cfg.slowInFlight, toolURL: toolURL}
+		dataDir: filepath.Join(b.dir, name), slowLatency: b.cfg.slowLatency, slowInFlight: b.cfg.slowInFlight, toolURL: toolURL, trace: trace}
 	s, err := b.launchSide(ctx, o, e, name)
 	return s, o, err
 }

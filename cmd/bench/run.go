@@ -32,11 +32,21 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	if !cfg.keepScratch {
+		defer os.RemoveAll(dir)
+	}
 	b := &bench{cfg: cfg, br: br, dir: dir, rep: report{cfg: cfg, runPrefix: br.runPrefix}}
-	progress("broker %s, topics %s*, scratch %s", cfg.brokerName(), br.runPrefix, dir)
+	sink, err := memberTracing(cfg.tracing)
+	if err != nil {
+		return err
+	}
+	defer sink.close()
+	progress("broker %s, topics %s*, scratch %s, tracing %v", cfg.brokerName(), br.runPrefix, dir, cfg.tracing)
 	if err := b.scenarios(ctx); err != nil {
 		return err
+	}
+	if sink != nil {
+		progress("tracing: the members exported %d spans (%d bytes of OTLP)", sink.spans.Load(), sink.bytes.Load())
 	}
 	b.rep.elapsed = time.Since(runStart)
 	b.rep.print(os.Stdout)
@@ -44,6 +54,13 @@ func run(ctx context.Context, cfg config) error {
 }
 
 func (b *bench) scenarios(ctx context.Context) error {
+	if b.cfg.oneCaller > 0 {
+		oc, err := b.oneCallerScenario(ctx)
+		if err != nil {
+			return err
+		}
+		b.rep.oneCaller = oc
+	}
 	if !b.cfg.skipLoad {
 		for r := range b.cfg.repeats {
 			progress("round %d/%d: unique keys, replay, slow tool", r+1, b.cfg.repeats)

@@ -15,9 +15,10 @@ const (
 )
 
 // clientBanner is what the embedded default prints once its gateway
-// listens: the token and where it is kept, and the two export lines that
-// let a client in any directory find both (the token file's path is made
-// absolute for that).
+// listens: where the token is kept (never the token: stdout is a log in
+// a container, and tokens stay out of logs), and the two export lines
+// that let a client in any directory find the gateway and the token (the
+// token file's path is made absolute for that).
 func clientBanner(addr string, kept keptToken) string {
 	abs, err := filepath.Abs(kept.path)
 	if err != nil {
@@ -25,7 +26,7 @@ func clientBanner(addr string, kept keptToken) string {
 	}
 	url := gatewayURL(addr)
 	var b strings.Builder
-	fmt.Fprintf(&b, "gateway: %s, tenant \"default\", token %s (kept in %s)\n", url, kept.token, abs)
+	fmt.Fprintf(&b, "gateway: %s, tenant \"default\", its token in %s\n", url, abs)
 	fmt.Fprintf(&b, "  for clients in any directory (the Python package's Client.http() reads these):\n")
 	fmt.Fprintf(&b, "  export %s=%s\n", envGatewayURL, shellQuote(url))
 	fmt.Fprintf(&b, "  export %s=%s\n", envTokenFile, shellQuote(abs))

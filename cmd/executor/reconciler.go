@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/console"
 	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/internal/httpserve"
 	"github.com/atmostonce/toolexec/reconciler"
@@ -21,16 +23,48 @@ import (
 // reconcilerFlags configure the reconciler embedded in the executor
 // process: on by default, so the first run shows the whole system.
 type reconcilerFlags struct {
-	on              bool
-	httpAddr, group string
+	on                    bool
+	httpAddr, group       string
+	operators, consoleURL string
+	consoleKafka          string
 }
 
 func addReconcilerFlags(fs *flag.FlagSet) *reconcilerFlags {
 	f := &reconcilerFlags{}
 	fs.BoolVar(&f.on, "reconciler", true, "also run the reconciler in this process (data under <data-dir>/reconciler); false when cmd/reconciler runs separately")
-	fs.StringVar(&f.httpAddr, "reconciler-http-addr", "127.0.0.1:9465", "the embedded reconciler's /metrics, /healthz, /readyz and /pending; empty: not served")
+	fs.StringVar(&f.httpAddr, "reconciler-http-addr", "127.0.0.1:9465", "the embedded reconciler's /metrics, /healthz, /readyz, /pending and the operator console (/console); empty: not served")
+	fs.StringVar(&f.operators, "operators", "", "the operator console's operators file (the tenants file's format, reloaded on SIGHUP); empty: the console is off")
+	fs.StringVar(&f.consoleKafka, "console-kafka-config", "", "Kafka client properties of the console's own clients (event-log reads, actions and their answers on the results topic): the operator role's on a secured cluster; empty: --kafka-config")
+	fs.StringVar(&f.consoleURL, "console-url", "", "where operators reach the console (e.g. https://ops.example.com): alert annotations link there, and an https URL makes the session cookie Secure")
 	fs.StringVar(&f.group, "reconciler-group", "tool-reconciler", "consumer group of the embedded reconciler")
 	return f
+}
+
+// serveReconciler serves the embedded reconciler's HTTP endpoints and the
+// operator console; the returned stop closes them.
+func serveReconciler(ctx context.Context, f *runFlags, rc *reconciler.Reconciler, conn *cli.Conn, reg *tools.Registry, promReg *prometheus.Registry, log *slog.Logger) (func(), error) {
+	if f.rec.httpAddr == "" {
+		return func() {}, nil
+	}
+	con, stopConsole, err := console.Open(ctx, console.Options{OperatorsFile: f.rec.operators, ExternalURL: f.rec.consoleURL,
+		KafkaConfigFile: f.rec.consoleKafka, Registerer: promReg, Logger: log,
+		Backend: &console.ReconcilerBackend{Reconciler: rc, Tools: reg.Specs(), Brokers: conn.Seeds, Names: topics.NamesWithPrefix(f.prefix), ClientOpts: conn.Opts}})
+	if err != nil {
+		return nil, err
+	}
+	mux := rc.Handler(promReg)
+	con.Mount(mux)
+	srv, err := httpserve.Listen(f.rec.httpAddr, mux, log)
+	if err != nil {
+		stopConsole()
+		return nil, errors.Join(err, errors.New("use --reconciler-http-addr, or --reconciler=false when a reconciler runs elsewhere"))
+	}
+	if con.On() {
+		log.Info("operator console", "url", "http://"+f.rec.httpAddr+"/console", "operators", f.rec.operators)
+	} else {
+		fmt.Println(console.OffHint)
+	}
+	return func() { _ = srv.Close(); stopConsole() }, nil
 }
 
 // startReconciler runs the embedded reconciler next to the executor (the
@@ -45,20 +79,16 @@ func startReconciler(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tool
 	promReg := prometheus.NewRegistry()
 	rc, err := reconciler.New(ctx, reconciler.Config{
 		Brokers: conn.Seeds, Names: topics.NamesWithPrefix(f.prefix), Group: f.rec.group,
-		DataDir: filepath.Join(f.dataDir, "reconciler"), Tools: reg, Logger: log, Registerer: promReg, AllowWeakDurability: f.allowWeak,
+		DataDir: filepath.Join(f.dataDir, "reconciler"), Tools: reg, Logger: log, Registerer: promReg, AllowWeakDurability: f.allowWeak, TracerProvider: f.tracer,
 		ClientOpts: append([]kgo.Opt{kgo.ClientID(f.clientID + "-reconciler")}, conn.Opts...),
 	})
 	if err != nil {
 		return nil, err
 	}
-	stopHTTP := func() {}
-	if f.rec.httpAddr != "" {
-		srv, err := httpserve.Listen(f.rec.httpAddr, rc.Handler(promReg), log)
-		if err != nil {
-			rc.Close()
-			return nil, errors.Join(err, errors.New("use --reconciler-http-addr, or --reconciler=false when a reconciler runs elsewhere"))
-		}
-		stopHTTP = func() { _ = srv.Close() }
+	stopHTTP, err := serveReconciler(ctx, f, rc, conn, reg, promReg, log)
+	if err != nil {
+		rc.Close()
+		return nil, err
 	}
 	done := make(chan error, 1)
 	go func() { done <- rc.Run(ctx) }()

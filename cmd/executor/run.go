@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atmostonce/toolexec/executor"
 	"github.com/atmostonce/toolexec/internal/cli"
@@ -31,6 +32,7 @@ type runFlags struct {
 	allowWeak, embeddedSync                                                         bool
 	rec                                                                             *reconcilerFlags
 	gw                                                                              *gatewayFlags
+	tracer                                                                          trace.TracerProvider // from OTEL_*: the embedded gateway and reconciler share it
 }
 
 func parseRunFlags(args []string) (*runFlags, error) {
@@ -68,6 +70,8 @@ func runMain(args []string) error {
 	if err != nil {
 		return err
 	}
+	hup, stopHup := cli.Hangups()
+	defer stopHup()
 	log := cli.Logger()
 	log.Info("go collector", "gogc", gctune.Apply())
 	ctx, stop := cli.SignalContext()
@@ -86,7 +90,7 @@ func runMain(args []string) error {
 	if err != nil {
 		return err
 	}
-	return serve(ctx, f, conn, reg, web, log)
+	return serve(ctx, f, conn, reg, web, hup, log)
 }
 
 // connectOrEmbedded reaches the cluster of --brokers and --kafka-config
@@ -117,18 +121,24 @@ func loadTools(path string, log *slog.Logger) (*tools.Registry, error) {
 	return tools.FromConfig(cfg, nil, nil)
 }
 
-func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry, web *httpserve.Process, log *slog.Logger) error {
+func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry, web *httpserve.Process, hup <-chan os.Signal, log *slog.Logger) error {
+	tp, stopTracing, err := cli.Tracing(ctx, "toolexec-executor", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	f.tracer = tp
 	promReg := web.Registry
 	cfg := executor.Config{
 		Brokers: conn.Seeds, Connect: conn.Opts, Names: topics.NamesWithPrefix(f.prefix), Group: f.group, DataDir: f.dataDir,
 		Tools: reg, DrainTimeout: f.drain, SessionTimeout: f.session, RebalanceTimeout: f.rebalance, TransactionTimeout: f.txnTimeout, BrokerOutage: f.outage, TransactionalID: f.txnID, SnapshotInterval: f.snapshot, Logger: log, Registerer: promReg,
 		Settings: topicadmin.Settings{Partitions: int32(f.partitions)}, AllowWeakDurability: f.allowWeak, Hooks: hooksFromEnv(log),
-		ClientOpts: []kgo.Opt{kgo.ClientID(f.clientID)}, KafkaLogLevel: cli.KafkaLogLevel(os.Getenv("TOOLEXEC_KAFKA_LOG")),
+		ClientOpts: []kgo.Opt{kgo.ClientID(f.clientID)}, KafkaLogLevel: cli.KafkaLogLevel(os.Getenv("TOOLEXEC_KAFKA_LOG")), TracerProvider: tp,
 	}
 	// The topics may be missing for a while on a first install, where the
 	// topics Job creates them as the members start (deploy/k8s).
 	var ex *executor.Executor
-	err := cli.StartPatiently(ctx, f.outage, "executor start", log, promReg, func(ctx context.Context, r prometheus.Registerer) (err error) {
+	err = cli.StartPatiently(ctx, f.outage, "executor start", log, promReg, func(ctx context.Context, r prometheus.Registerer) (err error) {
 		cfg.Registerer = r
 		ex, err = executor.New(ctx, cfg)
 		return err
@@ -144,7 +154,7 @@ func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry
 		return err
 	}
 	defer stopReconciler()
-	stopGateway, err := startGateway(ctx, f, conn, reg, promReg, log)
+	stopGateway, err := startGateway(ctx, f, conn, reg, promReg, hup, log)
 	if err != nil {
 		return err
 	}

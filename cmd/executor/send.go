@@ -11,6 +11,7 @@ import (
 
 	"github.com/atmostonce/toolexec/client"
 	"github.com/atmostonce/toolexec/internal/cli"
+	"github.com/atmostonce/toolexec/internal/jsonview"
 	"github.com/atmostonce/toolexec/wire"
 )
 
@@ -60,5 +61,5 @@ func send(kafka *cli.Kafka, in wire.Intent, wait time.Duration) error {
 }
 
 func printJSON(v any) {
-	_ = cli.PrintJSON(os.Stdout, jsonable(v))
+	_ = cli.PrintJSON(os.Stdout, jsonview.Value(v))
 }

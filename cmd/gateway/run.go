@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,7 +21,7 @@ import (
 
 type flags struct {
 	brokers, kafkaConfig, toolsFile, tenantsFile, httpAddr, prefix, instanceID, clientID string
-	outage                                                                               time.Duration
+	outage, replyIdle                                                                    time.Duration
 }
 
 func parseFlags(args []string) (*flags, error) {
@@ -38,6 +37,7 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.instanceID, "instance-id", gateway.InstanceIDFrom(host), "names this instance's reply topic <prefix>gateway.<id>; keep it stable across restarts (a StatefulSet's pod name; default: the host name)")
 	fs.StringVar(&f.clientID, "client-id", "toolexec-gateway", "Kafka client id")
 	fs.DurationVar(&f.outage, "broker-outage", 2*time.Minute, "how long the gateway waits at start for a broker that does not answer and for the executor's topics, before it exits")
+	fs.DurationVar(&f.replyIdle, "reply-topic-idle", gateway.DefaultReplyTopicIdle, "delete the reply topics of other instances whose newest answer or heartbeat is older than this (instances gone for good); 0: never")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -57,6 +57,8 @@ func runMain(args []string) error {
 	if err != nil {
 		return err
 	}
+	hup, stopHup := cli.Hangups() // before the start, which can take --broker-outage
+	defer stopHup()
 	log := cli.Logger()
 	ctx, stop := cli.SignalContext()
 	defer stop()
@@ -76,12 +78,17 @@ func runMain(args []string) error {
 	if err != nil {
 		return err
 	}
+	tp, stopTracing, err := cli.Tracing(ctx, "toolexec-gateway", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	reg := web.Registry
 	var g *gateway.Gateway
 	err = cli.StartPatiently(ctx, f.outage, "gateway start", log, reg, func(ctx context.Context, r prometheus.Registerer) (err error) {
 		g, err = gateway.New(ctx, gateway.Config{
 			Brokers: conn.Seeds, KafkaOpts: conn.Opts, Prefix: f.prefix, Tools: cfg.Tools, Tenants: gateway.NewTenantStore(tenants),
-			InstanceID: f.instanceID, ClientID: f.clientID, Logger: log, Registerer: r,
+			InstanceID: f.instanceID, ClientID: f.clientID, ReplyTopicIdle: replyIdle(f.replyIdle), Logger: log, Registerer: r, TracerProvider: tp,
 		})
 		return err
 	}, func(err error) bool { return !cli.Lasting(err, gateway.ErrConfig, gateway.ErrTenants) })
@@ -89,7 +96,7 @@ func runMain(args []string) error {
 		return err
 	}
 	defer g.Close()
-	stopHUP := g.ReloadOnSignal(f.tenantsFile, syscall.SIGHUP)
+	stopHUP := g.ReloadOn(f.tenantsFile, hup)
 	defer stopHUP()
 	kafkaUp := httpserve.Watch(ctx, "gateway: kafka", readyInterval, readyTimeout, g.Ping, log)
 	mux := httpserve.Health(reg, kafkaUp)
@@ -126,4 +133,12 @@ func hashTokenMain(args []string) error {
 	}
 	fmt.Println(gateway.HashToken(args[0]))
 	return nil
+}
+
+// replyIdle maps the flag's 0 (never) to the config's negative.
+func replyIdle(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

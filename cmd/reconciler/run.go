@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/atmostonce/toolexec/console"
 	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/internal/httpserve"
 	"github.com/atmostonce/toolexec/reconciler"
@@ -20,6 +21,7 @@ import (
 type runFlags struct {
 	kafka                                   *cli.Kafka
 	toolsFile, dataDir, httpAddr, group, by string
+	operators, consoleURL, consoleKafka     string
 	policy                                  reconciler.Policy
 	scan, session, outage                   time.Duration
 	maxConcurrent, maxScan                  int
@@ -32,7 +34,10 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	f.kafka = cli.KafkaFlags(fs)
 	fs.StringVar(&f.toolsFile, "tools", "", "the executor's tool configuration YAML (required)")
 	fs.StringVar(&f.dataDir, "data-dir", "./data-reconciler", "directory of the reconciler's Pebble view")
-	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9465", "serves /metrics, /healthz, /readyz and /pending")
+	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9465", "serves /metrics, /healthz, /readyz, /pending and the operator console (/console)")
+	fs.StringVar(&f.operators, "operators", "", "the operator console's operators file (the tenants file's format, reloaded on SIGHUP); empty: the console is off")
+	fs.StringVar(&f.consoleKafka, "console-kafka-config", "", "Kafka client properties of the console's own clients (event-log reads, actions and their answers on the results topic): the operator role's on a secured cluster; empty: --kafka-config")
+	fs.StringVar(&f.consoleURL, "console-url", "", "where operators reach the console (e.g. https://ops.example.com): alert annotations link there, and an https URL makes the session cookie Secure")
 	fs.StringVar(&f.group, "group", "tool-reconciler", "consumer group of the reconcilers")
 	fs.StringVar(&f.by, "by", "reconciler", "author recorded on every command")
 	fs.IntVar(&f.policy.MaxAttempts, "max-attempts", 8, "failed rounds of an investigation (ambiguous answers, commands that never land, compensations that come back not_executed) before it is escalated")
@@ -86,14 +91,19 @@ func runMain(args []string) error {
 }
 
 func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry, web *httpserve.Process, log *slog.Logger) error {
+	tp, stopTracing, err := cli.Tracing(ctx, "toolexec-reconciler", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	promReg := web.Registry
 	var rc *reconciler.Reconciler
-	err := cli.StartPatiently(ctx, f.outage, "reconciler start", log, promReg, func(ctx context.Context, r prometheus.Registerer) (err error) {
+	err = cli.StartPatiently(ctx, f.outage, "reconciler start", log, promReg, func(ctx context.Context, r prometheus.Registerer) (err error) {
 		rc, err = reconciler.New(ctx, reconciler.Config{
 			Brokers: conn.Seeds, Names: f.kafka.Names(), Group: f.group, DataDir: f.dataDir,
 			Tools: reg, By: f.by, Policy: f.policy, ScanInterval: f.scan, SessionTimeout: f.session, MaxConcurrent: f.maxConcurrent,
 			MaxScan: f.maxScan, AllowWeakDurability: f.allowWeak,
-			Logger: log, Registerer: r, ClientOpts: conn.Opts,
+			Logger: log, Registerer: r, ClientOpts: conn.Opts, TracerProvider: tp,
 		})
 		return err
 	}, func(err error) bool { return !cli.Lasting(err, reconciler.ErrConfig, topicadmin.ErrWeakDurability) })
@@ -101,7 +111,19 @@ func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry
 		return err
 	}
 	defer rc.Close()
-	web.Serve(rc.Handler(promReg))
+	con, stopConsole, err := console.Open(ctx, console.Options{OperatorsFile: f.operators, ExternalURL: f.consoleURL, KafkaConfigFile: f.consoleKafka,
+		Registerer: promReg, Logger: log,
+		Backend: &console.ReconcilerBackend{Reconciler: rc, Tools: reg.Specs(), Brokers: conn.Seeds, Names: f.kafka.Names(), ClientOpts: conn.Opts}})
+	if err != nil {
+		return err
+	}
+	defer stopConsole()
+	mux := rc.Handler(promReg)
+	con.Mount(mux)
+	web.Serve(mux)
+	if !con.On() {
+		log.Info(console.OffHint)
+	}
 	log.Info("reconciler running", "brokers", strings.Join(conn.Seeds, ","), "kafka", conn.Config.String(), "group", f.group, "data_dir", f.dataDir, "http", f.httpAddr)
 	err = rc.Run(ctx)
 	log.Info("reconciler stopped", "err", err)

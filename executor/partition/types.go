@@ -52,6 +52,9 @@ type Call struct {
 	P     int32
 	Epoch uint64
 	RK    string // routing key "<tenant>/<key>"
+	// Tracestate goes with Call.Traceparent when the loop traces calls (it
+	// sets both to the decision's span, executor/trace.go); empty otherwise.
+	Tracestate string
 }
 
 // Completion is a finished call as the caller converted its outcome

@@ -50,3 +50,14 @@ func Logger() *slog.Logger {
 func SignalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
+
+// Hangups catches SIGHUP from the moment it is called, so that one that
+// arrives during a long start neither kills the process (the default
+// action of SIGHUP) nor is lost: the channel keeps the latest until a
+// reader takes it (a reload of a tenants file, or a log line saying there
+// is nothing to reload). Call it first thing; stop releases the signal.
+func Hangups() (hup <-chan os.Signal, stop func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGHUP)
+	return ch, func() { signal.Stop(ch) }
+}

@@ -14,7 +14,9 @@ import (
 func Health(reg *prometheus.Registry, ready func() bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	if reg != nil {
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		// OpenMetrics when the scraper asks for it: the only format that
+		// carries exemplars (the trace ids of latency observations).
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {

@@ -78,47 +78,34 @@ func (r *Reader) Nil() bool {
 }
 
 // MapLen reads a map header (not nil).
-func (r *Reader) MapLen() (int, bool) {
-	c, ok := r.peek()
-	if !ok {
-		return 0, false
-	}
-	switch {
-	case c >= 0x80 && c <= 0x8f:
-		r.i++
-		return int(c & 0x0f), true
-	case c == 0xde:
-		r.i++
-		n, ok := r.n(2)
-		return int(n), ok && n <= uint64(len(r.b)-r.i)
-	case c == 0xdf:
-		r.i++
-		n, ok := r.n(4)
-		return int(n), ok && n <= uint64(len(r.b)-r.i)
-	}
-	return 0, false
-}
+func (r *Reader) MapLen() (int, bool) { return r.containerLen(0x80, 0xde) }
 
 // ArrayLen reads an array header (not nil).
-func (r *Reader) ArrayLen() (int, bool) {
+func (r *Reader) ArrayLen() (int, bool) { return r.containerLen(0x90, 0xdc) }
+
+// containerLen reads the header of a map or an array: fix, the fix form's
+// code with the count in its low nibble, or c16 (then c16+1 for 32 bits)
+// with the count after it. A count past what remains is refused.
+func (r *Reader) containerLen(fix, c16 byte) (int, bool) {
 	c, ok := r.peek()
 	if !ok {
 		return 0, false
 	}
+	var n uint64
 	switch {
-	case c >= 0x90 && c <= 0x9f:
+	case c >= fix && c <= fix|0x0f:
 		r.i++
 		return int(c & 0x0f), true
-	case c == 0xdc:
+	case c == c16:
 		r.i++
-		n, ok := r.n(2)
-		return int(n), ok && n <= uint64(len(r.b)-r.i)
-	case c == 0xdd:
+		n, ok = r.n(2)
+	case c == c16+1:
 		r.i++
-		n, ok := r.n(4)
-		return int(n), ok && n <= uint64(len(r.b)-r.i)
+		n, ok = r.n(4)
+	default:
+		return 0, false
 	}
-	return 0, false
+	return int(n), ok && n <= uint64(len(r.b)-r.i)
 }
 
 // strLen reads a str header.

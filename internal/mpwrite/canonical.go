@@ -9,14 +9,7 @@ import "slices"
 // are hashed to find duplicates, so they must stay exactly these
 // (FuzzCanonicalMatchesEncoder). For a value holding any other type it
 // writes nothing and reports false: the caller encodes it reflectively.
-func (w *Writer) Canonical(v any) bool {
-	start := len(w.buf)
-	if !w.canonical(v) {
-		w.buf = w.buf[:start]
-		return false
-	}
-	return true
-}
+func (w *Writer) Canonical(v any) bool { return w.whole(v, w.canonical) }
 
 func (w *Writer) canonical(v any) bool {
 	switch v := v.(type) {
@@ -29,23 +22,9 @@ func (w *Writer) canonical(v any) bool {
 	case uint64:
 		w.uint(v)
 	case []byte:
-		if v == nil {
-			w.buf = append(w.buf, 0xc0)
-			return true
-		}
-		w.head(len(v), 0, 0, 0xc4, 0xc5, 0xc6)
-		w.buf = append(w.buf, v...)
+		w.BytesValue(v)
 	case []any:
-		if v == nil {
-			w.buf = append(w.buf, 0xc0)
-			return true
-		}
-		w.ArrayLen(len(v))
-		for _, e := range v {
-			if !w.canonical(e) {
-				return false
-			}
-		}
+		return w.array(v, w.canonical)
 	case map[string]any:
 		return w.sortedMap(v)
 	default:

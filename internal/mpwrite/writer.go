@@ -1,10 +1,12 @@
 // Package mpwrite writes msgpack maps field by field, as the reflective
-// encoder of github.com/vmihailenco/msgpack/v5 writes a struct: the same
-// field order (the caller's), the same integer widths (an int64 field as
-// 9 bytes, an int in its shortest form, a uint8 as 2 bytes), omitempty
-// fields left out when empty. The callers' fuzz tests compare their bytes
-// with the reflective encoder's (reflection, with its per-encode
-// list of omitempty fields, was a quarter of the executor's CPU).
+// encoder of github.com/vmihailenco/msgpack/v5 writes a struct's fields:
+// the same integer widths (an int64 field as 9 bytes, an int in its
+// shortest form, a uint8 as 2 bytes), the same headers. Which fields, in
+// which order, internal/mpstruct decides from a struct's plan; the
+// canonical arguments and the JSON-shaped results are written here
+// (canonical.go, JSONValue). The callers' fuzz tests compare their bytes
+// with the reflective encoder's (reflection, with its per-encode list of
+// omitempty fields, was a quarter of the executor's CPU).
 package mpwrite
 
 import (
@@ -113,23 +115,48 @@ func (w *Writer) str(s string) {
 	w.buf = append(w.buf, s...)
 }
 
+// Encoded writes b, which is msgpack already: a name encoded once
+// (EncodeName), a msgpack.RawMessage.
+func (w *Writer) Encoded(b []byte) { w.buf = append(w.buf, b...) }
+
+// EncodeName is s as Name writes it, to be written again with Encoded.
+func EncodeName(s string) []byte {
+	w := Writer{}
+	w.Name(s)
+	return w.buf
+}
+
+// The fields by kind: Str writes a name and a string, StrValue the
+// string alone (after Name or Encoded); likewise for each kind.
+
 // Str writes a string field.
 func (w *Writer) Str(name, s string) {
 	w.Name(name)
-	w.str(s)
+	w.StrValue(s)
 }
+
+// StrValue writes a string.
+func (w *Writer) StrValue(s string) { w.str(s) }
 
 // Int64 writes an int64 field (9 bytes, as reflection writes an int64).
 func (w *Writer) Int64(name string, n int64) {
 	w.Name(name)
+	w.Int64Value(n)
+}
+
+// Int64Value writes an int64 in 9 bytes.
+func (w *Writer) Int64Value(n int64) {
 	w.buf = binary.BigEndian.AppendUint64(append(w.buf, 0xd3), uint64(n))
 }
 
 // Int writes an int field (shortest form, as reflection writes an int).
 func (w *Writer) Int(name string, n int) {
 	w.Name(name)
-	w.int(int64(n))
+	w.IntValue(n)
 }
+
+// IntValue writes an int in its shortest form.
+func (w *Writer) IntValue(n int) { w.int(int64(n)) }
 
 // int writes n in its shortest form (msgpack.Encoder.EncodeInt).
 func (w *Writer) int(n int64) {
@@ -168,12 +195,20 @@ func (w *Writer) uint(n uint64) {
 // Uint8 writes a uint8 field (2 bytes).
 func (w *Writer) Uint8(name string, n uint8) {
 	w.Name(name)
-	w.buf = append(w.buf, 0xcc, n)
+	w.Uint8Value(n)
 }
+
+// Uint8Value writes a uint8 in 2 bytes.
+func (w *Writer) Uint8Value(n uint8) { w.buf = append(w.buf, 0xcc, n) }
 
 // BytesField writes a []byte field; nil is msgpack's nil.
 func (w *Writer) BytesField(name string, b []byte) {
 	w.Name(name)
+	w.BytesValue(b)
+}
+
+// BytesValue writes a bin, or nil for a nil slice.
+func (w *Writer) BytesValue(b []byte) {
 	if b == nil {
 		w.buf = append(w.buf, 0xc0)
 		return
@@ -182,13 +217,14 @@ func (w *Writer) BytesField(name string, b []byte) {
 	w.buf = append(w.buf, b...)
 }
 
-// True writes a bool field that is true (an omitempty bool is written
-// only then).
-func (w *Writer) True(name string) { w.Bool(name, true) }
-
 // Bool writes a bool field.
 func (w *Writer) Bool(name string, b bool) {
 	w.Name(name)
+	w.BoolValue(b)
+}
+
+// BoolValue writes a bool.
+func (w *Writer) BoolValue(b bool) {
 	if b {
 		w.buf = append(w.buf, 0xc3)
 	} else {
@@ -200,7 +236,7 @@ func (w *Writer) Bool(name string, b bool) {
 // msgpack.RawMessage, which reflection writes as it is).
 func (w *Writer) Raw(name string, b []byte) {
 	w.Name(name)
-	w.buf = append(w.buf, b...)
+	w.Encoded(b)
 }
 
 // Any writes a field of an interface or other type by reflection, for
@@ -213,47 +249,20 @@ func (w *Writer) Any(name string, v any) {
 	w.keep(w.enc.Encode(v))
 }
 
-// OptStr writes an omitempty string field.
-func (w *Writer) OptStr(name, s string) {
-	if s != "" {
-		w.Str(name, s)
-	}
-}
-
-// OptBytes writes an omitempty []byte field.
-func (w *Writer) OptBytes(name string, b []byte) {
-	if len(b) > 0 {
-		w.BytesField(name, b)
-	}
-}
-
-// OptInt64 writes an omitempty int64 field.
-func (w *Writer) OptInt64(name string, n int64) {
-	if n != 0 {
-		w.Int64(name, n)
-	}
-}
-
-// Count counts the true conditions: a map's length is that of the fields
-// it writes.
-func Count(conds ...bool) int {
-	n := 0
-	for _, c := range conds {
-		if c {
-			n++
-		}
-	}
-	return n
-}
+// Nil writes msgpack's nil (a field's value: its name comes first).
+func (w *Writer) Nil() { w.buf = append(w.buf, 0xc0) }
 
 // JSONValue writes a value of the shapes encoding/json decodes into an
 // any (nil, bool, float64, string, []any, map[string]any; a tool's
 // result), as msgpack.Marshal writes it, map entries in Go's iteration
 // order as msgpack.Marshal's own. For a value holding any other type it
 // writes nothing and reports false: the caller encodes it reflectively.
-func (w *Writer) JSONValue(v any) bool {
+func (w *Writer) JSONValue(v any) bool { return w.whole(v, w.json) }
+
+// whole writes v with write, or nothing when write reports false.
+func (w *Writer) whole(v any, write func(any) bool) bool {
 	start := len(w.buf)
-	if !w.json(v) {
+	if !write(v) {
 		w.buf = w.buf[:start]
 		return false
 	}
@@ -275,16 +284,7 @@ func (w *Writer) json(v any) bool {
 	case string:
 		w.str(v)
 	case []any:
-		if v == nil {
-			w.buf = append(w.buf, 0xc0)
-			return true
-		}
-		w.ArrayLen(len(v))
-		for _, e := range v {
-			if !w.json(e) {
-				return false
-			}
-		}
+		return w.array(v, w.json)
 	case map[string]any:
 		if v == nil {
 			w.buf = append(w.buf, 0xc0)
@@ -299,6 +299,22 @@ func (w *Writer) json(v any) bool {
 		}
 	default:
 		return false
+	}
+	return true
+}
+
+// array writes a []any (nil as nil), each element with elem; false when
+// an element is not one elem writes.
+func (w *Writer) array(v []any, elem func(any) bool) bool {
+	if v == nil {
+		w.Nil()
+		return true
+	}
+	w.ArrayLen(len(v))
+	for _, e := range v {
+		if !elem(e) {
+			return false
+		}
 	}
 	return true
 }

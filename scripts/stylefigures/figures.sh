@@ -16,14 +16,16 @@ OVL=view; [[ -d overlay ]] && OVL=overlay
 
 echo "## Executor and executor/'s file graph"
 run "go run ./scripts/stylefigures -dir executor -type Executor"
+run "go run ./scripts/stylefigures -dir executor -type Executor -types | sed -n '/file graph/,\$p'"
 
 echo; echo "## Hand-written msgpack codecs: lines"
-run "wc -l eventlog/{codec,decoder,encoder}.go $WIRE/{codec,decoder,encoder}.go state/{decoder,encoder}.go internal/mpread/{any,reader,saga}.go internal/mpwrite/{canonical,saga,writer}.go 2>/dev/null | tail -n1"
+run "wc -l eventlog/{codec,decoder,encoder}.go $WIRE/{codec,decoder,encoder}.go state/{codec,decoder,encoder}.go internal/mpread/{any,reader,saga}.go internal/mpwrite/{canonical,saga,writer}.go internal/mpstruct/{plan,read,write}.go 2>/dev/null | tail -n1"
 echo; echo "## Codec idioms (one line per idiom found)"
 run "grep -cE 'Fields\\[string\\(name\\)\\]' eventlog/decoder.go"   # a map of closures
 run "grep -cE '1 << iota' $WIRE/decoder.go"                     # iota bits and two switches
 run "grep -cE '1 ?<< ?[0-9]+' state/decoder.go"                 # literal shifts
 run "grep -c 'case \"' internal/mpread/saga.go"                  # an inline switch
+run "grep -c '^func (p \*plan) read(' internal/mpstruct/read.go"  # the planned codecs' one loop
 echo; echo "## Generic readers/writers that import the domain"
 run "go list -f '{{.ImportPath}}: {{join .Imports \" \"}}' ./internal/mpread ./internal/mpwrite | grep -o '^[^:]*:.*toolexec/saga' | cut -d: -f1"
 

@@ -10,7 +10,13 @@
 //
 // File graph: file A "imports" file B of the same package when A names a
 // package-level identifier (func, type, var, const) or a method declared in
-// B. The files are ordered by the Eades-Lin-Smyth heuristic for a minimum
+// B. By default a name counts wherever it stands, so that a selector such as
+// errors.New or a local variable that shares a declared name counts too;
+// with -types the names are resolved by go/types (imports left
+// unresolved), and only a use of the package's own declaration counts:
+//
+//	go run ./scripts/stylefigures -types The files are ordered by the Eades-Lin-Smyth heuristic for a minimum
+//
 // feedback arc set (ties broken by name, so the order is reproducible): an
 // arrow "runs back up" when it points from a file earlier in that order to a
 // later one, that is, against the layering. Arrows inside a cycle of files
@@ -24,6 +30,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"go/types"
 	"os"
 	"path/filepath"
 	"sort"
@@ -33,14 +40,20 @@ import (
 func main() {
 	dir := flag.String("dir", "executor", "package directory for the file graph")
 	typ := flag.String("type", "Executor", "type whose fields and methods are counted")
+	typed := flag.Bool("types", false, "resolve names with go/types: only uses of the package's own declarations are arrows")
 	flag.Parse()
-	files, err := parseDir(*dir)
+	fset := token.NewFileSet()
+	files, err := parseDir(fset, *dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	reportType(files, *typ)
-	reportGraph(files)
+	edges := nameEdges(files)
+	if *typed {
+		edges = typedEdges(fset, files)
+	}
+	reportGraph(files, edges)
 }
 
 type file struct {
@@ -48,12 +61,11 @@ type file struct {
 	ast  *ast.File
 }
 
-func parseDir(dir string) ([]file, error) {
+func parseDir(fset *token.FileSet, dir string) ([]file, error) {
 	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		return nil, err
 	}
-	fset := token.NewFileSet()
 	var out []file
 	for _, n := range names {
 		if strings.HasSuffix(n, "_test.go") {
@@ -152,9 +164,9 @@ func filesNaming(files []file, sel string) []string {
 	return out
 }
 
-// reportGraph prints the file graph's arrows, those inside cycles and
-// those that run back up.
-func reportGraph(files []file) {
+// nameEdges are the arrows between files by name: a file names what
+// another declares, wherever the name stands.
+func nameEdges(files []file) map[string]map[string]bool {
 	defs := map[string]string{} // identifier or method name -> declaring file
 	for _, f := range files {
 		for _, name := range declared(f.ast) {
@@ -180,6 +192,59 @@ func reportGraph(files []file) {
 			return true
 		})
 	}
+	return edges
+}
+
+// typedEdges are the arrows between files by what go/types resolves each
+// name to: a package-level object or a method of the package, declared in
+// another file. Imports are not read (stubImporter): names of other
+// packages resolve to nothing, which is what the graph wants.
+func typedEdges(fset *token.FileSet, files []file) map[string]map[string]bool {
+	asts := make([]*ast.File, len(files))
+	for i, f := range files {
+		asts[i] = f.ast
+	}
+	info := &types.Info{Uses: map[*ast.Ident]types.Object{}}
+	conf := types.Config{Importer: stubImporter{}, Error: func(error) {}}
+	pkg, _ := conf.Check(files[0].ast.Name.Name, fset, asts, info)
+	edges := map[string]map[string]bool{}
+	for _, f := range files {
+		edges[f.name] = map[string]bool{}
+		ast.Inspect(f.ast, func(n ast.Node) bool {
+			id, ok := n.(*ast.Ident)
+			if !ok {
+				return true
+			}
+			obj := info.Uses[id]
+			if obj == nil || obj.Pkg() != pkg || !(obj.Parent() == pkg.Scope() || isMethod(obj)) {
+				return true
+			}
+			if to := filepath.Base(fset.Position(obj.Pos()).Filename); to != f.name {
+				edges[f.name][to] = true
+			}
+			return true
+		})
+	}
+	return edges
+}
+
+func isMethod(obj types.Object) bool {
+	fn, ok := obj.(*types.Func)
+	return ok && fn.Type().(*types.Signature).Recv() != nil
+}
+
+// stubImporter gives every import an empty package.
+type stubImporter struct{}
+
+func (stubImporter) Import(path string) (*types.Package, error) {
+	p := types.NewPackage(path, filepath.Base(path))
+	p.MarkComplete()
+	return p, nil
+}
+
+// reportGraph prints the file graph's arrows, those inside cycles and
+// those that run back up.
+func reportGraph(files []file, edges map[string]map[string]bool) {
 	total := 0
 	for _, m := range edges {
 		total += len(m)

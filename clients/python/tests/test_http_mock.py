@@ -185,8 +185,9 @@ def test_what_cannot_be_sent_over_http_is_refused_before_sending():
     c, rec = client(lambda req, n: httpx.Response(200, json=answer()))
     with pytest.raises(InvalidRequest, match="tenant comes from the token"):
         c.call("payments.refund", key="k1", args={}, tenant="acme")
-    with pytest.raises(InvalidRequest, match="printable ASCII"):
-        c.call("payments.refund", key="ключ", args={})
+    for bad in ["a\x00b", "a\u202eb", "trailing ", ".."]:  # the wire's key grammar, as the gateway's
+        with pytest.raises(InvalidRequest, match="idempotency key"):
+            c.call("payments.refund", key=bad, args={})
     with pytest.raises(InvalidRequest, match="JSON"):
         c.call("payments.refund", key="k1", args={"b": b"\x00"})
     with pytest.raises(InvalidRequest):
@@ -196,6 +197,12 @@ def test_what_cannot_be_sent_over_http_is_refused_before_sending():
     with pytest.raises(toolexec.MissingKey):
         c.call("payments.refund", args={})
     assert rec.requests == []
+
+
+def test_a_key_that_is_not_ascii_goes_as_a_display_string():
+    c, rec = client(lambda req, n: httpx.Response(200, json=answer()))
+    c.call("payments.refund", key="ключ-é", args={})
+    assert rec.requests[0].headers["Idempotency-Key"] == '%"%d0%ba%d0%bb%d1%8e%d1%87-%c3%a9"'
 
 
 def test_keys_with_quotes_and_slashes_are_escaped():
@@ -267,3 +274,26 @@ def test_schema_errors_are_named_in_the_message():
     with pytest.raises(Rejected, match="/amount: minimum") as ei:
         c.call("payments.refund", key="k1", args={"amount": 0})
     assert ei.value.code == "invalid_args"
+
+
+def test_a_call_in_an_opentelemetry_span_continues_its_trace():
+    """With the [otel] extra, a call inside a span sends that span's
+    traceparent and tracestate; an explicit traceparent= wins; outside any
+    span nothing is sent."""
+    trace = pytest.importorskip("opentelemetry.trace")
+    sdk = pytest.importorskip("opentelemetry.sdk.trace")
+    tracer = sdk.TracerProvider().get_tracer("test")
+    c, rec = client(lambda req, n: httpx.Response(200, json=answer()))
+    state = trace.TraceState([("vendor", "x")])
+    with tracer.start_as_current_span("agent step") as span:
+        sc = span.get_span_context()
+        parent = trace.NonRecordingSpan(trace.SpanContext(sc.trace_id, sc.span_id, True, sc.trace_flags, state))
+        with trace.use_span(parent):
+            c.call("payments.refund", key="k1", args={})
+            c.call("payments.refund", key="k1", args={}, traceparent="00-" + "1" * 32 + "-" + "2" * 16 + "-01")
+    c.call("payments.refund", key="k1", args={})
+    inside, explicit, outside = rec.requests
+    assert inside.headers["traceparent"] == f"00-{sc.trace_id:032x}-{sc.span_id:016x}-{int(sc.trace_flags):02x}"
+    assert inside.headers["tracestate"] == "vendor=x"
+    assert explicit.headers["traceparent"].startswith("00-1111") and "tracestate" not in explicit.headers
+    assert "traceparent" not in outside.headers and "tracestate" not in outside.headers

@@ -49,7 +49,7 @@ def test_a_schema_error_is_said_once_and_the_others_are_added():
 
 
 def test_a_refused_token_says_where_it_came_from_and_where_the_right_one_is(tmp_path, monkeypatch):
-    gw = "token unknown: the embedded executor prints it at start and keeps it in <data-dir>/gateway.token"
+    gw = "token unknown: the embedded executor keeps it in <data-dir>/gateway.token"
     refuse = httpx.MockTransport(lambda req: problem(401, "unauthorized", gw))
     with pytest.raises(Unauthorized) as e:
         mock(lambda req: problem(401, "unauthorized", gw)).call("demo.echo", key="k", args={})

@@ -9,6 +9,8 @@ import pytest
 
 from conftest import VECTORS
 from toolexec import InvalidRequest, args_hash, canonical_bytes, canonicalize, murmur2, owner_partition
+from toolexec._http import header_key
+from toolexec._validate import key as validate_key
 
 with open(VECTORS) as f:
     V = json.load(f)
@@ -17,6 +19,7 @@ with open(VECTORS) as f:
 def test_the_vector_file_holds_enough_cases():
     assert len(V["partition"]) >= 100
     assert len(V["canonical"]) >= 20
+    assert len(V["numbers"]) >= 20 and len(V["keys"]) >= 20
     assert any(c.get("error") for c in V["canonical"])
 
 
@@ -97,3 +100,31 @@ def test_values_the_executor_refuses_are_refused_here(bad):
 def test_args_must_be_a_mapping():
     with pytest.raises(InvalidRequest, match="mapping"):
         canonical_bytes([1, 2])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("v", [n for n in V["numbers"] if n.get("args_msgpack_hex")], ids=lambda v: v["json"])
+def test_numbers_sent_over_http_canonicalise_as_here(v):
+    # Over HTTP the client sends json.dumps of the canonical arguments and
+    # the gateway reads each number exactly (wire.ParseNumber): the text
+    # this client writes for a value is the vector's, and its canonical
+    # bytes are the gateway's for that text, so the journal's hash and the
+    # executor's agree.
+    args = msgpack.unpackb(bytes.fromhex(v["args_msgpack_hex"]), raw=False)
+    assert json.dumps(canonicalize(args)["n"]) == v["json"]
+    assert canonical_bytes(args).hex() == v["canonical_hex"]
+
+
+@pytest.mark.parametrize("v", V["keys"], ids=lambda v: v["key_hex"][:24] or "empty")
+def test_key_grammar_and_header_match_the_gateway(v):
+    raw = bytes.fromhex(v["key_hex"])
+    try:
+        k = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        assert not v["valid"]
+        return
+    if not v["valid"]:
+        with pytest.raises(InvalidRequest):
+            validate_key(k)
+        return
+    assert validate_key(k) == k
+    assert header_key(k) == v["header"]

@@ -135,11 +135,15 @@ class Reading:
 
 def header_key(key: str) -> str:
     """The Idempotency-Key header value: a structured-field string (RFC
-    8941), as the draft asks. It can carry printable ASCII only."""
-    if any(not (0x20 <= ord(c) <= 0x7E) for c in key):
-        raise InvalidRequest("over HTTP the idempotency key must be printable ASCII "
-                             "(a structured-field string); use keys.composite() or the Kafka transport")
-    return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    8941), as the draft asks, for a printable ASCII key; an RFC 9651
+    display string (``%"caf%c3%a9"``) for any other key, so that every key
+    of the wire's grammar can be sent over HTTP."""
+    if all(0x20 <= ord(c) <= 0x7E for c in key):
+        return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    out = []
+    for b in key.encode("utf-8"):
+        out.append(f"%{b:02x}" if b < 0x20 or b > 0x7E or b in (0x25, 0x22) else chr(b))
+    return '%"' + "".join(out) + '"'
 
 
 def plan_call(base: str, token: str, req: CallRequest, server_wait: float) -> Plan:
@@ -155,6 +159,8 @@ def plan_call(base: str, token: str, req: CallRequest, server_wait: float) -> Pl
         except (TypeError, ValueError) as e:
             raise InvalidRequest(f"args cannot be sent as JSON ({e}); bytes need the Kafka transport") from None
     headers = _headers(token, server_wait, req.traceparent)
+    if req.traceparent and req.tracestate:
+        headers["tracestate"] = req.tracestate
     headers["Idempotency-Key"] = header_key(req.key)
     headers["Content-Type"] = "application/json"
     return Plan("POST", _url(base, path), headers, body, server_wait + RESPONSE_MARGIN_S)

@@ -224,6 +224,8 @@ class KafkaCore:
         rk = routing_key(req.tenant or "default", req.key)
         value = self._msgpack.packb(self._intent(req), use_bin_type=True)
         headers = [("traceparent", req.traceparent.encode())] if req.traceparent else None
+        if headers and req.tracestate:
+            headers.append(("tracestate", req.tracestate.encode()))
 
         def delivered(err: Any, _msg: Any) -> None:
             if err is not None:

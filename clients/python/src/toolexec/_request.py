@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from . import _validate
+from . import _trace, _validate
 from .canonical import canonicalize
 from .errors import AnswerError, Conflict, InDoubt, InvalidRequest, MissingKey, NoAnswer, Rejected, UnknownTool
 from .journal import Step, current_step
@@ -37,6 +37,7 @@ class CallRequest:
     wait: float  # seconds
     traceparent: str | None
     intent_id: str
+    tracestate: str | None = None
 
 
 def outcome(req: CallRequest, last: Result | None, note: str = "") -> Result:
@@ -92,11 +93,14 @@ def prepare(type_: str, tool: str, key: str | None, args: Mapping[str, Any] | No
             step = cur
     if tenant is None:
         tenant = default_tenant
+    tracestate = None
+    if traceparent is None:  # the current OpenTelemetry span's, with the [otel] extra
+        traceparent, tracestate = _trace.current()
     req = CallRequest(
         type=type_, tool=tool, key=_validate.key(key),
         tenant=None if tenant is None else _validate.tenant(tenant),
         args=canonicalize(args) if type_ == CALL else {},
-        wait=_validate.wait(wait), traceparent=traceparent, intent_id=new_intent_id())
+        wait=_validate.wait(wait), traceparent=traceparent, intent_id=new_intent_id(), tracestate=tracestate)
     return req, step
 
 

@@ -21,12 +21,34 @@ DEFAULT_WAIT = 10.0
 
 
 def key(k: object) -> str:
+    """The wire's key grammar (wire.CheckKey, docs/wire-format.md "Keys"),
+    one for every way in: 1 to 256 bytes of UTF-8, no control character
+    (C0, DEL, C1) and no bidirectional formatting character, no white
+    space at either end, not "." or "..". Keys are compared as bytes (no
+    Unicode normalisation: the NFC and NFD forms of one text are two
+    keys)."""
     if not isinstance(k, str) or not k:
         raise InvalidRequest("the idempotency key must be a non-empty string")
     if len(k.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
         raise InvalidRequest(f"the idempotency key is longer than {MAX_KEY_BYTES} bytes")
     _utf8(k, "the idempotency key")
+    if k in (".", ".."):
+        raise InvalidRequest(f"the idempotency key may not be {k!r}")
+    for i, c in enumerate(k):
+        o = ord(c)
+        if o < 0x20 or 0x7F <= o <= 0x9F or o in _BIDI_CONTROLS:
+            raise InvalidRequest(f"the idempotency key holds the control character U+{o:04X} at {i}")
+    if ord(k[0]) in _KEY_SPACES or ord(k[-1]) in _KEY_SPACES:
+        raise InvalidRequest("the idempotency key begins or ends with white space")
     return k
+
+
+#: Unicode's Bidi_Control characters, refused anywhere in a key.
+_BIDI_CONTROLS = frozenset([0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)])
+#: The space separators (Zs) and line and paragraph separators, refused at
+#: either end of a key; listed, as wire.CheckKey lists them, so that no
+#: Unicode version decides.
+_KEY_SPACES = frozenset([0x20, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F, 0x205F, 0x3000])
 
 
 def tenant(t: object) -> str:

@@ -1,0 +1,82 @@
+package console
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"regexp"
+	"sync/atomic"
+
+	"github.com/atmostonce/toolexec/internal/tokenfile"
+)
+
+// ErrOperators reports an operators file that cannot be used.
+var ErrOperators = errors.New("console: operators")
+
+// validOperator is an operator's name: recorded in the event log as who
+// settled a key, so within the wire's bound and free of spaces.
+var validOperator = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,64}$`).MatchString
+
+// operatorsFile is the operators file's kind:
+//
+//	operators:
+//	  - name: alice
+//	    tokens: ["sha256:<64 hex digits>"]
+var operatorsFile = tokenfile.Kind{
+	List: "operators", Item: "operator", ValidName: validOperator, NameRule: "[A-Za-z0-9._@-]{1,64}",
+	MaxNames: 1000, MaxTokens: 16, MaxHashes: 2000, Err: ErrOperators,
+}
+
+// Operators are the people who may use the console, by their tokens'
+// hashes. Immutable: safe for concurrent use.
+type Operators = tokenfile.Set
+
+// LoadOperators reads the operators file at path; errors name the line.
+func LoadOperators(path string) (*Operators, error) { return tokenfile.Load(operatorsFile, path) }
+
+// ParseOperators parses an operators file.
+func ParseOperators(data []byte) (*Operators, error) { return tokenfile.Parse(operatorsFile, data) }
+
+// OperatorStore holds the operators in force; Reload swaps them
+// atomically. Safe for concurrent use.
+type OperatorStore struct {
+	path string
+	cur  atomic.Pointer[Operators]
+}
+
+// NewOperatorStore loads the operators file at path.
+func NewOperatorStore(path string) (*OperatorStore, error) {
+	ops, err := LoadOperators(path)
+	if err != nil {
+		return nil, err
+	}
+	s := &OperatorStore{path: path}
+	s.cur.Store(ops)
+	return s, nil
+}
+
+// Current returns the operators in force.
+func (s *OperatorStore) Current() *Operators { return s.cur.Load() }
+
+// Reload reads the file again and puts it in force. On any error the
+// operators in force stay as they were.
+func (s *OperatorStore) Reload() error {
+	ops, err := LoadOperators(s.path)
+	if err != nil {
+		return err
+	}
+	s.cur.Store(ops)
+	return nil
+}
+
+// ReloadOnSignal reloads the file on every sig (SIGHUP by convention)
+// until stop is called, logging the outcome.
+func (s *OperatorStore) ReloadOnSignal(log *slog.Logger, sig ...os.Signal) (stop func()) {
+	return tokenfile.OnSignal(func() {
+		if err := s.Reload(); err != nil {
+			log.Error("operators file not reloaded; the previous operators stay in force", "err", err)
+			return
+		}
+		log.Info("operators file reloaded; sessions of removed tokens end", "path", s.path, "operators", len(s.Current().Names()))
+	}, sig...)
+}

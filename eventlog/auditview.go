@@ -1,0 +1,49 @@
+package eventlog
+
+import (
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/atmostonce/toolexec/internal/jsonview"
+	"github.com/atmostonce/toolexec/saga"
+)
+
+// AuditView is an event as people read it (`executor history`, the
+// operator console's timeline): its kind, time (RFC 3339, UTC), the
+// fields the kind uses, the result as JSON. Arguments and their hash are
+// left out.
+func AuditView(ev *saga.Event) map[string]any {
+	m := map[string]any{"at": time.UnixMilli(ev.At).UTC().Format(time.RFC3339Nano), "event": ev.Kind.String(), "tenant": ev.Tenant, "key": ev.Key}
+	put := func(k string, v any, ok bool) {
+		if ok {
+			m[k] = v
+		}
+	}
+	put("intent_id", ev.IntentID, ev.IntentID != "")
+	put("tool", ev.Tool, ev.Tool != "")
+	put("call_id", ev.CallID, ev.CallID != "")
+	put("status", ev.Status.String(), ev.Status != saga.StatusNone)
+	put("attempt", ev.Attempt, ev.Attempt != 0)
+	put("error", ev.Err, ev.Err != nil)
+	put("downstream_key", ev.DownstreamKey, ev.DownstreamKey != "")
+	put("by", ev.By, ev.By != "")
+	put("forced", true, ev.Forced)
+	put("reason", ev.Reason, ev.Reason != "")
+	put("run_id", ev.RunID, ev.RunID != "")
+	put("reply_to", waiterReply(ev), waiterReply(ev) != "")
+	if len(ev.Result) > 0 {
+		var v any
+		if msgpack.Unmarshal(ev.Result, &v) == nil {
+			m["result"] = jsonview.Value(v)
+		}
+	}
+	return m
+}
+
+func waiterReply(ev *saga.Event) string {
+	if ev.Waiter == nil {
+		return ""
+	}
+	return ev.Waiter.ReplyTo
+}

@@ -1,0 +1,59 @@
+package eventlog
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/wire"
+)
+
+// historySettle bounds the wait for the key's partition's open
+// transactions to settle before it is read.
+const historySettle = 30 * time.Second
+
+// History reads the committed events of one key, oldest first, from its
+// partition of the events topic: a scan of the whole partition, from its
+// start to its high watermark once the open transactions settled (Target).
+// It is the audit trail of `executor history` and of the operator
+// console's key page, and costs one partition's read per call. opts (TLS,
+// SASL) apply to every client it makes. It blocks until the scan ends or
+// ctx is done.
+func History(ctx context.Context, seeds []string, topic, tenant, key string, opts ...kgo.Opt) ([]*saga.Event, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	td, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: history: topic %s: %w", topic, err)
+	}
+	if d := td[topic]; d.Err != nil || len(d.Partitions) == 0 {
+		return nil, fmt.Errorf("eventlog: history: topic %s: %v", topic, d.Err)
+	}
+	rk := wire.RoutingKey(tenant, key)
+	p := wire.Partition(rk, int32(len(td[topic].Partitions)))
+	end, err := Target(ctx, adm, topic, p, historySettle)
+	if err != nil {
+		return nil, err
+	}
+	var out []*saga.Event
+	_, err = Read(ctx, seeds, topic, p, 0, end, func(_ int64, r *kgo.Record) error {
+		if string(r.Key) != rk {
+			return nil
+		}
+		ev, err := Decode(r.Value)
+		if err != nil {
+			return err
+		}
+		out = append(out, ev)
+		return nil
+	}, opts...)
+	return out, err
+}

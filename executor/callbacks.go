@@ -1,0 +1,91 @@
+package executor
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/topics"
+)
+
+// Every group callback, and how its news reaches the loop.
+
+// ownershipChanges carries assignments and revocations from the group's
+// callbacks to the loop.
+//
+// Why not let the callbacks touch the loop's maps under a mutex: the
+// transact session calls our revoke callback while holding its own lock,
+// the one End needs. A callback that waited for the loop (which may sit
+// in End) would deadlock. So callbacks only append here, under a lock never
+// held across I/O, and the loop applies the changes after its next poll.
+// BlockRebalanceOnPoll guarantees no callback runs between a poll and
+// AllowRebalance, so a tick always sees one stable assignment.
+type ownershipChanges struct {
+	names topics.Names
+	dirty atomic.Bool // a callback ran: reset the session before the next transaction
+
+	mu struct {
+		sync.Mutex
+		list []ownershipChange
+	}
+}
+
+type ownershipChange struct {
+	assigned   bool
+	partitions []int32
+	byTopic    map[string][]int32 // as the group gave them (layout.go checks them)
+}
+
+func (c *ownershipChanges) push(assigned bool, parts map[string][]int32) {
+	seen := map[int32]bool{}
+	var ps []int32
+	for _, list := range parts {
+		for _, p := range list {
+			if !seen[p] {
+				seen[p] = true
+				ps = append(ps, p)
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.list = append(c.mu.list, ownershipChange{assigned: assigned, partitions: ps, byTopic: parts})
+}
+
+func (c *ownershipChanges) take() []ownershipChange {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.mu.list
+	c.mu.list = nil
+	return l
+}
+
+// The group's callbacks: each queues the change for the loop and marks
+// the session dirty.
+func (c *ownershipChanges) onAssigned(_ context.Context, _ *kgo.Client, parts map[string][]int32) {
+	c.push(true, c.ours(parts))
+	c.dirty.Store(true)
+}
+
+func (c *ownershipChanges) onRevoked(_ context.Context, _ *kgo.Client, parts map[string][]int32) {
+	c.push(false, c.ours(parts))
+	c.dirty.Store(true)
+}
+
+func (c *ownershipChanges) onLost(_ context.Context, _ *kgo.Client, parts map[string][]int32) {
+	c.push(false, c.ours(parts))
+	c.dirty.Store(true)
+}
+
+// ours keeps the intents and control partitions of parts.
+func (c *ownershipChanges) ours(parts map[string][]int32) map[string][]int32 {
+	out := map[string][]int32{}
+	for t, ps := range parts {
+		if t == c.names.Intents || t == c.names.Control {
+			out[t] = ps
+		}
+	}
+	return out
+}

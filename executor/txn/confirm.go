@@ -1,0 +1,303 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The commit confirmation: a tick's calls are dispatched only once the
+// events partitions that hold their started events show the transaction
+// committed, not when EndTxn says so.
+//
+// Why: EndTxn succeeds once the coordinator has logged PrepareCommit; the
+// markers on the data partitions come afterwards. Kafka 4.4 with
+// transaction version 2 can lose the COMMIT marker on a partition across a
+// hard broker kill and abort the started event later with the producer's
+// next ABORT marker (docs/RELIABILITY.md). A call dispatched on EndTxn's
+// word would then have run with no committed started event, and its
+// intents would stay unanswered. So the member reads, with read_committed isolation, from the
+// first event it wrote on each such partition: once the partition's last
+// stable offset has passed its last event, the transaction's marker there
+// is written, and the fetch's aborted-transaction list says whether it was
+// an abort. Only ticks with calls wait (one fetch per such partition, at
+// once, usually one round trip): a lost marker on a tick without calls loses answers or an
+// outcome, which the reconciler and the clients' retries already cover.
+//
+// The reads go through a client of their own (Config.Markers), not the
+// group session's: a broker answers one request of a connection at a
+// time, and kgo sends fetches on one connection per broker, where the
+// consumer's own fetch waits up to its max wait (5 s) for data. Behind
+// it, each confirmation took 5 s.
+
+// errCommitUnconfirmed: the transaction's markers were not seen in time,
+// or were seen to abort what EndTxn reported committed.
+var errCommitUnconfirmed = errors.New("executor: transaction reported committed, not confirmed on the events partitions")
+
+// The pause between two looks at the markers doubles from the first to the
+// max: they usually follow EndTxn within milliseconds.
+const (
+	confirmFirstBackoff = time.Millisecond
+	confirmMaxBackoff   = 100 * time.Millisecond
+)
+
+// span is the offsets of the events one transaction wrote on a partition.
+type span struct{ first, last int64 }
+
+// markerState is what a partition shows of one transaction.
+type markerState int
+
+const (
+	markerPending   markerState = iota // no marker yet, or the partition could not be read
+	markerCommitted                    // the stable offset passed the span, no abort covers it
+	markerAborted                      // an abort of the producer covers the span
+)
+
+// confirmation is the verdict on a tick whose EndTxn reported a commit.
+type confirmation struct {
+	aborted map[int32]bool // events partitions seen to abort the tick's events
+	err     error          // nil: every partition with a started event committed
+}
+
+// confirm waits until every events partition of b.Confirm that holds an
+// event of b shows b's transaction committed. It gives up after the
+// transaction timeout, or at Interrupt (the group needs the loop): the
+// transaction is then treated as an end of unknown outcome.
+func (s *Session) confirm(ctx context.Context, b *Batch) confirmation {
+	spans := b.spansOf(b.Confirm)
+	if len(spans) == 0 {
+		return confirmation{}
+	}
+	start := time.Now()
+	cctx, done := s.interruptible(ctx)
+	defer done()
+	pid := b.txn.pid
+	if !b.pidKnown {
+		pid = anyProducer
+	}
+	aborted, err := s.awaitMarkers(cctx, pid, spans)
+	s.cfg.ConfirmDuration.Observe(time.Since(start).Seconds())
+	switch {
+	case len(aborted) > 0:
+		return confirmation{aborted: aborted, err: fmt.Errorf("%w: aborted on events partitions %v", errCommitUnconfirmed, slices.Sorted(maps.Keys(aborted)))}
+	case err != nil:
+		return confirmation{err: fmt.Errorf("%w: %w", errCommitUnconfirmed, err)}
+	}
+	return confirmation{}
+}
+
+// awaitMarkers polls the partitions of spans until none is pending; it
+// returns the partitions seen aborted, and ctx's error if it ended first.
+func (s *Session) awaitMarkers(ctx context.Context, pid int64, spans map[int32]span) (map[int32]bool, error) {
+	pending := spans
+	aborted := map[int32]bool{}
+	backoff := confirmFirstBackoff
+	for {
+		states, err := s.readMarkers(ctx, pid, s.eventsTopicID(ctx), pending)
+		if errors.Is(err, kerr.UnknownTopicID) {
+			s.forgetEventsTopicID() // recreated: look it up again
+		}
+		next := map[int32]span{}
+		for p, sp := range pending {
+			switch states[p] {
+			case markerAborted:
+				aborted[p] = true
+			case markerPending:
+				next[p] = sp
+			}
+		}
+		if len(next) == 0 || len(aborted) > 0 {
+			return aborted, nil
+		}
+		pending = next
+		select {
+		case <-ctx.Done():
+			return aborted, fmt.Errorf("markers of partitions %v not seen (last error: %v): %w", slices.Sorted(maps.Keys(pending)), err, ctx.Err())
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, confirmMaxBackoff)
+	}
+}
+
+// readMarkers reads every partition of spans at once, one request each,
+// and judges it; a partition whose leader is unknown or whose read failed
+// stays pending. pid is the producer whose abort would cover the spans;
+// topicID names the events topic (the loop's lookup: the readers only read
+// it).
+//
+// Why one request per partition: a broker returns a batch beyond the
+// partition's byte limit only for the first partition of a fetch that has
+// data (KIP-74), and lists aborted transactions only over the data it
+// returns; a partition that came back empty would look committed.
+func (s *Session) readMarkers(ctx context.Context, pid int64, topicID [16]byte, spans map[int32]span) (map[int32]markerState, error) {
+	var (
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+		states  = make(map[int32]markerState, len(spans))
+		lastErr error
+	)
+	for p, sp := range spans {
+		wg.Go(func() {
+			st, err := s.readMarker(ctx, pid, topicID, p, sp)
+			mu.Lock()
+			defer mu.Unlock()
+			states[p] = st
+			if err != nil {
+				lastErr = err
+			}
+		})
+	}
+	wg.Wait()
+	return states, lastErr
+}
+
+// readMarker judges one partition by a read_committed fetch of at most one
+// batch from the span's first event: the response's stable offset and
+// aborted-transaction list are what is wanted, not the records.
+//
+// The fetch waits on the broker for its marker (MinBytes 1, MaxWait
+// markerFetchWait): a read_committed fetch sees no bytes below the stable
+// offset while the transaction is open, and the broker answers it as soon
+// as the marker moves the stable offset past them. So the marker is seen
+// the moment it is written, where a fetch that did not wait was answered
+// pending and looked again after a backoff (1, 2, 4 ms...), which cost
+// the call's confirmation about a millisecond on a real broker. An abort
+// marker answers it too (the aborted bytes are below the stable offset);
+// a partition held behind another producer's open transaction is answered
+// empty after the wait and looked at again.
+func (s *Session) readMarker(ctx context.Context, pid int64, topicID [16]byte, p int32, sp span) (markerState, error) {
+	topic := s.cfg.Names.Events
+	// The session produces to the partition: its metadata names the leader.
+	leader, _, err := s.gs.Client().PartitionLeader(topic, p)
+	if err != nil || leader < 0 {
+		s.gs.Client().ForceMetadataRefresh()
+		return markerPending, fmt.Errorf("leader of %s/%d unknown: %v", topic, p, err)
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = int32(markerFetchWait.Milliseconds())
+	req.MinBytes = 1
+	req.MaxBytes = markerFetchBytes
+	req.IsolationLevel = 1
+	req.SessionEpoch = -1 // a full fetch, outside any fetch session
+	t := kmsg.NewFetchRequestTopic()
+	t.Topic = topic
+	t.TopicID = topicID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition = p
+	rp.FetchOffset = sp.first
+	rp.CurrentLeaderEpoch = -1
+	rp.LogStartOffset = -1
+	rp.PartitionMaxBytes = 1 // the first batch still comes whole
+	t.Partitions = append(t.Partitions, rp)
+	req.Topics = append(req.Topics, t)
+	resp, err := s.markers.Broker(int(leader)).Request(ctx, req)
+	if err != nil {
+		s.markers.ForceMetadataRefresh() // a broker it does not know yet
+		return markerPending, err
+	}
+	return s.judgeMarker(resp.(*kmsg.FetchResponse), pid, p, sp)
+}
+
+// markerFetchWait bounds a marker fetch's wait on the broker: markers
+// follow EndTxn within milliseconds, so a fetch that waited this long
+// found none (an abort kfake does not wake a fetch for, a partition
+// behind another transaction) and the next look comes as soon as the
+// backoff allows. Interrupt ends the wait through the request's context.
+const markerFetchWait = 100 * time.Millisecond
+
+// markerFetchBytes bounds a marker fetch's response; the partition's own
+// limit (1 byte) makes it one batch in practice. (kfake stops computing
+// aborted transactions for a partition cut short by this limit.)
+const markerFetchBytes = 1 << 20
+
+// judgeMarker judges partition p from a marker fetch's response. A
+// partition that returned no batch is pending: with nothing read, its
+// aborted-transaction list says nothing.
+func (s *Session) judgeMarker(resp *kmsg.FetchResponse, pid int64, p int32, sp span) (markerState, error) {
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return markerPending, err
+	}
+	for _, t := range resp.Topics {
+		for _, rp := range t.Partitions {
+			if rp.Partition != p {
+				continue
+			}
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				s.gs.Client().ForceMetadataRefresh() // a moved leader, most likely
+				return markerPending, fmt.Errorf("%s/%d: %w", s.cfg.Names.Events, p, err)
+			}
+			if len(rp.RecordBatches) == 0 {
+				return markerPending, nil
+			}
+			return markerOf(pid, sp, rp.LastStableOffset, rp.AbortedTransactions), nil
+		}
+	}
+	return markerPending, fmt.Errorf("%s/%d: not in the fetch response", s.cfg.Names.Events, p)
+}
+
+// anyProducer stands for a producer id the member could not read: any
+// abort over the span then counts as its own (wrongly so only when another
+// producer's aborted transaction interleaves, which costs a redo, never an
+// effect).
+const anyProducer int64 = -1
+
+// markerOf judges one partition: pending while its stable offset has not
+// passed the span; aborted if an aborted transaction of pid began at or
+// before the span's last event (the broker lists only those whose abort
+// marker is at or after the fetch offset, the span's first event); else
+// committed.
+func markerOf(pid int64, sp span, lso int64, aborts []kmsg.FetchResponseTopicPartitionAbortedTransaction) markerState {
+	if lso <= sp.last {
+		return markerPending
+	}
+	for _, at := range aborts {
+		if (at.ProducerID == pid || pid == anyProducer) && at.FirstOffset <= sp.last {
+			return markerAborted
+		}
+	}
+	return markerCommitted
+}
+
+// eventsTopicID is the events topic's id (Fetch names topics by id from
+// version 13), looked up once and again after the broker says it is
+// unknown. A zero id (lookup failed) leaves the broker to refuse the read,
+// which keeps the partition pending.
+func (s *Session) eventsTopicID(ctx context.Context) [16]byte {
+	if s.eventsID != ([16]byte{}) {
+		return s.eventsID
+	}
+	// Through the marker client: this also loads its brokers.
+	td, err := kadm.NewClient(s.markers).ListTopics(ctx, s.cfg.Names.Events)
+	if err == nil {
+		if d, ok := td[s.cfg.Names.Events]; ok && d.Err == nil {
+			s.eventsID = d.ID
+		}
+	}
+	return s.eventsID
+}
+
+func (s *Session) forgetEventsTopicID() { s.eventsID = [16]byte{} }
+
+// spansOf are the spans of the events on the partitions ps.
+func (b *Batch) spansOf(ps map[int32]bool) map[int32]span {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := map[int32]span{}
+	for p := range ps {
+		first, ok := b.mu.firstOffset[p]
+		if !ok {
+			continue
+		}
+		out[p] = span{first: first, last: b.mu.lastOffset[p]}
+	}
+	return out
+}

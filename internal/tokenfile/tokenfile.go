@@ -1,0 +1,355 @@
+// Package tokenfile reads the files that bind bearer tokens to names, the
+// gateway's tenants file and the console's operators file:
+//
+//	<list>:
+//	  - name: <name>
+//	    tokens: ["sha256:<64 hex digits>"]
+//
+// Only SHA-256 hashes of tokens are stored, and a token is checked against
+// every hash in constant time (Set.Lookup), so neither the file nor the
+// time a check takes gives a token away. A Set is immutable once parsed.
+package tokenfile
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// MaxTokenBytes bounds what is hashed per check: a longer token is never
+// valid.
+const MaxTokenBytes = 4096
+
+// maxFileBytes bounds what a file may hold.
+const maxFileBytes = 1 << 20
+
+// HashPrefix starts every token hash in a file.
+const HashPrefix = "sha256:"
+
+// Hash is the SHA-256 of a token: what a file lists and a session keeps.
+type Hash = [sha256.Size]byte
+
+// Kind describes one kind of file: its list's field, what its entries are
+// called in messages, the names it accepts, its bounds, and the sentinel
+// every error wraps. Every check of a request compares the token with
+// every hash, so MaxHashes bounds the work of each request.
+type Kind struct {
+	List      string // the top-level field: "tenants", "operators"
+	Item      string // one entry, in messages: "tenant", "operator"
+	ValidName func(string) bool
+	NameRule  string // ValidName in words, for messages
+	MaxNames  int
+	MaxTokens int // per name
+	MaxHashes int
+	Err       error
+}
+
+// Set maps token hashes to names. Immutable: safe for concurrent use.
+type Set struct {
+	hashes  []Hash
+	owners  []string // owners[i] is the name of hashes[i]
+	names   []string // in file order
+	present map[string]bool
+}
+
+// Lookup returns the name whose token is token, and the token's hash. It
+// hashes token and compares the hash with every listed hash in constant
+// time, without stopping at a match, so the time taken tells nothing about
+// which name, if any, matched.
+func (s *Set) Lookup(token string) (string, Hash, bool) {
+	if s == nil || token == "" || len(token) > MaxTokenBytes {
+		return "", Hash{}, false
+	}
+	h := sha256.Sum256([]byte(token))
+	name, ok := s.owner(h)
+	return name, h, ok
+}
+
+// Holds reports whether h is still listed, for name: a session made with
+// a token stays valid only while its hash does.
+func (s *Set) Holds(h Hash, name string) bool {
+	owner, ok := s.owner(h)
+	return ok && owner == name
+}
+
+func (s *Set) owner(h Hash) (string, bool) {
+	if s == nil {
+		return "", false
+	}
+	match := -1
+	for i := range s.hashes {
+		eq := subtle.ConstantTimeCompare(h[:], s.hashes[i][:])
+		match = subtle.ConstantTimeSelect(eq, i, match)
+	}
+	if match < 0 {
+		return "", false
+	}
+	return s.owners[match], true
+}
+
+// Names lists the names in file order.
+func (s *Set) Names() []string { return append([]string(nil), s.names...) }
+
+// Has reports whether name is listed.
+func (s *Set) Has(name string) bool { return s.present[name] }
+
+// Shares reports whether a token hash is listed in both s and o: the
+// caller decides whether that is allowed (a tenant's token must never be
+// an operator's).
+func (s *Set) Shares(o *Set) bool {
+	if s == nil || o == nil {
+		return false
+	}
+	for _, h := range s.hashes {
+		if _, ok := o.owner(h); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Single is a set of one name with one token.
+func Single(kind Kind, name, token string) (*Set, error) {
+	if !kind.ValidName(name) {
+		return nil, fmt.Errorf("%w: %s %q must match %s", kind.Err, kind.Item, name, kind.NameRule)
+	}
+	if token == "" || len(token) > MaxTokenBytes {
+		return nil, fmt.Errorf("%w: the token must be 1 to %d bytes", kind.Err, MaxTokenBytes)
+	}
+	return &Set{hashes: []Hash{sha256.Sum256([]byte(token))}, owners: []string{name},
+		names: []string{name}, present: map[string]bool{name: true}}, nil
+}
+
+// HashToken returns the file form of token: "sha256:<hex>".
+func HashToken(token string) string {
+	h := sha256.Sum256([]byte(token))
+	return HashPrefix + hex.EncodeToString(h[:])
+}
+
+// Load reads and parses the file at path. Errors name the file and the
+// line.
+func Load(kind Kind, path string) (*Set, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", kind.Err, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", kind.Err, path, err)
+	}
+	s, err := Parse(kind, data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Parse parses a file of kind. Unknown and duplicate fields, duplicate
+// names and a token hash listed twice (a credential binds to exactly one
+// name) are errors, each naming its line. The first error is returned.
+func Parse(kind Kind, data []byte) (s *Set, err error) {
+	if len(data) > maxFileBytes {
+		return nil, fmt.Errorf("%w: larger than %d bytes", kind.Err, maxFileBytes)
+	}
+	defer func() { // yaml.v3 has had panics on malformed input
+		if p := recover(); p != nil {
+			s, err = nil, fmt.Errorf("%w: invalid YAML: %v", kind.Err, p)
+		}
+	}()
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: the file is empty; want a %s list", kind.Err, kind.List)
+		}
+		return nil, fmt.Errorf("%w: invalid YAML: %w", kind.Err, err)
+	}
+	p := &parser{kind: kind, s: &Set{present: map[string]bool{}}, hashAt: map[Hash]string{}}
+	if err := p.document(&doc); err != nil {
+		return nil, err
+	}
+	return p.s, nil
+}
+
+// parser walks the YAML tree. Not safe for concurrent use.
+type parser struct {
+	kind   Kind
+	s      *Set
+	hashAt map[Hash]string // hash -> where it was first listed
+}
+
+func (p *parser) lineErr(n *yaml.Node, where, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	if where != "" {
+		msg = where + ": " + msg
+	}
+	return fmt.Errorf("%w: line %d: %s", p.kind.Err, n.Line, msg)
+}
+
+func (p *parser) document(doc *yaml.Node) error {
+	root := doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	if root.Kind != yaml.MappingNode {
+		return p.lineErr(root, "", "want a mapping with a %s list", p.kind.List)
+	}
+	var list *yaml.Node
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		switch {
+		case k.Value != p.kind.List:
+			return p.lineErr(k, "", "unknown field %s (want %s)", quote(k.Value), p.kind.List)
+		case list != nil:
+			return p.lineErr(k, "", "duplicate field %s", p.kind.List)
+		}
+		list = v
+	}
+	if list == nil {
+		return p.lineErr(root, "", "%s: required", p.kind.List)
+	}
+	return p.entries(list)
+}
+
+func (p *parser) entries(list *yaml.Node) error {
+	if list.Kind != yaml.SequenceNode {
+		return p.lineErr(list, p.kind.List, "must be a list")
+	}
+	if len(list.Content) > p.kind.MaxNames {
+		return p.lineErr(list, p.kind.List, "%d %s, at most %d allowed", len(list.Content), p.kind.List, p.kind.MaxNames)
+	}
+	for i, item := range list.Content {
+		if err := p.entry(i, item); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *parser) entry(i int, n *yaml.Node) error {
+	where := fmt.Sprintf("%s[%d]", p.kind.List, i)
+	if n.Kind != yaml.MappingNode {
+		return p.lineErr(n, where, "must be a mapping with name and tokens")
+	}
+	name, tokens, err := p.fields(where, n)
+	if err != nil {
+		return err
+	}
+	if name == nil {
+		return p.lineErr(n, where, "name: required")
+	}
+	if name.Kind != yaml.ScalarNode || !p.kind.ValidName(name.Value) {
+		return p.lineErr(name, where, "name: %s must match %s", quote(name.Value), p.kind.NameRule)
+	}
+	where = fmt.Sprintf("%s (%s)", where, name.Value)
+	if p.s.present[name.Value] {
+		return p.lineErr(name, where, "name: %s listed twice", p.kind.Item)
+	}
+	if tokens == nil {
+		return p.lineErr(n, where, "tokens: required (at least one)")
+	}
+	if err := p.tokens(where, name.Value, tokens); err != nil {
+		return err
+	}
+	p.s.present[name.Value] = true
+	p.s.names = append(p.s.names, name.Value)
+	return nil
+}
+
+func (p *parser) fields(where string, n *yaml.Node) (name, tokens *yaml.Node, err error) {
+	for j := 0; j+1 < len(n.Content); j += 2 {
+		k, v := n.Content[j], n.Content[j+1]
+		switch {
+		case k.Value == "name" && name == nil:
+			name = v
+		case k.Value == "tokens" && tokens == nil:
+			tokens = v
+		case k.Value == "name" || k.Value == "tokens":
+			return nil, nil, p.lineErr(k, where, "duplicate field %s", k.Value)
+		default:
+			return nil, nil, p.lineErr(k, where, "unknown field %s (want name, tokens)", quote(k.Value))
+		}
+	}
+	return name, tokens, nil
+}
+
+func (p *parser) tokens(where, name string, list *yaml.Node) error {
+	if list.Kind != yaml.SequenceNode || len(list.Content) == 0 {
+		return p.lineErr(list, where, "tokens: must be a non-empty list")
+	}
+	if len(list.Content) > p.kind.MaxTokens {
+		return p.lineErr(list, where, "tokens: %d tokens, at most %d allowed", len(list.Content), p.kind.MaxTokens)
+	}
+	for i, item := range list.Content {
+		at := fmt.Sprintf("%s: tokens[%d]", where, i)
+		h, err := parseHash(item)
+		if err != nil {
+			return p.lineErr(item, at, "%v", err)
+		}
+		if first, dup := p.hashAt[h]; dup {
+			return p.lineErr(item, at, "the same token hash is listed at %s: a token binds to exactly one %s", first, p.kind.Item)
+		}
+		if len(p.s.hashes) >= p.kind.MaxHashes {
+			return p.lineErr(item, at, "more than %d token hashes in the file", p.kind.MaxHashes)
+		}
+		p.hashAt[h] = fmt.Sprintf("line %d", item.Line)
+		p.s.hashes, p.s.owners = append(p.s.hashes, h), append(p.s.owners, name)
+	}
+	return nil
+}
+
+// parseHash reads "sha256:<64 hex digits>" (either case).
+func parseHash(n *yaml.Node) (Hash, error) {
+	var h Hash
+	if n.Kind != yaml.ScalarNode {
+		return h, errors.New(`want "sha256:" and 64 hex digits`)
+	}
+	v := strings.TrimSpace(n.Value)
+	hexPart, ok := strings.CutPrefix(strings.ToLower(v), HashPrefix)
+	if !ok || len(hexPart) != 2*sha256.Size {
+		return h, errors.New(`want "sha256:" and 64 hex digits (the SHA-256 of the token, never the token itself)`)
+	}
+	if _, err := hex.Decode(h[:], []byte(hexPart)); err != nil {
+		return h, errors.New(`want "sha256:" and 64 hex digits: not hexadecimal`)
+	}
+	return h, nil
+}
+
+// quote shows a YAML value in an error, bounded, so a hostile file cannot
+// flood the log.
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// OnSignal calls reload on every sig (SIGHUP by convention), one at a
+// time on a goroutine of its own, until stop is called: how a process
+// puts a rotated file in force.
+func OnSignal(reload func(), sig ...os.Signal) (stop func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sig...)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-ch:
+				reload()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { signal.Stop(ch); close(done) }
+}
