@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,14 +176,18 @@ func wantRefusal(t *testing.T, who string, err error, named ...string) {
 // be recorded. So the tool honours the downstream key (native_key) and a
 // reconciler runs: the outcome is recorded by the member, or the key is in
 // doubt and the reconciler's retry under the same downstream key records
-// it. Either way: one effect, one answer.
+// it. Either way: one effect, one answer. The outcome's EndTxn may also
+// meet CONCURRENT_TRANSACTIONS until its context ends, which fails the
+// client's producer id for good: the member then stops (ErrFatal) and,
+// as its supervisor would in production, the test starts it again on the
+// same data dir (startSupervised).
 func TestClusterLeaderKilledDuringCall(t *testing.T) {
 	needCluster(t)
 	e := newEnv(t, 6)
 	l := newLedger(t)
 	reg := registry(t, l.toolsYAML(toolEntry("t.nblock", "native_key", l.url("/block"), "10s", "    pending_ttl: 15s\n")))
 	txnID := e.group + "-tx"
-	e.startInproc(reg, func(cfg *executorConfig) { cfg.TransactionalID = txnID })
+	restarts := e.startSupervised(reg, func(cfg *executorConfig) { cfg.TransactionalID = txnID })
 	e.startReconciler(reg, "", nil)
 	res := e.collect(e.names.Results)
 	in, p, leader := partitionLedApart(t, e, txnID)
@@ -220,7 +225,7 @@ func TestClusterLeaderKilledDuringCall(t *testing.T) {
 	for _, ev := range history(t, e, wire.DefaultTenant, in.Key) {
 		kinds[ev.Kind.String()]++
 	}
-	t.Logf("the key's events: %v; tool requests: %d", kinds, l.total())
+	t.Logf("the key's events: %v; tool requests: %d; member restarts: %d", kinds, l.total(), restarts())
 	if kinds["started"] != 1 {
 		t.Fatalf("the key's events: %v, want one started", kinds)
 	}
@@ -246,4 +251,53 @@ func partitionLedApart(t *testing.T, e *env, txnID string) (wire.Intent, int32, 
 	}
 	t.Fatalf("every events partition is led by the group coordinator (node %d) or the transaction coordinator (node %d)", groups[e.group], txns[txnID])
 	return wire.Intent{}, 0, 0
+}
+
+// startSupervised runs a member in the test process the way its
+// supervisor runs it in production: a member whose Run ends with ErrFatal
+// is closed and started again on the same data dir and transactional id,
+// until the test ends. restarts counts those starts.
+func (e *env) startSupervised(reg *tools.Registry, mod func(*executorConfig)) (restarts func() int) {
+	e.t.Helper()
+	cfg := e.inprocConfig(reg)
+	if mod != nil {
+		mod(&cfg)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	start := func() (*executor.Executor, error) {
+		sctx, scancel := context.WithTimeout(ctx, 60*time.Second)
+		defer scancel()
+		return executor.New(sctx, cfg)
+	}
+	ex, err := start()
+	if err != nil {
+		cancel()
+		e.t.Fatal(err)
+	}
+	var n atomic.Int32
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			err := ex.Run(ctx)
+			ex.Close()
+			if ctx.Err() != nil || !errors.Is(err, executor.ErrFatal) {
+				if ctx.Err() == nil {
+					e.t.Logf("the member stopped for good: %v", err)
+				}
+				return
+			}
+			e.t.Logf("the member stopped (%v); its supervisor starts it again", err)
+			n.Add(1)
+			for ex, err = start(); err != nil; ex, err = start() {
+				if ctx.Err() != nil {
+					return
+				}
+				e.t.Logf("a restart failed (%v); trying again", err)
+				time.Sleep(time.Second)
+			}
+		}
+	}()
+	e.t.Cleanup(func() { cancel(); <-done })
+	return func() int { return int(n.Load()) }
 }
