@@ -258,7 +258,7 @@ func underMinISR(td kadm.TopicDetail, minISR int) int {
 // unclean.leader.election.enable of each of ours (their effective values:
 // a topic's own, else the broker's default).
 func (d *Durability) readTopicConfigs(ctx context.Context, adm *kadm.Client, ours []string) error {
-	rcs, err := adm.DescribeTopicConfigs(ctx, ours...)
+	rcs, err := describeTopicConfigs(ctx, adm, ours)
 	if err != nil && !authorization(err) {
 		return fmt.Errorf("topicadmin: describe configs: %w", err)
 	}
@@ -276,6 +276,38 @@ func (d *Durability) readTopicConfigs(ctx context.Context, adm *kadm.Client, our
 		t.UncleanElection = configBool(rc.Configs, "unclean.leader.election.enable")
 	}
 	return nil
+}
+
+// describeTopicConfigs describes ours, waiting (up to metadataWait) while
+// a topic answers a retriable error: on a cluster, the broker asked about
+// a topic created a moment ago may not know it yet
+// (UNKNOWN_TOPIC_OR_PARTITION), and a setting read as unreadable refuses
+// the start.
+func describeTopicConfigs(ctx context.Context, adm *kadm.Client, ours []string) (kadm.ResourceConfigs, error) {
+	deadline := time.Now().Add(metadataWait)
+	for {
+		rcs, err := adm.DescribeTopicConfigs(ctx, ours...)
+		if err != nil || !anyRetriable(rcs) || time.Now().After(deadline) {
+			return rcs, err
+		}
+		select {
+		case <-ctx.Done():
+			return rcs, nil
+		case <-time.After(metadataRetry):
+		}
+	}
+}
+
+// anyRetriable reports whether a resource of rcs answered a retriable
+// error.
+func anyRetriable(rcs kadm.ResourceConfigs) bool {
+	for _, rc := range rcs {
+		var ke *kerr.Error
+		if errors.As(rc.Err, &ke) && ke.Retriable {
+			return true
+		}
+	}
+	return false
 }
 
 // readInternal reads the replication of the transaction and offsets logs

@@ -5,11 +5,16 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // gauge reads a gauge's value.
@@ -137,5 +142,46 @@ func TestReplicationAndISRCounts(t *testing.T) {
 	}
 	if n := underMinISR(td, 2); n != 1 {
 		t.Fatalf("under min ISR 2: %d partitions", n)
+	}
+}
+
+// TestTopicConfigsWaitForATopicTheBrokerDoesNotKnowYet: on a cluster, the
+// broker asked for a topic's configs right after its creation may answer
+// UNKNOWN_TOPIC_OR_PARTITION. ReadDurability asks again rather than read
+// the settings as unreadable, which would refuse the start.
+func TestTopicConfigsWaitForATopicTheBrokerDoesNotKnowYet(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "tool.events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var unknown atomic.Int32
+	c.ControlKey(int16(kmsg.DescribeConfigs), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if unknown.Add(1) > 3 {
+			return nil, nil, false
+		}
+		resp := req.(*kmsg.DescribeConfigsRequest).ResponseKind().(*kmsg.DescribeConfigsResponse)
+		for _, r := range req.(*kmsg.DescribeConfigsRequest).Resources {
+			rr := kmsg.NewDescribeConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode = r.ResourceType, r.ResourceName, kerr.UnknownTopicOrPartition.Code
+			resp.Resources = append(resp.Resources, rr)
+		}
+		return resp, nil, true
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	d, err := ReadDurability(t.Context(), kadm.NewClient(cl), "tool.events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Unreadable) != 0 || unknown.Load() <= 3 {
+		t.Fatalf("unreadable %v after %d describes, want none after the fourth", d.Unreadable, unknown.Load())
+	}
+	if d.Topics[0].MinInsyncReplicas < 1 {
+		t.Fatalf("min ISR %d, want the broker's", d.Topics[0].MinInsyncReplicas)
 	}
 }
