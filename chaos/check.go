@@ -53,8 +53,23 @@ type Report struct {
 	HostileDeadLetters  int            `json:"hostile_dead_letters"`
 	AbortedTransactions int            `json:"aborted_transactions"`
 	AbortedBound        int            `json:"aborted_bound"`
-	Violations          []string       `json:"violations"`
-	kinds               map[string]int // violations by kind
+	// DoubleAnswers counts the intents with more than one terminal answer
+	// (each also a multiple_terminal_answers violation).
+	DoubleAnswers int `json:"double_answers"`
+	// LeaderElections and ISRShrinks are what the harness saw in the
+	// metadata of the run's topics and of the transaction and offsets
+	// logs, polled every second (a floor: a change undone between two
+	// looks is missed).
+	LeaderElections int `json:"leader_elections"`
+	ISRShrinks      int `json:"isr_shrinks"`
+	// CommitsUnconfirmed counts the ticks whose reported commit the
+	// commit confirmation could not confirm (markers not seen in time, or
+	// aborted); CommitsAbortedAfterSuccess those the broker aborted after
+	// EndTxn reported them committed. Their calls were not made.
+	CommitsUnconfirmed         int            `json:"commits_unconfirmed"`
+	CommitsAbortedAfterSuccess int            `json:"commits_aborted_after_success"`
+	Violations                 []string       `json:"violations"`
+	kinds                      map[string]int // violations by kind
 }
 
 // maxPerKind bounds the violations listed per kind (the word before the
@@ -227,6 +242,7 @@ func checkIntents(in checkInput, r *Report) {
 		switch n := len(it.Terminal); {
 		case n == 1:
 		case n > 1:
+			r.DoubleAnswers++
 			r.violate("multiple_terminal_answers: intent %s of %s (%s): %v", it.ID, rk, it.Tool, it.Terminal)
 		case in.escalated[rk]:
 			r.EscalatedIntents++

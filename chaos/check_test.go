@@ -118,3 +118,17 @@ func TestCheckFlagsEachViolation(t *testing.T) {
 		})
 	}
 }
+
+// Double terminal answers are counted as well as listed.
+func TestDoubleAnswersAreCounted(t *testing.T) {
+	in := checkInput{intents: map[string]intentRec{
+		"i1": {ID: "i1", Tenant: "t0", Key: "k1", Tool: ToolNative, Produced: true, Terminal: []string{"succeeded", "succeeded"}},
+		"i2": {ID: "i2", Tenant: "t0", Key: "k2", Tool: ToolNative, Produced: true, Terminal: []string{"succeeded"}},
+		"i3": {ID: "i3", Tenant: "t0", Key: "k3", Tool: ToolNative, Produced: true, Terminal: []string{"failed", "succeeded", "failed"}},
+	}, escalated: map[string]bool{}}
+	var r Report
+	check(in, &r)
+	if r.DoubleAnswers != 2 {
+		t.Fatalf("double answers %d, want 2 (violations %q)", r.DoubleAnswers, r.Violations)
+	}
+}

@@ -39,19 +39,31 @@ type Config struct {
 	// BrokerPort and its controller port BrokerPort+1; run dir BrokerRunDir.
 	BrokerPort   int
 	BrokerRunDir string
-	Duration     time.Duration // of the load and the faults
-	Settle       time.Duration // longest wait for the reconciler afterwards
-	Seed         uint64
-	Executors    int
-	Partitions   int
-	Rate         float64 // intents per second (bursts come on top)
-	FaultGap     time.Duration
-	Only         []string // fault kinds to inject; empty: all
-	RequireAll   bool     // a fault kind never injected is a violation (CI)
-	DropEvery    uint32   // the ledger drops the answer of about one key in DropEvery
-	WorkDir      string   // binaries, data dirs, logs; a temp dir when empty
-	Keep         bool     // keep WorkDir
-	Verbose      bool
+	// BrokerFeatures are Kafka feature levels fixed when the private
+	// broker or cluster is formatted (KAFKA_FEATURES), e.g.
+	// "transaction.version=1".
+	BrokerFeatures string
+	// Cluster runs on a private three-node cluster instead (deploy/kafka/
+	// start --cluster; node n on BrokerPort+(n-1)*100 and the three ports
+	// after it), with the cluster's fault kinds (faults_cluster.go).
+	Cluster bool
+	// DiskFaults mounts a small tmpfs on each executor's data dir (root
+	// only) for the disk_full faults of a --cluster run.
+	DiskFaults bool
+	DiskSize   string        // the tmpfs size, e.g. "256m"
+	Duration   time.Duration // of the load and the faults
+	Settle     time.Duration // longest wait for the reconciler afterwards
+	Seed       uint64
+	Executors  int
+	Partitions int
+	Rate       float64 // intents per second (bursts come on top)
+	FaultGap   time.Duration
+	Only       []string // fault kinds to inject; empty: all
+	RequireAll bool     // a fault kind never injected is a violation (CI)
+	DropEvery  uint32   // the ledger drops the answer of about one key in DropEvery
+	WorkDir    string   // binaries, data dirs, logs; a temp dir when empty
+	Keep       bool     // keep WorkDir
+	Verbose    bool
 }
 
 // sessionTimeout of the executors: a zombie is stopped longer than this.

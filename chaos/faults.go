@@ -45,7 +45,8 @@ type Injector struct {
 	gap       time.Duration
 	only      map[string]bool // empty: every kind
 	logf      func(string, ...any)
-	hostile   *Hostile // nil: no hostile waves
+	hostile   *Hostile        // nil: no hostile waves
+	cl        clusterFaultsOn // a --cluster run's node and disk faults; zero otherwise
 	// waveCtx outlives the load: a wave in progress when the load stops is
 	// finished, so that its records are judged whole.
 	waveCtx context.Context
@@ -70,7 +71,7 @@ func (in *Injector) Counts() (map[string]int, map[string]int) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	c, d := map[string]int{}, map[string]int{}
-	for _, k := range allFaults {
+	for _, k := range in.allKinds() {
 		c[k] = in.counts[k]
 	}
 	for k, v := range in.detail {
@@ -86,13 +87,30 @@ func (in *Injector) note(kind, detail string) {
 	in.detail[kind+":"+detail]++
 }
 
-// kinds lists the fault kinds this run can inject: all of them, less
-// broker bounces with a broker that is not ours, less those --only leaves
-// out.
-func (in *Injector) kinds() []string {
+// allKinds is every fault kind of this run's mode: a --cluster run has
+// the cluster's kinds and no broker bounce (a rolling restart and node
+// kills instead).
+func (in *Injector) allKinds() []string {
+	if in.cl.cluster == nil {
+		return allFaults
+	}
 	var out []string
 	for _, k := range allFaults {
-		if k == FaultBrokerBounce && in.broker == nil || k == FaultHostile && in.hostile == nil || len(in.only) > 0 && !in.only[k] {
+		if k != FaultBrokerBounce {
+			out = append(out, k)
+		}
+	}
+	return append(out, clusterFaults...)
+}
+
+// kinds lists the fault kinds this run can inject: all of its mode's,
+// less broker bounces with a broker that is not ours, disk faults without
+// the disks for them, and those --only leaves out.
+func (in *Injector) kinds() []string {
+	var out []string
+	for _, k := range in.allKinds() {
+		if k == FaultBrokerBounce && in.broker == nil || k == FaultHostile && in.hostile == nil ||
+			k == FaultDiskFull && in.cl.disks == nil || len(in.only) > 0 && !in.only[k] {
 			continue
 		}
 		out = append(out, k)
@@ -132,13 +150,26 @@ func (in *Injector) firstRound() []plan {
 	for _, p := range protocolPoints {
 		rest = append(rest, plan{FaultKill, p})
 	}
+	var cluster []plan
+	if in.cl.cluster != nil {
+		// After the other kinds, shortest first and the rolling restart
+		// last: a fault in progress when the run ends is finished, so a
+		// short run reaches every kind.
+		for _, k := range clusterFirstRound {
+			cluster = append(cluster, plan{k, ""})
+		}
+		rest = append(rest, plan{FaultLeaderKill, "events"}, plan{FaultLeaderKill, "intents"})
+	}
 	shuffle := func(ps []plan) { in.rng.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] }) }
 	shuffle(kinds)
 	shuffle(rest)
-	return append(kinds, rest...)
+	return append(append(kinds, cluster...), rest...)
 }
 
 func (in *Injector) randomPlan() plan {
+	if in.cl.cluster != nil && in.rng.IntN(100) < 40 {
+		return plan{clusterFaults[in.rng.IntN(len(clusterFaults))], ""}
+	}
 	r := in.rng.IntN(100)
 	switch {
 	case r < 25:
@@ -215,6 +246,8 @@ func (in *Injector) inject(p plan) {
 		in.stateLoss()
 	case FaultHostile:
 		in.hostileWave()
+	default:
+		in.injectCluster(p)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -18,6 +17,11 @@ type Fleet struct {
 	partitions                                  int
 	logf                                        func(string, ...any)
 	extraArgs                                   []string // --kafka-config, if any
+	// txnIDs, when set, gives slot i the stable --transactional-id
+	// txnIDs[i] (a --cluster run aims coordinator kills with it); disks,
+	// when set, mounts a disk of its own on each slot's data dir.
+	txnIDs []string
+	disks  *disks
 
 	mu    sync.Mutex
 	slots []*Proc
@@ -103,6 +107,14 @@ func (f *Fleet) slot(i int) *Proc {
 			"--session-timeout", sessionTimeout.String(), "--rebalance-timeout", "12s", "--drain-timeout", "5s",
 			"--transaction-timeout", "10s", "--client-id", name, "--reconciler=false", "--gateway=false"}
 		p.args = append(p.args, f.extraArgs...)
+		if n < len(f.txnIDs) {
+			p.args = append(p.args, "--transactional-id", f.txnIDs[n])
+		}
+		if f.disks != nil {
+			if err := f.disks.mount(p.DataDir); err != nil {
+				f.logf("%v", err)
+			}
+		}
 		f.slots = append(f.slots, p)
 	}
 	return f.slots[i]
@@ -188,5 +200,18 @@ func (f *Fleet) stopAll() {
 	wg.Wait()
 }
 
-// wipe deletes a slot's Pebble view (its whole data dir).
-func (f *Fleet) wipe(p *Proc) error { return os.RemoveAll(p.DataDir) }
+// wipe deletes a slot's Pebble view (what its data dir holds: the dir
+// may be a disk of its own).
+func (f *Fleet) wipe(p *Proc) error { return clearDir(p.DataDir) }
+
+// slotOf is p's slot number.
+func (f *Fleet) slotOf(p *Proc) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, s := range f.slots {
+		if s == p {
+			return i
+		}
+	}
+	return 0
+}

@@ -69,9 +69,10 @@ var kafkaToxics = []Toxic{
 	{"timeout", "upstream", `{"timeout":0}`},
 }
 
-// Add installs t; Remove takes it away again.
+// Add installs t (one toxic of a kind per stream); Remove takes them away
+// again.
 func (n *NetProxy) Add(t Toxic) error {
-	js := fmt.Sprintf(`{"name":"chaos","type":%q,"stream":%q,"toxicity":1.0,"attributes":%s}`, t.Kind, t.Stream, t.Attrs)
+	js := fmt.Sprintf(`{"name":"chaos-%s-%s","type":%q,"stream":%q,"toxicity":1.0,"attributes":%s}`, t.Kind, t.Stream, t.Kind, t.Stream, t.Attrs)
 	_, err := n.p.Toxics.AddToxicJson(strings.NewReader(js))
 	return err
 }

@@ -200,13 +200,14 @@ type Broker struct {
 	Repo, RunDir  string
 	Port, CtlPort int
 	Extra         string // server.properties lines (KAFKA_EXTRA_CONFIG)
+	Features      string // feature levels at format (KAFKA_FEATURES)
 	Owned         bool
 	LogW          *bytes.Buffer
 }
 
 func (b *Broker) env() []string {
 	return append(os.Environ(), fmt.Sprintf("KAFKA_PORT=%d", b.Port), fmt.Sprintf("KAFKA_CONTROLLER_PORT=%d", b.CtlPort), "KAFKA_RUN_DIR="+b.RunDir,
-		"KAFKA_EXTRA_CONFIG="+b.Extra)
+		"KAFKA_EXTRA_CONFIG="+b.Extra, "KAFKA_FEATURES="+b.Features)
 }
 
 func (b *Broker) script(name string, args ...string) error {

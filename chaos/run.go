@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atmostonce/toolexec/internal/cli"
@@ -58,6 +59,8 @@ type run struct {
 	dir      string
 	brokers  []string
 	broker   *Broker
+	cluster  *Cluster // a --cluster run's nodes; nil otherwise
+	disks    *disks   // a --cluster run's executor disks; nil without disk faults
 	ledger   *Ledger
 	proxy    *NetProxy // executors -> ledger
 	kproxy   *NetProxy // executors -> broker (own broker only)
@@ -69,7 +72,7 @@ type run struct {
 	prod     *kgo.Client
 	tr       *Tracker
 	hostile  *Hostile
-	aborts   *abortWatch
+	counters *counterWatch
 	undo     []func()
 	recExits int
 }
@@ -141,6 +144,14 @@ func (rn *run) setup(ctx context.Context) error {
 	}
 	rn.fleet = &Fleet{bin: exBin, toolsFile: toolsFile, brokers: rn.exBroker, prefix: tag + ".", group: tag + "-ex",
 		dir: rn.dir, partitions: rn.cfg.Partitions, logf: rn.logf, extraArgs: rn.kafkaArgs()}
+	if rn.cluster != nil {
+		// Stable ids, one per slot, as a StatefulSet would give: a
+		// coordinator kill aims at a live executor's id.
+		for i := 0; i < rn.cfg.Executors+2; i++ {
+			rn.fleet.txnIDs = append(rn.fleet.txnIDs, fmt.Sprintf("%s-ex-%d", tag, i))
+		}
+		rn.fleet.disks = rn.disks
+	}
 	rn.undo = append(rn.undo, rn.fleet.stopAll)
 	rn.logf("starting %d executors (group %s, topics %s*)", rn.cfg.Executors, tag+"-ex", tag+".")
 	rn.fleet.ensure(rn.cfg.Executors)
@@ -151,7 +162,7 @@ func (rn *run) setup(ctx context.Context) error {
 		return fmt.Errorf("chaos: no executor started; see %s/ex0.log", rn.dir)
 	}
 	rn.rec = &Proc{Name: "reconciler", DataDir: filepath.Join(rn.dir, "rec-data"), HTTP: freeAddr(), Log: filepath.Join(rn.dir, "reconciler.log"), bin: recBin}
-	rn.rec.args = []string{"--brokers", rn.brokers[0], "--tools", toolsFile, "--data-dir", rn.rec.DataDir, "--http-addr", rn.rec.HTTP,
+	rn.rec.args = []string{"--brokers", strings.Join(rn.brokers, ","), "--tools", toolsFile, "--data-dir", rn.rec.DataDir, "--http-addr", rn.rec.HTTP,
 		"--topic-prefix", tag + ".", "--group", tag + "-rec", "--scan-interval", "1s", "--backoff", "1s", "--backoff-cap", "10s",
 		"--session-timeout", "6s", "--command-timeout", "30s"}
 	rn.rec.args = append(rn.rec.args, rn.kafkaArgs()...)
@@ -166,6 +177,9 @@ func (rn *run) setup(ctx context.Context) error {
 }
 
 func (rn *run) startBroker() error {
+	if rn.cfg.Cluster {
+		return rn.startCluster()
+	}
 	if !rn.cfg.OwnBroker {
 		rn.brokers = []string{rn.cfg.Brokers}
 		rn.exBroker = rn.cfg.Brokers
@@ -178,31 +192,14 @@ func (rn *run) startBroker() error {
 	// second listener, PROXIED, advertised at the proxy; the harness, the
 	// load and the reconciler keep the direct PLAINTEXT listener.
 	port := rn.cfg.BrokerPort
-	proxied, advertised := port+2, port+3
-	rn.broker = &Broker{Repo: rn.cfg.Repo, RunDir: rn.cfg.BrokerRunDir, Port: port, CtlPort: port + 1, Extra: fmt.Sprintf(
-		"listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d,PROXIED://127.0.0.1:%d\n"+
-			"advertised.listeners=PLAINTEXT://127.0.0.1:%d,PROXIED://127.0.0.1:%d\n"+
-			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT\n",
-		port, port+1, proxied, port, advertised)}
-	rn.logf("starting a private broker on %s (run dir %s, wiped first)", rn.broker.Addr(), rn.broker.RunDir)
-	_ = rn.broker.Wipe()
-	if err := rn.broker.Start(); err != nil {
+	rn.broker = &Broker{Repo: rn.cfg.Repo, RunDir: rn.cfg.BrokerRunDir, Port: port, CtlPort: port + 1, Features: rn.cfg.BrokerFeatures,
+		Extra: proxiedListeners(port)}
+	if err := rn.startOwned(rn.broker, "a private broker on "+rn.broker.Addr(), rn.broker.RunDir); err != nil {
 		return err
 	}
-	rn.undo = append(rn.undo, func() {
-		if rn.cfg.Keep {
-			// Its log is the evidence of a failure: the event log, the
-			// answers and the transaction markers.
-			rn.logf("stopping the private broker, data kept in %s (--keep)", rn.broker.RunDir)
-			_ = rn.broker.Stop()
-			return
-		}
-		rn.logf("stopping the private broker")
-		_ = rn.broker.Wipe()
-	})
 	rn.brokers = []string{rn.broker.Addr()}
 	var err error
-	rn.kproxy, err = NewNetProxy("kafka", fmt.Sprintf("127.0.0.1:%d", advertised), fmt.Sprintf("127.0.0.1:%d", proxied))
+	rn.kproxy, err = proxyFor("kafka", port)
 	if err != nil {
 		return err
 	}
@@ -210,6 +207,53 @@ func (rn *run) startBroker() error {
 	rn.exBroker = rn.kproxy.Addr()
 	rn.logf("executors reach the broker through toxiproxy on %s (listener PROXIED)", rn.exBroker)
 	return nil
+}
+
+// ownedKafka is the private broker or cluster of a run.
+type ownedKafka interface {
+	Start() error
+	Stop() error
+	Wipe() error
+}
+
+// startOwned wipes k, starts it, and at the end of the run stops it,
+// keeping its data with --keep, else wiping it.
+func (rn *run) startOwned(k ownedKafka, what, runDir string) error {
+	rn.logf("starting %s (run dir %s, wiped first)", what, runDir)
+	_ = k.Wipe()
+	if err := k.Start(); err != nil {
+		return err
+	}
+	rn.undo = append(rn.undo, func() {
+		if rn.cfg.Keep {
+			// Its log is the evidence of a failure: the event log, the
+			// answers and the transaction markers.
+			rn.logf("stopping %s, data kept in %s (--keep)", what, runDir)
+			_ = k.Stop()
+			return
+		}
+		rn.logf("stopping %s", what)
+		_ = k.Wipe()
+	})
+	return nil
+}
+
+// proxiedListeners are the listeners of a broker whose client port is
+// port: PLAINTEXT for the harness, the controller's on port+1, and
+// PROXIED on port+2, advertised at port+3 where its toxiproxy listens
+// (clients connect to what metadata names, so a proxy only works if the
+// broker advertises it).
+func proxiedListeners(port int) string {
+	return fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d,PROXIED://127.0.0.1:%d\n"+
+		"advertised.listeners=PLAINTEXT://127.0.0.1:%d,PROXIED://127.0.0.1:%d\n"+
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT\n",
+		port, port+1, port+2, port, port+3)
+}
+
+// proxyFor is the toxiproxy in front of the PROXIED listener of the
+// broker whose client port is port (proxiedListeners).
+func proxyFor(name string, port int) (*NetProxy, error) {
+	return NewNetProxy(name, fmt.Sprintf("127.0.0.1:%d", port+3), fmt.Sprintf("127.0.0.1:%d", port+2))
 }
 
 func (rn *run) startTools() error {
@@ -244,8 +288,8 @@ func (rn *run) startClients(ctx context.Context) error {
 		return err
 	}
 	rn.undo = append(rn.undo, rn.hostile.Close)
-	rn.aborts = &abortWatch{}
-	go rn.aborts.run(rctx, rn.fleet)
+	rn.counters = &counterWatch{}
+	go rn.counters.run(rctx, rn.fleet)
 	return nil
 }
 
@@ -258,6 +302,15 @@ func (rn *run) execute(ctx context.Context) (*Report, error) {
 	for _, k := range rn.cfg.Only {
 		in.only[k] = true
 	}
+	adm := kadm.NewClient(rn.prod)
+	if rn.cluster != nil {
+		in.cl = clusterFaultsOn{cluster: rn.cluster, adm: adm, events: rn.names.Events, intents: rn.names.Intents,
+			group: rn.fleet.group, txnIDs: rn.fleet.txnIDs, disks: rn.disks}
+	}
+	watch := newReplicaWatch(adm, rn.names.All()...)
+	wctx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	go watch.run(wctx)
 	load := newLoad(rn.cfg.Seed, rn.cfg.Rate, rn.prod, rn.names, int32(rn.cfg.Partitions), rn.tr, fmt.Sprintf("s%d", rn.cfg.Seed))
 	lctx, cancel := context.WithTimeout(ctx, rn.cfg.Duration)
 	defer cancel()
@@ -275,7 +328,12 @@ func (rn *run) execute(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rn.verdict(ctx, in, load, escalated)
+	stopWatching()
+	rep, err := rn.verdict(ctx, in, load, escalated)
+	if rep != nil {
+		rep.LeaderElections, rep.ISRShrinks = watch.Counts()
+	}
+	return rep, err
 }
 
 // watchReconciler restarts the reconciler if it exits (it is not a fault
@@ -325,6 +383,9 @@ func (rn *run) settle(ctx context.Context) (map[string]bool, error) {
 		if err := rn.broker.Start(); err != nil {
 			return nil, err
 		}
+	}
+	if err := rn.healCluster(); err != nil {
+		return nil, err
 	}
 	rn.fleet.ensure(rn.cfg.Executors)
 	if !rn.rec.Running() {
@@ -395,7 +456,9 @@ func (rn *run) verdict(ctx context.Context, in *Injector, load *Load, escalated 
 	rep := &Report{Answers: answers, Load: load.counts}
 	rep.Faults, rep.FaultDetail = in.Counts()
 	check(checkInput{intents: intents, ledger: rn.ledger.Stats(), hist: hist, escalated: escalated, stuck: stuck,
-		hostile: rn.hostile.Records(), deadLetters: dead, aborted: rn.aborts.Total(), faults: sumFaults(rep.Faults)}, rep)
+		hostile: rn.hostile.Records(), deadLetters: dead, aborted: rn.counters.Total(abortedMetric), faults: sumFaults(rep.Faults)}, rep)
+	rep.CommitsUnconfirmed = rn.counters.Total(unconfirmedMetric)
+	rep.CommitsAbortedAfterSuccess = rn.counters.Total(abortedAfterCommitMetric)
 	if rn.cfg.RequireAll {
 		if len(rn.cfg.Only) == 0 || slices.Contains(rn.cfg.Only, FaultHostile) {
 			for _, k := range poisonKinds {

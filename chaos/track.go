@@ -175,12 +175,20 @@ func (t *Tracker) follow(ctx context.Context, brokers []string, topic string, do
 		if done != nil {
 			defer close(done)
 		}
+		next := map[int32]int64{} // per partition, the offset after the last record read
 		for {
 			fs := cl.PollFetches(ctx)
 			if ctx.Err() != nil || fs.IsClientClosed() {
 				return
 			}
 			fs.EachRecord(func(r *kgo.Record) {
+				// A consumer that resets (an out-of-range fetch) would
+				// read the topic again from the start: an answer is
+				// counted once, by its offset.
+				if r.Offset < next[r.Partition] {
+					return
+				}
+				next[r.Partition] = r.Offset + 1
 				if res, err := wire.DecodeResult(r.Value); err == nil {
 					t.answer(res, topic)
 				}

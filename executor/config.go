@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cockroachdb/pebble/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/trace"
@@ -55,6 +56,15 @@ type Config struct {
 	BrokerOutage time.Duration
 
 	Settings topicadmin.Settings // topic creation; MinEventRetention defaults from the tools
+	// StateFS is the file system of the Pebble view; default the OS's.
+	// Tests inject disk faults with it (Pebble's vfs/errorfs).
+	StateFS vfs.FS
+	// AllowWeakDurability lets the member start on a cluster of more than
+	// one broker whose settings are weaker than topicadmin.Production
+	// (replication factor 3, min ISR 2, no unclean election): logged, and
+	// exported as toolexec_executor_durability_override. Default false:
+	// such a cluster is refused at start.
+	AllowWeakDurability bool
 
 	Logger        *slog.Logger          // default slog.Default()
 	KafkaLogLevel kgo.LogLevel          // franz-go's own log level; default warn

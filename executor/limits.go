@@ -21,6 +21,12 @@ const (
 	// the broker, short enough that the partition's records wait little.
 	retryTickPause = time.Second
 
+	// durabilityWatchInterval is how often the durability gauges (ISR
+	// under min ISR per topic, replication) are read again: a partition
+	// below its min ISR stops the member's transactions, and an alert
+	// pending for a minute should see a few readings.
+	durabilityWatchInterval = 15 * time.Second
+
 	// maxHeartbeatInterval caps the heartbeat at kgo's default; shorter
 	// sessions get a quarter of theirs (Kafka advises at most a third).
 	maxHeartbeatInterval = 3 * time.Second

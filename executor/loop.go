@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/state"
 )
 
 // Run is the loop: poll, decide, commit, materialise, dispatch, until ctx
@@ -15,6 +17,10 @@ import (
 // nil after a clean shutdown.
 func (e *Executor) Run(ctx context.Context) error {
 	defer close(e.runDone)
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); e.watchDurability(wctx) }()
+	defer func() { stopWatch(); <-watched }()
 	e.ready.Store(true)
 	defer e.ready.Store(false)
 	for ctx.Err() == nil && !e.crashed.Load() {
@@ -71,6 +77,11 @@ func (e *Executor) poll(ctx context.Context) kgo.Fetches {
 }
 
 func (e *Executor) retryLater(ctx context.Context, err error) error {
+	if errors.Is(err, state.ErrBroken) && !errors.Is(err, ErrFatal) {
+		// A restore or a read met a store a failed write broke: no retry
+		// heals it (state.ErrBroken), the member stops.
+		return fmt.Errorf("%w: the view cannot be used: %w", ErrFatal, err)
+	}
 	if !errors.Is(err, errRetryTick) {
 		return err
 	}

@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/atmostonce/toolexec/topicadmin"
 )
 
 // Metrics are the executor's Prometheus collectors. They are registered on
@@ -16,17 +18,22 @@ type Metrics struct {
 	TxnDuration  prometheus.Histogram
 	// ConfirmDuration is how long a tick with calls waited, after EndTxn,
 	// to see its commit markers on the events partitions (txn/confirm.go).
-	ConfirmDuration  prometheus.Histogram
-	Txns             *prometheus.CounterVec // by result
-	TickRecords      prometheus.Histogram   // records decided per committed transaction
-	InFlight         prometheus.Gauge
-	KeysInDoubt      *prometheus.GaugeVec // by partition
-	Restores         prometheus.Histogram
-	RestoreEvents    prometheus.Counter
-	DeadLetters      *prometheus.CounterVec // by reason
-	OutcomesLost     prometheus.Counter
-	ReadsResumed     prometheus.Counter
-	HangingCommitted prometheus.Counter
+	ConfirmDuration prometheus.Histogram
+	// AbortedAfterCommit counts ticks whose EndTxn reported a commit and
+	// whose started events an events partition then showed aborted
+	// (txn/confirm.go): what the commit confirmation exists for. Each one is
+	// logged with the producer and the offsets, for kafka-dump-log.
+	AbortedAfterCommit prometheus.Counter
+	Txns               *prometheus.CounterVec // by result
+	TickRecords        prometheus.Histogram   // records decided per committed transaction
+	InFlight           prometheus.Gauge
+	KeysInDoubt        *prometheus.GaugeVec // by partition
+	Restores           prometheus.Histogram
+	RestoreEvents      prometheus.Counter
+	DeadLetters        *prometheus.CounterVec // by reason
+	OutcomesLost       prometheus.Counter
+	ReadsResumed       prometheus.Counter
+	HangingCommitted   prometheus.Counter
 	// HangingUnclosed counts hanging transactions found and not closed,
 	// by reason: not_authorized (the member lacks ClusterAction) or error.
 	HangingUnclosed *prometheus.CounterVec
@@ -43,6 +50,9 @@ type Metrics struct {
 	// answered: hit (the records materialised last, in memory) or miss
 	// (Pebble).
 	HotRecords *prometheus.CounterVec
+	// Durability is what the durability check at start and its watch
+	// found (durability.go).
+	Durability *topicadmin.DurabilityGauges
 }
 
 func newMetrics(reg prometheus.Registerer) *Metrics {
@@ -55,12 +65,14 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	lat := prometheus.ExponentialBuckets(0.0005, 2, 16)
 	m := &Metrics{
-		Intents:          prometheus.NewCounterVec(prometheus.CounterOpts(opts("intents_total", "Intents and commands decided, by decision.")), []string{"decision"}),
-		Calls:            prometheus.NewCounterVec(prometheus.CounterOpts(opts("calls_total", "Tool calls finished, by tool and outcome.")), []string{"tool", "outcome"}),
-		CallDuration:     prometheus.NewHistogramVec(hist("call_duration_seconds", "Tool call duration.", lat), []string{"tool"}),
-		TickDuration:     prometheus.NewHistogram(hist("tick_duration_seconds", "Loop tick duration, decide to Pebble sync.", lat)),
-		TxnDuration:      prometheus.NewHistogram(hist("txn_duration_seconds", "Kafka transaction end duration.", lat)),
-		ConfirmDuration:  prometheus.NewHistogram(hist("commit_confirm_duration_seconds", "Wait after a reported commit until its markers show on the events partitions of the tick's calls.", lat)),
+		Intents:         prometheus.NewCounterVec(prometheus.CounterOpts(opts("intents_total", "Intents and commands decided, by decision.")), []string{"decision"}),
+		Calls:           prometheus.NewCounterVec(prometheus.CounterOpts(opts("calls_total", "Tool calls finished, by tool and outcome.")), []string{"tool", "outcome"}),
+		CallDuration:    prometheus.NewHistogramVec(hist("call_duration_seconds", "Tool call duration.", lat), []string{"tool"}),
+		TickDuration:    prometheus.NewHistogram(hist("tick_duration_seconds", "Loop tick duration, decide to Pebble sync.", lat)),
+		TxnDuration:     prometheus.NewHistogram(hist("txn_duration_seconds", "Kafka transaction end duration.", lat)),
+		ConfirmDuration: prometheus.NewHistogram(hist("commit_confirm_duration_seconds", "Wait after a reported commit until its markers show on the events partitions of the tick's calls.", lat)),
+		AbortedAfterCommit: prometheus.NewCounter(prometheus.CounterOpts(opts("commits_aborted_after_success_total",
+			"Transactions EndTxn reported committed whose started events an events partition then showed aborted; their calls were not made (docs/RELIABILITY.md)."))),
 		Txns:             prometheus.NewCounterVec(prometheus.CounterOpts(opts("transactions_total", "Transactions by result.")), []string{"result"}),
 		TickRecords:      prometheus.NewHistogram(hist("transaction_inputs", "Inputs and completions per committed transaction (group commit).", prometheus.ExponentialBuckets(1, 2, 14))),
 		InFlight:         prometheus.NewGauge(prometheus.GaugeOpts(opts("calls_in_flight", "Calls started and not yet recorded."))),
@@ -82,10 +94,11 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 		HotRecords:       prometheus.NewCounterVec(prometheus.CounterOpts(opts("hot_record_lookups_total", "Record lookups of the decisions, by result: hit (a record materialised lately, held in memory) or miss (read from Pebble).")), []string{"result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Intents, m.Calls, m.CallDuration, m.TickDuration, m.TxnDuration, m.ConfirmDuration, m.Txns, m.TickRecords,
+		reg.MustRegister(m.Intents, m.Calls, m.CallDuration, m.TickDuration, m.TxnDuration, m.ConfirmDuration, m.AbortedAfterCommit, m.Txns, m.TickRecords,
 			m.InFlight, m.KeysInDoubt, m.Restores, m.RestoreEvents, m.DeadLetters, m.OutcomesLost, m.ReadsResumed, m.HangingCommitted, m.HangingUnclosed, m.HangingBlind, m.Fsyncs, m.Unproducible,
 			m.LayoutMismatch, m.RestoreGaps, m.SnapshotRounds, m.SnapshotEvents, m.HotRecords)
 	}
+	m.Durability = topicadmin.NewDurabilityGauges(reg, sub)
 	return m
 }
 

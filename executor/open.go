@@ -40,7 +40,7 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 }
 
 func (e *Executor) open(ctx context.Context) error {
-	st, err := state.Open(filepath.Join(e.cfg.DataDir, "state"), state.Options{})
+	st, err := state.Open(filepath.Join(e.cfg.DataDir, "state"), state.Options{FS: e.cfg.StateFS})
 	if err != nil {
 		return err
 	}
@@ -57,6 +57,9 @@ func (e *Executor) open(ctx context.Context) error {
 	e.txns, e.client = sess, sess.Client()
 	e.adm = kadm.NewClient(e.client)
 	if e.layout, err = e.ensureTopics(ctx); err != nil {
+		return err
+	}
+	if err := e.checkDurability(ctx); err != nil {
 		return err
 	}
 	if err := e.checkRouting(ctx); err != nil {
@@ -93,9 +96,9 @@ func (e *Executor) txnConfig() txn.Config {
 		e.cfg.Connect...)
 	return txn.Config{
 		Session: e.clientOpts(), Markers: append(markers, e.cfg.ClientOpts...),
-		Names: e.cfg.Names, Group: e.cfg.Group, TransactionTimeout: e.cfg.TransactionTimeout, BrokerOutage: e.cfg.BrokerOutage,
+		Names: e.cfg.Names, Group: e.cfg.Group, TransactionalID: e.cfg.TransactionalID, TransactionTimeout: e.cfg.TransactionTimeout, BrokerOutage: e.cfg.BrokerOutage,
 		Store: e.store, Owned: func() []int32 { return e.core.Owned() }, Logger: e.cfg.Logger,
-		Metrics: txn.Metrics{TxnDuration: e.m.TxnDuration, ConfirmDuration: e.m.ConfirmDuration,
+		Metrics: txn.Metrics{TxnDuration: e.m.TxnDuration, ConfirmDuration: e.m.ConfirmDuration, AbortedAfterCommit: e.m.AbortedAfterCommit,
 			HangingCommitted: e.m.HangingCommitted, HangingUnclosed: e.m.HangingUnclosed, HangingBlind: e.m.HangingBlind},
 	}
 }

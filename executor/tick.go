@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -65,7 +66,9 @@ func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 		return nil
 	}
 	tt.committed(rd)
-	e.afterCommit(rd, tr)
+	if err := e.afterCommit(rd, tr); err != nil {
+		return err
+	}
 	e.m.TickDuration.Observe(time.Since(start).Seconds())
 	return nil
 }
@@ -121,7 +124,14 @@ func (e *Executor) commitHooks(rd *partition.Ready) {
 // batch and Committed, so the core sees the same order as before; a batch
 // that fails makes its partitions catch up, as it always did for calls
 // already dispatched.
-func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) {
+//
+// A store that a failed write broke (a full disk, an fsync error:
+// state.ErrBroken) stops the member (ErrFatal) with the tick's calls
+// already dispatched: the crash window above. Their started events are
+// committed, so the next owner finds the keys in doubt and the reconciler
+// settles them under the same downstream key; their completions are never
+// recorded by this member, and nothing is decided on the broken view.
+func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) error {
 	e.m.Txns.WithLabelValues("committed").Inc()
 	e.m.TickRecords.Observe(float64(rd.Inputs + len(rd.Recorded)))
 	for v, n := range rd.Verdicts {
@@ -132,6 +142,9 @@ func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) {
 	}
 	e.disp.submit(rd.Calls...)
 	err := e.materialise(rd, tr)
+	if errors.Is(err, state.ErrBroken) {
+		return fmt.Errorf("%w: the view cannot be written: %w", ErrFatal, err)
+	}
 	if err != nil {
 		e.cfg.Logger.Error("pebble write failed; the view will catch up from the log", "err", err)
 		e.hot.forgetAll() // the store's state is unsure until the restores
@@ -140,6 +153,7 @@ func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) {
 		e.publishDoubt(p)
 	}
 	e.m.InFlight.Set(float64(e.core.InFlight()))
+	return nil
 }
 
 // materialise writes the tick's overlay with the checkpoints of the

@@ -25,6 +25,7 @@ import (
 	"github.com/atmostonce/toolexec/client"
 	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/executor"
+	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
@@ -43,6 +44,16 @@ type env struct {
 }
 
 func newEnv(t *testing.T, partitions int32) *env {
+	return newEnvWith(t, topicadmin.Settings{Partitions: partitions})
+}
+
+// newEnvWith is newEnv with the topics created by s (their replication,
+// say); s.MinEventRetention defaults to 48 h.
+func newEnvWith(t *testing.T, s topicadmin.Settings) *env {
+	partitions := s.Partitions
+	if s.MinEventRetention == 0 {
+		s.MinEventRetention = 48 * time.Hour
+	}
 	if testing.Short() {
 		t.Skip("integration test")
 	}
@@ -57,7 +68,7 @@ func newEnv(t *testing.T, partitions int32) *env {
 	t.Cleanup(raw.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := topicadmin.Ensure(ctx, e.adm, e.names, topicadmin.Settings{Partitions: partitions, MinEventRetention: 48 * time.Hour}); err != nil {
+	if _, err := topicadmin.Ensure(ctx, e.adm, e.names, s); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -90,16 +101,21 @@ type inproc struct {
 	dir string
 }
 
-func (e *env) startInproc(reg *tools.Registry, mod func(*executor.Config)) *inproc {
-	e.t.Helper()
-	dir := e.t.TempDir()
-	cfg := executor.Config{
-		Brokers: brokers, Names: e.names, Group: e.group, DataDir: dir, Tools: reg,
+// inprocConfig is the configuration of a member in the test process.
+func (e *env) inprocConfig(reg *tools.Registry) executor.Config {
+	return executor.Config{
+		Brokers: brokers, Names: e.names, Group: e.group, DataDir: e.t.TempDir(), Tools: reg,
 		SessionTimeout: 3 * time.Second, RebalanceTimeout: 10 * time.Second, DrainTimeout: 5 * time.Second,
 		TransactionTimeout: 10 * time.Second,
 		Logger:             testLogger(e.t),
+		KafkaLogLevel:      cli.KafkaLogLevel(os.Getenv("IT_KAFKA_LOG")), // franz-go's own logs in the test's members
 		Settings:           topicadmin.Settings{Partitions: e.partitions},
 	}
+}
+
+func (e *env) startInproc(reg *tools.Registry, mod func(*executor.Config)) *inproc {
+	e.t.Helper()
+	cfg := e.inprocConfig(reg)
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -188,7 +204,7 @@ func (e *env) startNamedProc(name, toolsYAML, dataDir string, extraEnv ...string
 		dataDir = e.t.TempDir()
 	}
 	addr := freeAddr(e.t)
-	cmd := exec.Command(binary, "--brokers", brokers[0], "--data-dir", dataDir, "--tools", toolsFile,
+	cmd := exec.Command(binary, "--brokers", seedList(), "--data-dir", dataDir, "--tools", toolsFile,
 		"--http-addr", addr, "--topic-prefix", e.prefix, "--group", e.group,
 		"--partitions", fmt.Sprint(e.partitions), "--session-timeout", "3s", "--rebalance-timeout", "12s",
 		"--drain-timeout", "8s", "--transaction-timeout", "10s", "--client-id", name,

@@ -93,7 +93,7 @@ func (e *env) startGatewayReg(toolsYAML string, reg prometheus.Registerer) strin
 func (e *env) startGatewayProc(name, toolsYAML, tenants string) *proc {
 	e.t.Helper()
 	addr := freeAddr(e.t)
-	cmd := exec.Command(gatewayBinary, "--brokers", brokers[0], "--tools", writeTools(e.t, toolsYAML), "--tenants", tenants,
+	cmd := exec.Command(gatewayBinary, "--brokers", seedList(), "--tools", writeTools(e.t, toolsYAML), "--tenants", tenants,
 		"--http-addr", addr, "--topic-prefix", e.prefix, "--instance-id", name, "--client-id", name)
 	return e.launch(name, "gateway", cmd, addr)
 }

@@ -25,7 +25,7 @@ func TestEmbeddedGatewayDefaultToken(t *testing.T) {
 	start := func() (*proc, string) {
 		gw := freeAddr(t)
 		http := freeAddr(t)
-		cmd := exec.Command(binary, "--brokers", brokers[0], "--data-dir", dir, "--tools", writeTools(t, l.toolsYAML("")),
+		cmd := exec.Command(binary, "--brokers", seedList(), "--data-dir", dir, "--tools", writeTools(t, l.toolsYAML("")),
 			"--http-addr", http, "--topic-prefix", e.prefix, "--group", e.group, "--partitions", "3",
 			"--session-timeout", "3s", "--rebalance-timeout", "12s", "--drain-timeout", "2s", "--reconciler=false", "--gateway-addr", gw)
 		return e.launch("ex-gw", "executor", cmd, http), gw

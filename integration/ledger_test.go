@@ -99,6 +99,18 @@ func (l *ledger) behave(w http.ResponseWriter, r *http.Request, n int, body []by
 	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "n": n, "args": args})
 }
 
+// downstreamKeys are the Idempotency-Keys the tool server was called
+// under: a tool that honours them performs one effect per key.
+func (l *ledger) downstreamKeys() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for k := range l.calls {
+		out = append(out, k)
+	}
+	return out
+}
+
 // total is the number of requests the tool server received.
 func (l *ledger) total() int {
 	l.mu.Lock()

@@ -601,7 +601,7 @@ func TestReconcileIrreversibleEscalatesUntilResolved(t *testing.T) {
 	api := httptest.NewServer(r.rc.Handler(r.reg))
 	defer api.Close()
 	toolsFile := writeTools(t, yaml)
-	out := runReconcilerCLI(t, "pending", "--json", "--brokers", brokers[0], "--topic-prefix", e.prefix,
+	out := runReconcilerCLI(t, "pending", "--json", "--brokers", seedList(), "--topic-prefix", e.prefix,
 		"--tools", toolsFile, "--http-addr", strings.TrimPrefix(api.URL, "http://"))
 	var rows []reconciler.Row
 	if err := json.Unmarshal(out, &rows); err != nil || len(rows) != 1 {
@@ -614,7 +614,7 @@ func TestReconcileIrreversibleEscalatesUntilResolved(t *testing.T) {
 		t.Fatalf("the duplicate was answered %+v while escalated", got)
 	}
 
-	runReconcilerCLI(t, "resolve", "--brokers", brokers[0], "--topic-prefix", e.prefix, "--key", "ir-1",
+	runReconcilerCLI(t, "resolve", "--brokers", seedList(), "--topic-prefix", e.prefix, "--key", "ir-1",
 		"--outcome", "succeeded", "--result", `{"paged":"alice"}`, "--by", "alice", "--reason", "checked the pager")
 	for _, id := range []string{first, dup} {
 		got := res.waitResult(t, id, 30*time.Second)
@@ -642,7 +642,7 @@ func TestReconcilerResolveBeforePendingTTLNeedsForce(t *testing.T) {
 	first := e.send(wire.Intent{Tool: "r.slow", Key: "rf-1", Args: map[string]any{"n": 1}})
 	waitPending(t, res, first, 60*time.Second)
 
-	args := []string{"resolve", "--brokers", brokers[0], "--topic-prefix", e.prefix, "--key", "rf-1",
+	args := []string{"resolve", "--brokers", seedList(), "--topic-prefix", e.prefix, "--key", "rf-1",
 		"--outcome", "succeeded", "--result", `{"checked":true}`, "--by", "alice", "--reason", "seen in the tool's log"}
 	out, stderr, err := runReconcilerCLIStatus(t, args...)
 	if err == nil || !strings.Contains(stderr, "--force") || !strings.Contains(stderr, "pending_ttl") || !strings.Contains(string(out), `"rejected"`) {
@@ -857,7 +857,7 @@ func (e *env) startReconcilerProc(toolsYAML, dataDir string, extra ...string) *p
 	e.t.Helper()
 	toolsFile := writeTools(e.t, toolsYAML)
 	addr := freeAddr(e.t)
-	cmd := exec.Command(reconcilerBinary(e.t), "--brokers", brokers[0], "--tools", toolsFile, "--data-dir", dataDir,
+	cmd := exec.Command(reconcilerBinary(e.t), "--brokers", seedList(), "--tools", toolsFile, "--data-dir", dataDir,
 		"--http-addr", addr, "--topic-prefix", e.prefix, "--group", e.group+"-rec", "--session-timeout", "3s",
 		"--scan-interval", "200ms", "--backoff", "300ms", "--backoff-cap", "2s", "--command-timeout", "20s")
 	cmd.Args = append(cmd.Args, extra...)

@@ -143,6 +143,9 @@ func TestCommitAbortedBehindItsSuccessIsNotCalled(t *testing.T) {
 	if n := u.ledger.total(); n != 2 {
 		t.Fatalf("the tool saw %d requests, want 2 (cab-0 and cab-1 once each)", n)
 	}
+	if n := metricValue(t, u.ex.Metrics().AbortedAfterCommit); n != 1 {
+		t.Fatalf("toolexec_executor_commits_aborted_after_success_total %v, want 1", n)
+	}
 	rk := wire.RoutingKey(wire.DefaultTenant, "cab-1")
 	committed := keyEvents(t, u.adm, u.seeds, u.names.Events, 1, rk)
 	written := keyEvents(t, u.adm, u.seeds, u.names.Events, 1, rk, kgo.FetchIsolationLevel(kgo.ReadUncommitted()))
@@ -212,11 +215,16 @@ type unconfirmed struct {
 	ledger  *ledger
 	drop    *commitDropper
 	client  *client.Client
+	ex      *executor.Executor
+	ended   chan struct{} // closed when Run returned, with runErr
+	runErr  error
+	stop    context.CancelFunc // ends Run gracefully (a shutdown: it drains)
+	cfg     executor.Config    // the executor's, for another member of its group
 }
 
 // newUnconfirmed starts it; extra adds tool entries whose url is a path
-// of the ledger.
-func newUnconfirmed(t *testing.T, prefix, extra string) *unconfirmed {
+// of the ledger, and mods change the executor's configuration.
+func newUnconfirmed(t *testing.T, prefix, extra string, mods ...func(*executor.Config)) *unconfirmed {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test")
@@ -244,20 +252,26 @@ func newUnconfirmed(t *testing.T, prefix, extra string) *unconfirmed {
 	cluster.ControlKey(int16(kmsg.EndTxn), u.drop.control)
 
 	yaml := u.ledger.toolsYAML(strings.ReplaceAll(extra, `url: "/`, `url: "`+u.ledger.url("/")))
-	ex, err := executor.New(ctx, executor.Config{
+	cfg := executor.Config{
 		Brokers: u.seeds, Names: u.names, Group: prefix, DataDir: t.TempDir(), Tools: registry(t, yaml),
 		SessionTimeout: 3 * time.Second, RebalanceTimeout: 10 * time.Second, DrainTimeout: 5 * time.Second,
 		TransactionTimeout: 6 * time.Second,
 		Logger:             slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: logLevel()})),
 		Settings:           topicadmin.Settings{Partitions: 1},
-	})
+	}
+	for _, mod := range mods {
+		mod(&cfg)
+	}
+	u.cfg = cfg
+	ex, err := executor.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	u.ex, u.ended = ex, make(chan struct{})
 	runCtx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ex.Run(runCtx) }()
-	t.Cleanup(func() { stop(); <-done; ex.Close() })
+	u.stop = stop
+	go func() { u.runErr = ex.Run(runCtx); close(u.ended) }()
+	t.Cleanup(func() { stop(); <-u.ended; ex.Close() })
 
 	if u.client, err = client.New(ctx, client.Config{Brokers: u.seeds, Prefix: prefix + "."}); err != nil {
 		t.Fatal(err)

@@ -35,6 +35,10 @@ type Config struct {
 	MaxScan        int           // keys in doubt examined per partition per scan, each scan after the last key the one before examined; default 100000
 	MaxPollRecords int           // events folded per poll; default 5000
 	SessionTimeout time.Duration // group session timeout; default 10s
+	// AllowWeakDurability lets the reconciler start on a cluster of more
+	// than one broker weaker than topicadmin.Production: logged, and
+	// exported as toolexec_reconciler_durability_override. Default false.
+	AllowWeakDurability bool
 
 	Logger     *slog.Logger          // default slog.Default()
 	Registerer prometheus.Registerer // default: none (metrics kept, not exported)

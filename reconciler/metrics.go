@@ -4,23 +4,26 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/atmostonce/toolexec/topicadmin"
 )
 
 // Metrics are the reconciler's Prometheus collectors, registered on the
 // Registerer of Config (never the global registry). Gauges describe the
 // partitions this member owns; sum them over members.
 type Metrics struct {
-	KeysInDoubt    *prometheus.GaugeVec   // by tool: past their deadline without an outcome
-	OldestAge      prometheus.Gauge       // seconds since the oldest such key's call started
-	PastTTL        prometheus.Gauge       // seconds the most overdue key is past its deadline
-	Investigations *prometheus.CounterVec // by tool, class, outcome
-	Escalations    *prometheus.CounterVec // by tool, class
-	Escalated      *prometheus.GaugeVec   // by tool: keys escalated and not settled yet
-	CommandsSent   *prometheus.CounterVec // by type
-	CommandErrors  *prometheus.CounterVec // by type: produce failed (retried after the command timeout)
-	Lag            *prometheus.GaugeVec   // by partition: records of the event log not yet folded
-	Owned          prometheus.Gauge       // events partitions owned
-	ViewGaps       prometheus.Counter     // partitions whose view was rebuilt: the log had lost events it needed
+	KeysInDoubt    *prometheus.GaugeVec         // by tool: past their deadline without an outcome
+	OldestAge      prometheus.Gauge             // seconds since the oldest such key's call started
+	PastTTL        prometheus.Gauge             // seconds the most overdue key is past its deadline
+	Investigations *prometheus.CounterVec       // by tool, class, outcome
+	Escalations    *prometheus.CounterVec       // by tool, class
+	Escalated      *prometheus.GaugeVec         // by tool: keys escalated and not settled yet
+	CommandsSent   *prometheus.CounterVec       // by type
+	CommandErrors  *prometheus.CounterVec       // by type: produce failed (retried after the command timeout)
+	Lag            *prometheus.GaugeVec         // by partition: records of the event log not yet folded
+	Owned          prometheus.Gauge             // events partitions owned
+	ViewGaps       prometheus.Counter           // partitions whose view was rebuilt: the log had lost events it needed
+	Durability     *topicadmin.DurabilityGauges // what the check at start found
 }
 
 func newMetrics(reg prometheus.Registerer) *Metrics {
@@ -46,6 +49,7 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 		reg.MustRegister(m.KeysInDoubt, m.OldestAge, m.PastTTL, m.Investigations, m.Escalations, m.Escalated,
 			m.CommandsSent, m.CommandErrors, m.Lag, m.Owned, m.ViewGaps)
 	}
+	m.Durability = topicadmin.NewDurabilityGauges(reg, sub)
 	return m
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atmostonce/toolexec/state"
+	"github.com/atmostonce/toolexec/topicadmin"
 )
 
 // ErrFatal wraps errors after which the reconciler stops: a bad event in
@@ -113,8 +114,22 @@ func (r *Reconciler) open(ctx context.Context) error {
 	if r.nControl, err = r.layout(ctx); err != nil {
 		return err
 	}
+	if err := r.checkDurability(ctx); err != nil {
+		return err
+	}
 	r.work = newWorkers(r.cfg, r.wake)
 	return nil
+}
+
+// checkDurability refuses a cluster of more than one broker that could
+// lose the events the reconciler folds or the commands it sends
+// (topicadmin/durability.go), unless Config.AllowWeakDurability.
+func (r *Reconciler) checkDurability(ctx context.Context) error {
+	d, err := topicadmin.ReadDurability(ctx, r.adm, r.cfg.Names.Events, r.cfg.Names.Control)
+	if err != nil {
+		return fmt.Errorf("reconciler: %w", err)
+	}
+	return topicadmin.StartDurability(d, topicadmin.Production, r.cfg.AllowWeakDurability, r.m.Durability, r.cfg.Logger)
 }
 
 // layout returns the control topic's partition count, checking that the

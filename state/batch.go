@@ -147,7 +147,25 @@ func (b *Batch) Commit(d Durability) error {
 // apply adds the batch's keys to the key filter, then applies it: in that
 // order, and under the filter's gate, so that no reader finds a record
 // whose key the filter rules out (recordfilter.go).
-func (b *Batch) apply(opts *pebble.WriteOptions) error {
+//
+// Pebble fails a commit whose log write or sync failed with a fatal error
+// (a panic, through quietLogger): apply turns it into ErrBroken and
+// breaks the store, so that the member stops deciding on a view it could
+// not write instead of crashing mid-tick.
+func (b *Batch) apply(opts *pebble.WriteOptions) (err error) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		msg, ok := r.(pebbleFatal)
+		if !ok {
+			panic(r)
+		}
+		s := string(msg)
+		b.s.broken.Store(&s)
+		err = fmt.Errorf("%w: %s", ErrBroken, s)
+	}()
 	f := b.s.filter
 	f.gate.RLock()
 	defer f.gate.RUnlock()

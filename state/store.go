@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
@@ -21,6 +22,13 @@ var (
 	ErrCorrupt = errors.New("state: corrupt value")
 	// ErrClosed is returned after Close.
 	ErrClosed = errors.New("state: store closed")
+	// ErrBroken is returned by every operation after Pebble failed to
+	// write or sync its log (a full disk, an fsync error). Pebble treats
+	// that as fatal: its commit pipeline is left inconsistent, and a
+	// write acknowledged afterwards might not be in the log. The owner
+	// must stop using the view and restart: reopening replays the log up
+	// to its last synced write, and the event log restores the rest.
+	ErrBroken = errors.New("state: store broken by a failed write")
 )
 
 // Durability is chosen at the call site, as with pebble.Sync.
@@ -37,6 +45,8 @@ type Store struct {
 	closed bool
 	db     *pebble.DB
 	filter *recordFilter // the record keys it may hold (recordfilter.go)
+	// broken holds Pebble's fatal message once a write failed (ErrBroken).
+	broken atomic.Pointer[string]
 }
 
 // acquire read-locks the store for one operation; after Close it returns
@@ -46,6 +56,10 @@ func (s *Store) acquire() error {
 	if s.closed {
 		s.mu.RUnlock()
 		return ErrClosed
+	}
+	if msg := s.broken.Load(); msg != nil {
+		s.mu.RUnlock()
+		return fmt.Errorf("%w: %s", ErrBroken, *msg)
 	}
 	return nil
 }
@@ -110,9 +124,27 @@ func (s *Store) Close() error {
 		return ErrClosed
 	}
 	s.closed = true
+	if s.broken.Load() != nil {
+		return s.closeBroken()
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("state: close: %w", err)
 	}
+	return nil
+}
+
+// closeBroken closes a store broken by a failed write: Pebble may fail
+// its own close then (its log cannot be written), which is expected and
+// not reported; closing releases the directory's lock.
+func (s *Store) closeBroken() error {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(pebbleFatal); !ok {
+				panic(r)
+			}
+		}
+	}()
+	_ = s.db.Close()
 	return nil
 }
 
@@ -202,8 +234,12 @@ func checkRecord(r *saga.Record) error {
 
 // quietLogger drops Pebble's informational lines (WAL replay notes on
 // every open) and keeps errors on stderr; a fatal error still panics, as
-// Pebble expects.
+// Pebble expects, with a pebbleFatal that a commit turns into ErrBroken
+// (Batch.apply).
 type quietLogger struct{}
+
+// pebbleFatal is the panic value of Pebble's fatal errors.
+type pebbleFatal string
 
 func (quietLogger) Infof(string, ...interface{}) {}
 
@@ -212,5 +248,5 @@ func (quietLogger) Errorf(format string, args ...interface{}) {
 }
 
 func (quietLogger) Fatalf(format string, args ...interface{}) {
-	panic(fmt.Sprintf("pebble: "+format, args...))
+	panic(pebbleFatal(fmt.Sprintf("pebble: "+format, args...)))
 }

@@ -22,6 +22,9 @@ var ErrIncompatible = errors.New("topicadmin: existing topics are incompatible")
 type Settings struct {
 	Partitions        int32 // for the co-partitioned topics; default 12
 	ReplicationFactor int16 // default -1 (the broker's default)
+	// MinInsyncReplicas is set on the topics created; 0 leaves the
+	// broker's default.
+	MinInsyncReplicas int
 	// MinEventRetention is the shortest retention.ms the event log may
 	// have: a key's started fence must outlive its tool's retention and
 	// pending TTL, or a restore would forget it. Ensure adds a margin.
@@ -59,15 +62,18 @@ func Ensure(ctx context.Context, adm *kadm.Client, n topics.Names, s Settings) (
 }
 
 func topicConfigs(n topics.Names, s Settings, topic string) map[string]*string {
-	week := strconv.FormatInt((7 * 24 * time.Hour).Milliseconds(), 10)
+	cfg := map[string]*string{"retention.ms": kadm.StringPtr(strconv.FormatInt((7 * 24 * time.Hour).Milliseconds(), 10))}
 	switch topic {
 	case n.Events:
 		ret := max(7*24*time.Hour, s.MinEventRetention+24*time.Hour)
-		return map[string]*string{"retention.ms": kadm.StringPtr(strconv.FormatInt(ret.Milliseconds(), 10)), "cleanup.policy": kadm.StringPtr("delete")}
+		cfg["retention.ms"], cfg["cleanup.policy"] = kadm.StringPtr(strconv.FormatInt(ret.Milliseconds(), 10)), kadm.StringPtr("delete")
 	case n.DeadLetter:
-		return map[string]*string{"retention.ms": kadm.StringPtr(strconv.FormatInt((30 * 24 * time.Hour).Milliseconds(), 10))}
+		cfg["retention.ms"] = kadm.StringPtr(strconv.FormatInt((30 * 24 * time.Hour).Milliseconds(), 10))
 	}
-	return map[string]*string{"retention.ms": kadm.StringPtr(week)}
+	if s.MinInsyncReplicas > 0 {
+		cfg["min.insync.replicas"] = kadm.StringPtr(strconv.Itoa(s.MinInsyncReplicas))
+	}
+	return cfg
 }
 
 // createMissing creates every topic and ignores TOPIC_ALREADY_EXISTS.

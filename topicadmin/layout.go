@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -15,7 +16,7 @@ import (
 	"github.com/atmostonce/toolexec/wire"
 )
 
-// The routing partition count (issue 12).
+// The routing partition count.
 //
 // The owner partition of a key is murmur2(key) % n. Kafka lets an operator
 // add partitions, a routine operation; with n read afresh at every start,
@@ -45,6 +46,9 @@ var ErrNoLayout = errors.New("topicadmin: no layout recorded")
 // its one record is never deleted by time.
 func ensureMeta(ctx context.Context, adm *kadm.Client, n topics.Names, s Settings) error {
 	cfg := map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}
+	if s.MinInsyncReplicas > 0 {
+		cfg["min.insync.replicas"] = kadm.StringPtr(strconv.Itoa(s.MinInsyncReplicas))
+	}
 	_, err := adm.CreateTopic(ctx, 1, s.ReplicationFactor, cfg, n.Meta)
 	switch {
 	case err == nil, errors.Is(err, kerr.TopicAlreadyExists):

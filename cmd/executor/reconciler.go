@@ -79,7 +79,7 @@ func startReconciler(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tool
 	promReg := prometheus.NewRegistry()
 	rc, err := reconciler.New(ctx, reconciler.Config{
 		Brokers: conn.Seeds, Names: topics.NamesWithPrefix(f.prefix), Group: f.rec.group,
-		DataDir: filepath.Join(f.dataDir, "reconciler"), Tools: reg, Logger: log, Registerer: promReg, TracerProvider: f.tracer,
+		DataDir: filepath.Join(f.dataDir, "reconciler"), Tools: reg, Logger: log, Registerer: promReg, AllowWeakDurability: f.allowWeak, TracerProvider: f.tracer,
 		ClientOpts: append([]kgo.Opt{kgo.ClientID(f.clientID + "-reconciler")}, conn.Opts...),
 	})
 	if err != nil {

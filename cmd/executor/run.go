@@ -29,6 +29,7 @@ type runFlags struct {
 	partitions                                                                      int
 	drain, session, rebalance, txnTimeout, outage, snapshot                         time.Duration
 	txnID, clientID                                                                 string
+	allowWeak, embeddedSync                                                         bool
 	rec                                                                             *reconcilerFlags
 	gw                                                                              *gatewayFlags
 	tracer                                                                          trace.TracerProvider // from OTEL_*: the embedded gateway and reconciler share it
@@ -40,6 +41,8 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka seed brokers; empty (and no --kafka-config) starts the embedded broker")
 	cli.KafkaConfigFlag(fs, &f.kafkaConfig)
 	fs.StringVar(&f.embeddedAddr, "embedded-addr", "127.0.0.1:9092", "listen address of the embedded broker")
+	fs.BoolVar(&f.embeddedSync, "embedded-sync", false, "the embedded broker fsyncs every write, so that a committed call also survives a power loss (default: it survives a crash of this process, not of the machine; see README.md for the cost)")
+	cli.AllowWeakDurabilityFlag(fs, &f.allowWeak)
 	fs.StringVar(&f.dataDir, "data-dir", "./data", "directory for the Pebble view (and the embedded broker's log)")
 	fs.StringVar(&f.toolsFile, "tools", "", "tool configuration YAML; empty loads the built-in demo tools")
 	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9464", "serves /metrics, /healthz and /readyz")
@@ -98,7 +101,7 @@ func connectOrEmbedded(ctx context.Context, f *runFlags, log *slog.Logger) (*cli
 		conn, err := cli.Connect(ctx, f.brokers, f.kafkaConfig, "", log)
 		return conn, func() {}, err
 	}
-	seeds, closeBroker, err := startEmbedded(f.embeddedAddr, filepath.Join(f.dataDir, "kafka"), int32(f.partitions), log)
+	seeds, closeBroker, err := startEmbedded(f.embeddedAddr, filepath.Join(f.dataDir, "kafka"), int32(f.partitions), f.embeddedSync, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -129,8 +132,8 @@ func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry
 	cfg := executor.Config{
 		Brokers: conn.Seeds, Connect: conn.Opts, Names: topics.NamesWithPrefix(f.prefix), Group: f.group, DataDir: f.dataDir,
 		Tools: reg, DrainTimeout: f.drain, SessionTimeout: f.session, RebalanceTimeout: f.rebalance, TransactionTimeout: f.txnTimeout, BrokerOutage: f.outage, TransactionalID: f.txnID, SnapshotInterval: f.snapshot, Logger: log, Registerer: promReg,
-		Settings: topicadmin.Settings{Partitions: int32(f.partitions)}, Hooks: hooksFromEnv(log),
-		ClientOpts: []kgo.Opt{kgo.ClientID(f.clientID)}, KafkaLogLevel: kafkaLogLevel(), TracerProvider: tp,
+		Settings: topicadmin.Settings{Partitions: int32(f.partitions)}, AllowWeakDurability: f.allowWeak, Hooks: hooksFromEnv(log),
+		ClientOpts: []kgo.Opt{kgo.ClientID(f.clientID)}, KafkaLogLevel: cli.KafkaLogLevel(os.Getenv("TOOLEXEC_KAFKA_LOG")), TracerProvider: tp,
 	}
 	// The topics may be missing for a while on a first install, where the
 	// topics Job creates them as the members start (deploy/k8s).
@@ -160,18 +163,4 @@ func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry
 	err = ex.Run(ctx)
 	log.Info("executor stopped", "err", err)
 	return err
-}
-
-// kafkaLogLevel reads TOOLEXEC_KAFKA_LOG (debug, info, warn, error):
-// franz-go's own logs, for chasing a group or transaction problem.
-func kafkaLogLevel() kgo.LogLevel {
-	switch os.Getenv("TOOLEXEC_KAFKA_LOG") {
-	case "debug":
-		return kgo.LogLevelDebug
-	case "info":
-		return kgo.LogLevelInfo
-	case "error":
-		return kgo.LogLevelError
-	}
-	return kgo.LogLevelWarn
 }

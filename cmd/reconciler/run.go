@@ -15,6 +15,7 @@ import (
 	"github.com/atmostonce/toolexec/internal/httpserve"
 	"github.com/atmostonce/toolexec/reconciler"
 	"github.com/atmostonce/toolexec/tools"
+	"github.com/atmostonce/toolexec/topicadmin"
 )
 
 type runFlags struct {
@@ -24,6 +25,7 @@ type runFlags struct {
 	policy                                  reconciler.Policy
 	scan, session, outage                   time.Duration
 	maxConcurrent, maxScan                  int
+	allowWeak                               bool
 }
 
 func parseRunFlags(args []string) (*runFlags, error) {
@@ -46,6 +48,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.DurationVar(&f.session, "session-timeout", 10*time.Second, "group session timeout")
 	fs.DurationVar(&f.outage, "broker-outage", 2*time.Minute, "how long the reconciler waits at start for a broker that does not answer and for the executor's topics, before it exits")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent", 16, "retries and probes running at once")
+	cli.AllowWeakDurabilityFlag(fs, &f.allowWeak)
 	fs.IntVar(&f.maxScan, "max-scan", 100_000, "keys in doubt examined per partition per scan; each scan goes on after the last key the previous one examined")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -99,11 +102,11 @@ func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry
 		rc, err = reconciler.New(ctx, reconciler.Config{
 			Brokers: conn.Seeds, Names: f.kafka.Names(), Group: f.group, DataDir: f.dataDir,
 			Tools: reg, By: f.by, Policy: f.policy, ScanInterval: f.scan, SessionTimeout: f.session, MaxConcurrent: f.maxConcurrent,
-			MaxScan: f.maxScan,
-			Logger:  log, Registerer: r, ClientOpts: conn.Opts, TracerProvider: tp,
+			MaxScan: f.maxScan, AllowWeakDurability: f.allowWeak,
+			Logger: log, Registerer: r, ClientOpts: conn.Opts, TracerProvider: tp,
 		})
 		return err
-	}, func(err error) bool { return !cli.Lasting(err, reconciler.ErrConfig) })
+	}, func(err error) bool { return !cli.Lasting(err, reconciler.ErrConfig, topicadmin.ErrWeakDurability) })
 	if err != nil {
 		return err
 	}

@@ -66,6 +66,15 @@ func (s *Session) confirmed(ctx context.Context, b *Batch) (Outcome, error) {
 	}
 	s.cfg.Logger.Error("a reported commit is not confirmed on the events partitions; its calls are not made",
 		"err", cf.err, "partitions", len(b.Confirm), "producer_id", b.txn.pid, "producer_epoch", b.txn.epoch)
+	if len(cf.aborted) > 0 {
+		// Counted, with what kafka-dump-log needs to find it: the
+		// transactional id, the producer, and the offsets of the started
+		// events the broker aborted after EndTxn reported a commit.
+		s.cfg.AbortedAfterCommit.Inc()
+		s.cfg.Logger.Error("a transaction reported committed was aborted on events partitions",
+			"transactional_id", s.cfg.TransactionalID, "producer_id", b.txn.pid, "producer_epoch", b.txn.epoch,
+			"topic", s.cfg.Names.Events, "spans", b.spansOf(cf.aborted))
+	}
 	if err := s.settle(b, cf.err); err != nil {
 		return Unconfirmed, err
 	}
@@ -94,8 +103,18 @@ func (s *Session) Reset(ctx context.Context, what string) error {
 
 // begin starts a transaction, waiting out a broker outage like the abort:
 // a client whose producer id must be (re)initialised needs the broker.
+//
+// CONCURRENT_TRANSACTIONS from Begin ends the wait at once: it is not the
+// coordinator being busy but the client's producer id, failed for good.
+// franz-go (v1.22.3) fails the id with that error when an EndTxn meets
+// CONCURRENT_TRANSACTIONS until its context ends (kerr marks the code not
+// retriable), which a leader or coordinator failover on a replicated
+// cluster produces, and then answers every Begin with it. Waiting
+// BrokerOutage out would only keep the member's partitions undecided
+// longer: it stops now and its supervisor starts it with a new producer.
 func (s *Session) begin() error {
-	if err := s.throughOutage(context.Background(), "begin transaction", s.gs.Begin); err != nil {
+	retry := func(err error) bool { return brokerUnreachable(err) && !errors.Is(err, kerr.ConcurrentTransactions) }
+	if err := throughOutageIf(context.Background(), s.cfg.Logger, s.cfg.BrokerOutage, "begin transaction", retry, s.gs.Begin); err != nil {
 		return fmt.Errorf("%w: begin transaction: %w", ErrFatal, err)
 	}
 	return nil
@@ -181,6 +200,12 @@ func (s *Session) throughOutage(ctx context.Context, what string, op func() erro
 // an unreachable broker, ctx ends, or budget has passed, backing off from
 // 250 ms to 5 s. It returns op's last error. It blocks for up to budget.
 func ThroughOutage(ctx context.Context, log *slog.Logger, budget time.Duration, what string, op func() error) error {
+	return throughOutageIf(ctx, log, budget, what, brokerUnreachable, op)
+}
+
+// throughOutageIf is ThroughOutage with retry deciding which errors are
+// waited out.
+func throughOutageIf(ctx context.Context, log *slog.Logger, budget time.Duration, what string, retry func(error) bool, op func() error) error {
 	deadline := time.Now().Add(budget)
 	backoff := outageFirstBackoff
 	for attempt := 1; ; attempt++ {
@@ -191,7 +216,7 @@ func ThroughOutage(ctx context.Context, log *slog.Logger, budget time.Duration, 
 			}
 			return nil
 		}
-		if !brokerUnreachable(err) || time.Now().Add(backoff).After(deadline) {
+		if !retry(err) || time.Now().Add(backoff).After(deadline) {
 			return err
 		}
 		log.Warn(what+" failed: broker unreachable; retrying", "err", err, "attempt", attempt, "backoff", backoff)

@@ -33,6 +33,7 @@ func (s *Session) settle(b *Batch, endErr error) error {
 		return err
 	}
 	if endErr != nil && set != nil {
+		s.rewindUncommitted(b.Polled, set)
 		owned := s.cfg.Owned()
 		moved := actedCommitted(b.tried, set, func(p int32) bool { return slices.Contains(owned, p) })
 		s.cfg.Logger.Info("unconfirmed transaction judged by the group's offsets", "producer_id", b.txn.pid,
@@ -130,10 +131,42 @@ func (s *Session) fetchCommitted() (map[string]map[int32]kgo.EpochOffset, error)
 // offsets (the offsets commit is another partition, whose marker can
 // commit), and its inputs must be decided again.
 func (s *Session) rewind(polled []*kgo.Record, ps map[int32]bool) {
+	s.rewindTo(polled, func(_ string, p int32) bool { return ps[p] }, "consumer moved back to the aborted tick's inputs")
+}
+
+// rewindUncommitted moves the consumer back to the first record of polled
+// from each intents or control partition that committed (the group's
+// commits, fetched after the transaction's end of unknown outcome) has no
+// offset for.
+//
+// Why: the resync after an unknown end moves only the partitions the
+// group has committed, and an end that gave up during its flush (a broker
+// that does not answer, a rebalance waiting) returns without rewinding
+// anything. A partition the group never committed stayed where the
+// aborted transaction left it, and its records were never decided again
+// (a fresh group's first transactions, aborted by a failover on a
+// replicated cluster, lost their intents). A commit fetched after the end
+// includes this transaction's if it committed (the abort that followed
+// settled it, and the fetch is stable), so a partition without one had
+// its transaction aborted. Only the transaction's own records are taken
+// back: its position before them is the first of them. Partitions the
+// group has committed are left to the resync, which uses the fetched
+// offsets alone (a rewind of whole partitions there re-decided records
+// already answered after a reassignment).
+func (s *Session) rewindUncommitted(polled []*kgo.Record, committed map[string]map[int32]kgo.EpochOffset) {
+	s.rewindTo(polled, func(t string, p int32) bool {
+		eo, ok := committed[t][p]
+		return !ok || eo.Offset < 0
+	}, "consumer moved back to the inputs of a transaction whose end is unknown, on partitions the group never committed")
+}
+
+// rewindTo moves the consumer back to the first record of polled from
+// each intents or control partition that back chooses.
+func (s *Session) rewindTo(polled []*kgo.Record, back func(topic string, p int32) bool, why string) {
 	n := s.cfg.Names
 	set := map[string]map[int32]kgo.EpochOffset{}
 	for _, r := range polled {
-		if !ps[r.Partition] || (r.Topic != n.Intents && r.Topic != n.Control) {
+		if (r.Topic != n.Intents && r.Topic != n.Control) || !back(r.Topic, r.Partition) {
 			continue
 		}
 		if set[r.Topic] == nil {
@@ -147,7 +180,7 @@ func (s *Session) rewind(polled []*kgo.Record, ps map[int32]bool) {
 		return
 	}
 	s.gs.Client().SetOffsets(set)
-	s.cfg.Logger.Warn("consumer moved back to the aborted tick's inputs", "offsets", set)
+	s.cfg.Logger.Warn(why, "offsets", set)
 }
 
 // recordAborted keeps k among the transactions this member treated as

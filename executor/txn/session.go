@@ -34,6 +34,9 @@ type Config struct {
 	Markers []kgo.Opt
 	Names   topics.Names
 	Group   string
+	// TransactionalID is the member's, as in Session: named in the log
+	// line of a commit the broker aborted after reporting it.
+	TransactionalID string
 	// TransactionTimeout bounds an end, a flush, a confirmation and one
 	// abort; hangingAge and the stall checks are multiples of it.
 	TransactionTimeout time.Duration
@@ -52,11 +55,14 @@ type Config struct {
 
 // Metrics are the session's collectors; the executor registers them.
 type Metrics struct {
-	TxnDuration      prometheus.Observer    // the end of each transaction
-	ConfirmDuration  prometheus.Observer    // each confirmation's wait for the markers
-	HangingCommitted prometheus.Counter     // hanging transactions closed
-	HangingUnclosed  *prometheus.CounterVec // found and not closed, by reason
-	HangingBlind     prometheus.Gauge       // partitions the last hanging check could not describe
+	TxnDuration     prometheus.Observer // the end of each transaction
+	ConfirmDuration prometheus.Observer // each confirmation's wait for the markers
+	// AbortedAfterCommit counts transactions EndTxn reported committed
+	// whose started events a Confirm partition then showed aborted.
+	AbortedAfterCommit prometheus.Counter
+	HangingCommitted   prometheus.Counter     // hanging transactions closed
+	HangingUnclosed    *prometheus.CounterVec // found and not closed, by reason
+	HangingBlind       prometheus.Gauge       // partitions the last hanging check could not describe
 }
 
 // Session is one member's transactional producer (see the package doc
@@ -155,6 +161,9 @@ func (m Metrics) orUnregistered() Metrics {
 	}
 	if m.ConfirmDuration == nil {
 		m.ConfirmDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "confirm_duration_seconds"})
+	}
+	if m.AbortedAfterCommit == nil {
+		m.AbortedAfterCommit = prometheus.NewCounter(prometheus.CounterOpts{Name: "commits_aborted_after_success"})
 	}
 	if m.HangingCommitted == nil {
 		m.HangingCommitted = prometheus.NewCounter(prometheus.CounterOpts{Name: "hanging_committed"})

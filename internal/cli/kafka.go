@@ -41,6 +41,28 @@ func KafkaConfigFlag(fs *flag.FlagSet, p *string) {
 	fs.StringVar(p, "kafka-config", "", "Kafka client properties file (security.protocol, sasl.*, ssl.*; values may be ${env:NAME} or ${file:PATH}); the same file works with kcat -F")
 }
 
+// KafkaLogLevel is franz-go's log level named by level (debug, info,
+// error; anything else warn), for chasing a group or transaction problem
+// (TOOLEXEC_KAFKA_LOG).
+func KafkaLogLevel(level string) kgo.LogLevel {
+	switch level {
+	case "debug":
+		return kgo.LogLevelDebug
+	case "info":
+		return kgo.LogLevelInfo
+	case "error":
+		return kgo.LogLevelError
+	}
+	return kgo.LogLevelWarn
+}
+
+// AllowWeakDurabilityFlag adds --allow-weak-durability: start on a
+// cluster of more than one broker whose settings could lose a committed
+// transaction (topicadmin.CheckDurability).
+func AllowWeakDurabilityFlag(fs *flag.FlagSet, p *bool) {
+	fs.BoolVar(p, "allow-weak-durability", false, "start even when the cluster (more than one broker) has a topic of ours with replication factor < 3 or min.insync.replicas < 2, unclean leader election, or weaker transaction or offsets logs; logged and exported as toolexec_*_durability_override (a single broker always starts, with a warning)")
+}
+
 // Names are the topic names under --topic-prefix.
 func (k *Kafka) Names() topics.Names { return topics.NamesWithPrefix(k.Prefix) }
 
