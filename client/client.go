@@ -14,6 +14,7 @@ import (
 
 	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/kafkaconfig"
+	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
 	"github.com/atmostonce/toolexec/wire"
 )
@@ -133,9 +134,9 @@ func (c *Client) connect(ctx context.Context) error {
 		return fmt.Errorf("client: topic %s does not exist; is the executor running?", c.names.Intents)
 	}
 	c.nIntents = int32(len(td[c.names.Intents].Partitions))
-	ends, err := adm.ListEndOffsets(ctx, c.replyTo)
+	ends, err := topicadmin.EndOffsets(ctx, adm, c.replyTo)
 	if err != nil {
-		return fmt.Errorf("client: end offsets of %s: %w", c.replyTo, err)
+		return fmt.Errorf("client: %w", err)
 	}
 	start := map[int32]kgo.Offset{}
 	ends.Each(func(o kadm.ListedOffset) { start[o.Partition] = kgo.NewOffset().At(o.Offset) })

@@ -116,57 +116,20 @@ func readLayout(ctx context.Context, cl *kgo.Client, n topics.Names) (layoutReco
 	return *last, nil
 }
 
-// metaEndWait bounds metaEnd's retries.
-const metaEndWait = 30 * time.Second
-
-// metaEnd returns the end offset of the meta topic's one partition. Why
-// the retries: just after ensureMeta created the topic, a broker may not
-// list its partition yet (ListOffsets leaves it out, or answers
-// UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE), and a member that
-// gave up there exited at its start (seen in CI, on a loaded machine).
-// A non-retriable error ends at once.
+// metaEnd returns the end offset of the meta topic's one partition, after
+// EndOffsets' retries: just after ensureMeta created the topic, a broker
+// may not list its partition yet, and a member that gave up there exited
+// at its start (seen in CI, on a loaded machine).
 func metaEnd(ctx context.Context, adm *kadm.Client, meta string) (int64, error) {
-	deadline := time.Now().Add(metaEndWait)
-	for backoff := 20 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
-		end, retry, err := metaEndOnce(ctx, adm, meta)
-		if err == nil {
-			return end, nil
-		}
-		if !retry || time.Now().Add(backoff).After(deadline) {
-			return 0, fmt.Errorf("topicadmin: %s end offset: %w", meta, err)
-		}
-		select {
-		case <-ctx.Done():
-			return 0, fmt.Errorf("topicadmin: %s end offset: %w (after %w)", meta, ctx.Err(), err)
-		case <-time.After(backoff):
-		}
-	}
-}
-
-// errMetaUnlisted: ListOffsets answered without the meta partition.
-var errMetaUnlisted = errors.New("partition 0 not listed yet")
-
-func metaEndOnce(ctx context.Context, adm *kadm.Client, meta string) (end int64, retry bool, err error) {
-	ends, err := adm.ListEndOffsets(ctx, meta)
+	ends, err := EndOffsets(ctx, adm, meta)
 	if err != nil {
-		var auth *kadm.AuthError
-		var ke *kerr.Error
-		switch {
-		case ctx.Err() != nil, errors.As(err, &auth):
-			return 0, false, err
-		case errors.As(err, &ke):
-			return 0, ke.Retriable, err
-		}
-		return 0, true, err // a connection: kgo has retried it already, but the topic is new
+		return 0, err
 	}
 	o, ok := ends.Lookup(meta, 0)
-	switch {
-	case !ok:
-		return 0, true, errMetaUnlisted
-	case o.Err != nil:
-		return 0, kerr.IsRetriable(o.Err), o.Err
+	if !ok {
+		return 0, fmt.Errorf("topicadmin: %s end offsets: %w", meta, errUnlisted)
 	}
-	return o.Offset, false, nil
+	return o.Offset, nil
 }
 
 func writeLayout(ctx context.Context, cl *kgo.Client, n topics.Names, partitions int32) error {
