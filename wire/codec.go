@@ -299,7 +299,9 @@ func EncodeDeadLetter(d *DeadLetter) ([]byte, error) {
 }
 
 // DecodeDeadLetter decodes a dead-letter record.
-func DecodeDeadLetter(b []byte) (*DeadLetter, error) { return decodeMap[DeadLetter](b, "dead letter", "headers") }
+func DecodeDeadLetter(b []byte) (*DeadLetter, error) {
+	return decodeMap[DeadLetter](b, "dead letter", "headers")
+}
 
 // decodeMap decodes a record of the wire's (what names it in an error)
 // reflectively, after the checks every reader of the wire makes: a map,
