@@ -94,7 +94,8 @@ const bloomBitsPerKey = 10
 // formatVersion is the on-disk format a store is created at, and the one an
 // older store is ratcheted to when it opens (a one-way step: no earlier
 // Pebble opens it afterwards). Why the newest: this build is its only
-// reader.
+// reader, and a store that a v1 build wrote reaches it in one open
+// (migrate.go).
 const formatVersion = pebble.FormatNewest
 
 // Open opens (creating if needed) the store in dir.
@@ -112,6 +113,8 @@ func Open(dir string, o Options) (*Store, error) {
 	opts.FormatMajorVersion = formatVersion
 	if o.FS != nil {
 		opts.FS = o.FS
+	} else if err := upgradeFromV1(dir); err != nil {
+		return nil, err
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
