@@ -5,7 +5,8 @@
 // no member holds in memory), and reads of absent keys (a new call's
 // lookup, which the bloom filter answers). The options are the store's
 // (state.Open): 64 MiB cache, 16 MiB memtable, a 10-bit bloom filter on
-// every level; v1 at its default format, v2 at its newest.
+// every level; v1 at its default format, v2 at its newest, with its default
+// columnar blocks and with row blocks.
 //
 //	cd scripts/pebblemeasure && go run . -keys 1000000 -rounds 3
 package main
@@ -71,10 +72,16 @@ func (d v1db) close() error { return d.db.Close() }
 
 type v2db struct{ db *pebble.DB }
 
-func openV2(dir string) (kvdb, error) {
+// openV2 opens with v2's default, columnar blocks, or with row blocks.
+func openV2(columnar bool) func(string) (kvdb, error) {
+	return func(dir string) (kvdb, error) { return openV2With(dir, columnar) }
+}
+
+func openV2With(dir string, columnar bool) (kvdb, error) {
 	c := pebble.NewCache(64 << 20)
 	defer c.Unref()
 	o := &pebble.Options{Cache: c, MemTableSize: 16 << 20, Logger: quiet{}, FormatMajorVersion: pebble.FormatNewest}
+	o.Experimental.EnableColumnarBlocks = func() bool { return columnar }
 	o.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
 	db, err := pebble.Open(dir, o)
 	return v2db{db}, err
@@ -205,7 +212,7 @@ func gets(db kvdb, r *rand.Rand, tenant string, keys, reads int, want bool) erro
 func main() {
 	keys := flag.Int("keys", 1_000_000, "keys restored (two writes each)")
 	reads := flag.Int("reads", 200_000, "reads of stored keys, and of absent keys, after a reopen")
-	rounds := flag.Int("rounds", 3, "rounds of v1 then v2")
+	rounds := flag.Int("rounds", 3, "rounds of v1, v2 (columnar blocks, its default) and v2 with row blocks")
 	flag.Parse()
 	fmt.Println("| round | Pebble | load | restore s (CPU s) | reopen ms | cold reads/s of stored keys (CPU µs per read) | reads/s of absent keys (CPU µs per read) |")
 	fmt.Println("|---|---|---|---|---|---|---|")
@@ -213,7 +220,7 @@ func main() {
 		for _, line := range []struct {
 			name string
 			open func(string) (kvdb, error)
-		}{{"v1.1.5", openV1}, {"v2.1.7", openV2}} {
+		}{{"v1.1.5", openV1}, {"v2.1.7", openV2(true)}, {"v2.1.7 row blocks", openV2(false)}} {
 			dir, err := os.MkdirTemp("", "pebblemeasure-")
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
