@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/trace"

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/vfs/errorfs"
 
 	"github.com/atmostonce/toolexec/client"
 	"github.com/atmostonce/toolexec/codes"
@@ -34,8 +34,8 @@ func TestViewWriteFailureStopsTheMember(t *testing.T) {
 	l := newLedger(t)
 	reg := registry(t, l.toolsYAML(toolEntry("t.okttl", "native_key", l.url("/ok"), "1s", "    pending_ttl: 3s\n")))
 	var full atomic.Bool
-	fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if full.Load() && op.Kind == errorfs.OpFileWrite && strings.HasSuffix(op.Path, ".log") {
+	fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+		if full.Load() && op == errorfs.OpFileWrite && strings.HasSuffix(path, ".log") {
 			return errorfs.ErrInjected
 		}
 		return nil

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble"
 
 	"github.com/atmostonce/toolexec/internal/mpwrite"
 	"github.com/atmostonce/toolexec/saga"

@@ -2,13 +2,12 @@ package state
 
 import (
 	"errors"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/vfs/errorfs"
 
 	"github.com/atmostonce/toolexec/saga"
 )
@@ -22,12 +21,18 @@ func TestFailedLogWriteBreaksTheStore(t *testing.T) {
 		name string
 		fs   func(fail *atomic.Bool) vfs.FS
 	}{
-		// The log's writes fail, as ENOSPC would.
-		{"write", func(fail *atomic.Bool) vfs.FS { return failLogFS(fail, errorfs.OpFileWrite) }},
-		// Pebble syncs its log with SyncData or SyncTo.
-		{"fsync", func(fail *atomic.Bool) vfs.FS {
-			return failLogFS(fail, errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo)
+		// errorfs fails the log's writes, as ENOSPC would.
+		{"write", func(fail *atomic.Bool) vfs.FS {
+			return errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+				if fail.Load() && op == errorfs.OpFileWrite && strings.HasSuffix(path, ".log") {
+					return errorfs.ErrInjected
+				}
+				return nil
+			}))
 		}},
+		// Pebble syncs its log with SyncData/SyncTo, which errorfs (v1.1)
+		// passes through: syncFailFS fails them.
+		{"fsync", func(fail *atomic.Bool) vfs.FS { return syncFailFS{FS: vfs.Default, fail: fail} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var fail atomic.Bool
@@ -72,13 +77,44 @@ func TestFailedLogWriteBreaksTheStore(t *testing.T) {
 	}
 }
 
-// failLogFS fails the given operations on Pebble's log files while fail
-// is set.
-func failLogFS(fail *atomic.Bool, kinds ...errorfs.OpKind) vfs.FS {
-	return errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if fail.Load() && slices.Contains(kinds, op.Kind) && strings.HasSuffix(op.Path, ".log") {
-			return errorfs.ErrInjected
-		}
-		return nil
-	}))
+// syncFailFS fails the syncs of the files it creates while fail is set.
+type syncFailFS struct {
+	vfs.FS
+	fail *atomic.Bool
+}
+
+func (fs syncFailFS) Create(name string) (vfs.File, error) {
+	f, err := fs.FS.Create(name)
+	return syncFailFile{File: f, fail: fs.fail}, err
+}
+
+func (fs syncFailFS) ReuseForWrite(oldname, newname string) (vfs.File, error) {
+	f, err := fs.FS.ReuseForWrite(oldname, newname)
+	return syncFailFile{File: f, fail: fs.fail}, err
+}
+
+type syncFailFile struct {
+	vfs.File
+	fail *atomic.Bool
+}
+
+func (f syncFailFile) Sync() error {
+	if f.fail.Load() {
+		return errorfs.ErrInjected
+	}
+	return f.File.Sync()
+}
+
+func (f syncFailFile) SyncData() error {
+	if f.fail.Load() {
+		return errorfs.ErrInjected
+	}
+	return f.File.SyncData()
+}
+
+func (f syncFailFile) SyncTo(length int64) (bool, error) {
+	if f.fail.Load() {
+		return false, errorfs.ErrInjected
+	}
+	return f.File.SyncTo(length)
 }

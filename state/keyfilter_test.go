@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble"
 
 	"github.com/atmostonce/toolexec/saga"
 )

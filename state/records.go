@@ -3,7 +3,7 @@ package state
 import (
 	"fmt"
 
-	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble"
 
 	"github.com/atmostonce/toolexec/saga"
 )

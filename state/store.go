@@ -8,9 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
-	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
+	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/atmostonce/toolexec/internal/invariants"
 	"github.com/atmostonce/toolexec/saga"
@@ -66,7 +66,7 @@ func (s *Store) acquire() error {
 
 // Options tune Open. The zero value is the production default.
 type Options struct {
-	// FS replaces the file system, for fault-injection tests (vfs.NewCrashableMem).
+	// FS replaces the file system, for fault-injection tests (vfs.NewStrictMem).
 	FS vfs.FS
 	// CacheBytes is the block cache size; default DefaultCacheBytes.
 	CacheBytes int64
@@ -80,8 +80,8 @@ type Options struct {
 // its 256 MB RSS budget (docs/PERFORMANCE.md).
 const DefaultCacheBytes = 64 << 20
 
-// bloomBitsPerKey sizes the bloom filter written into every sstable (set
-// on L0, every lower level inherits it). Why: every new key's first
+// bloomBitsPerKey sizes the bloom filter written into every sstable (one
+// entry of Levels applies to all levels). Why: every new key's first
 // lookup misses, and without a filter each miss reads and decompresses a
 // data block of every level that spans the key; with 10 bits per key
 // about 1% of misses still read a block. A bloom filter has no false
@@ -90,19 +90,6 @@ const DefaultCacheBytes = 64 << 20
 // before this option have no filter and are read as before until a
 // compaction rewrites them.
 const bloomBitsPerKey = 10
-
-// formatVersion is the on-disk format a store is created at, and the one an
-// older store is ratcheted to when it opens (a one-way step: no earlier
-// Pebble opens it afterwards). Why the newest: this build is its only
-// reader, and a store that a v1 build wrote reaches it in one open
-// (migrate.go).
-const formatVersion = pebble.FormatNewest
-
-// rowBlocks keeps sstables in row-oriented blocks (Pebble v2 writes
-// columnar ones by default). Why: a point lookup of a cold key (a replay,
-// a take-over's restore) measured slower on columnar blocks
-// (docs/PERFORMANCE.md, Pebble v2 against v1); we never scan by column.
-func rowBlocks() bool { return false }
 
 // Open opens (creating if needed) the store in dir.
 func Open(dir string, o Options) (*Store, error) {
@@ -114,14 +101,10 @@ func Open(dir string, o Options) (*Store, error) {
 	defer cache.Unref()
 	opts.Cache = cache
 	opts.MemTableSize = 16 << 20
-	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
+	opts.Levels = []pebble.LevelOptions{{FilterPolicy: bloom.FilterPolicy(bloomBitsPerKey), FilterType: pebble.TableFilter}}
 	opts.Logger = quietLogger{}
-	opts.FormatMajorVersion = formatVersion
-	opts.Experimental.EnableColumnarBlocks = rowBlocks
 	if o.FS != nil {
 		opts.FS = o.FS
-	} else if err := upgradeFromV1(dir); err != nil {
-		return nil, err
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {

@@ -6,8 +6,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/atmostonce/toolexec/internal/mpread"
@@ -336,7 +336,7 @@ func TestStoreCheckpoints(t *testing.T) {
 // view has either all of a batch or none of it, and a synced batch
 // survives.
 func TestStoreBatchAtomicAcrossCrash(t *testing.T) {
-	fs := vfs.NewCrashableMem()
+	fs := vfs.NewStrictMem()
 	// The data directory exists before the store (its own creation is not
 	// what this test is about): make it and sync its parent.
 	if err := fs.MkdirAll("db", 0o755); err != nil {
@@ -350,7 +350,7 @@ func TestStoreBatchAtomicAcrossCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = root.Close()
-	open := func(fs vfs.FS) *Store {
+	open := func() *Store {
 		s, err := Open("db", Options{FS: fs, CacheBytes: 1 << 20})
 		if err != nil {
 			t.Fatal(err)
@@ -382,7 +382,7 @@ func TestStoreBatchAtomicAcrossCrash(t *testing.T) {
 		return c
 	}
 
-	s := open(fs)
+	s := open()
 	write(s, "synced", 50, 50, Sync)
 	write(s, "early", 20, 70, NoSync) // followed by a synced batch: durable too
 	write(s, "later", 30, 100, Sync)  // its WAL sync covers "early"
@@ -394,14 +394,15 @@ func TestStoreBatchAtomicAcrossCrash(t *testing.T) {
 		t.Fatalf("checkpoint before the crash = %d", c)
 	}
 
-	// Crash: the clone holds only what was synced; closing the original
-	// afterwards does not reach it.
-	crashed := fs.CrashClone(vfs.CrashCloneCfg{})
+	// Crash: drop everything not synced. Close must not sync on its way out.
+	fs.SetIgnoreSyncs(true)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	fs.ResetToSyncedState()
+	fs.SetIgnoreSyncs(false)
 
-	s = open(crashed)
+	s = open()
 	defer s.Close()
 	for _, c := range []struct {
 		prefix  string
