@@ -91,6 +91,17 @@ type Session struct {
 	}
 }
 
+// retryMetadataAge is the group session's minimum time between metadata
+// refreshes. franz-go retries a produce that a partition refused with a
+// retriable error (CONCURRENT_TRANSACTIONS among them: since transactions
+// v2 a produce can reach a partition before the markers of the member's
+// previous transaction are written) only after a metadata refresh, and
+// holds that refresh to its minimum age, 5 s by default: every write of
+// the member, answers included, then waits up to 5 s. A tenth of a second
+// is the Java producer's retry backoff; a sick cluster costs a metadata
+// request per client at most every 100 ms instead of every 5 s.
+const retryMetadataAge = 100 * time.Millisecond
+
 // New loads the member's own aborts, then makes the group session (which
 // joins the group at the first poll of Client) and the confirmation's
 // client.
@@ -101,7 +112,8 @@ func New(cfg Config) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{cfg: cfg, aborted: aborted, loggedPID: -1}
-	if s.gs, err = kgo.NewGroupTransactSession(cfg.Session...); err != nil {
+	opts := append([]kgo.Opt{kgo.MetadataMinAge(retryMetadataAge)}, cfg.Session...)
+	if s.gs, err = kgo.NewGroupTransactSession(opts...); err != nil {
 		return nil, fmt.Errorf("executor: client: %w", err)
 	}
 	s.adm = kadm.NewClient(s.gs.Client())

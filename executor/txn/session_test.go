@@ -144,6 +144,56 @@ func TestSessionCommit(t *testing.T) {
 	}
 }
 
+// TestSessionRetriesAConcurrentTransactionsProduceQuickly: a produce
+// refused with CONCURRENT_TRANSACTIONS (the previous transaction's markers
+// not yet written) is retried after a metadata refresh; the session's
+// refresh comes within a fraction of a second, where franz-go's default
+// minimum age held every write of the member for up to 5 s.
+func TestSessionRetriesAConcurrentTransactionsProduceQuickly(t *testing.T) {
+	c := newCluster(t)
+	s := newSession(t, c, "concurrent")
+	var refused sync.Once
+	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		handled := false
+		refused.Do(func() { handled = true })
+		if !handled {
+			return nil, nil, false
+		}
+		c.DropControl()
+		return concurrentTransactions(req.(*kmsg.ProduceRequest)), nil, true
+	})
+	start := time.Now()
+	b := &Batch{Records: []*kgo.Record{event("a")}, Touched: map[int32]bool{0: true}, Confirm: map[int32]bool{0: true}}
+	out, err := s.Commit(context.Background(), b, func() {})
+	if err != nil || out != Committed {
+		t.Fatalf("Commit: %v, %v; want Committed", out, err)
+	}
+	if took := time.Since(start); took > 2500*time.Millisecond {
+		t.Fatalf("the commit took %s after one CONCURRENT_TRANSACTIONS produce; want well under the 5 s metadata wait", took)
+	}
+	if got := committedEvents(t, c); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("committed events %q, want a", got)
+	}
+}
+
+// concurrentTransactions answers every partition of req with
+// CONCURRENT_TRANSACTIONS.
+func concurrentTransactions(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	for _, rt := range req.Topics {
+		t := kmsg.NewProduceResponseTopic()
+		t.Topic, t.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewProduceResponseTopicPartition()
+			p.Partition, p.ErrorCode = rp.Partition, kerr.ConcurrentTransactions.Code
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}
+
 // TestSessionAbortRecordsItsOwnAbort: a batch with a record that cannot
 // be produced ends with an abort marker, nothing of it is visible, and the
 // member keeps the transaction among its own aborts (a hanging remnant of
