@@ -2,6 +2,7 @@ package txn
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -23,12 +24,15 @@ type Batch struct {
 	pidKnown bool   // txn was read from the client (the confirmation trusts no abort it cannot attribute otherwise)
 	tried    map[string]map[int32]kgo.EpochOffset
 
+	events string // the events topic, whose spans are the checkpoints
+
 	mu struct {
 		sync.Mutex
-		firstOffset map[int32]int64 // events partition -> offset of the first event produced
-		lastOffset  map[int32]int64 // events partition -> offset of the last event produced
-		produceErr  error
-		failures    []Failure
+		// spans are the offsets of the records produced, by topic and
+		// partition, for the topics promise was given.
+		spans      map[string]map[int32]span
+		produceErr error
+		failures   []Failure
 	}
 }
 
@@ -82,34 +86,44 @@ func (b *Batch) Failures() []Failure {
 func (b *Batch) Checkpoints() map[int32]int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make(map[int32]int64, len(b.mu.lastOffset))
-	for p, off := range b.mu.lastOffset {
-		out[p] = off + 1
+	out := make(map[int32]int64, len(b.mu.spans[b.events]))
+	for p, sp := range b.mu.spans[b.events] {
+		out[p] = sp.last + 1
 	}
 	return out
 }
 
-// promise is the produce callback of every record of the transaction.
-func (b *Batch) promise(events string) func(*kgo.Record, error) {
+// promise is the produce callback of every record of the transaction. It
+// keeps the spans of the records on events (the checkpoints, the
+// confirmation) and on the other topics given (the verdict on an end of
+// unknown outcome, confirm.go).
+func (b *Batch) promise(events string, others ...string) func(*kgo.Record, error) {
+	b.events = events
+	kept := append([]string{events}, others...)
 	return func(r *kgo.Record, err error) {
 		if err != nil {
 			b.Fail(r, err)
 			return
 		}
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if r.Topic != events {
+		if !slices.Contains(kept, r.Topic) {
 			return
 		}
-		if b.mu.lastOffset == nil {
-			b.mu.firstOffset, b.mu.lastOffset = map[int32]int64{}, map[int32]int64{}
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.mu.spans == nil {
+			b.mu.spans = map[string]map[int32]span{}
 		}
-		if r.Offset >= b.mu.lastOffset[r.Partition] {
-			b.mu.lastOffset[r.Partition] = r.Offset
+		ps := b.mu.spans[r.Topic]
+		if ps == nil {
+			ps = map[int32]span{}
+			b.mu.spans[r.Topic] = ps
 		}
-		if first, ok := b.mu.firstOffset[r.Partition]; !ok || r.Offset < first {
-			b.mu.firstOffset[r.Partition] = r.Offset
+		sp, ok := ps[r.Partition]
+		if !ok {
+			sp = span{first: r.Offset, last: r.Offset}
 		}
+		sp.first, sp.last = min(sp.first, r.Offset), max(sp.last, r.Offset)
+		ps[r.Partition] = sp
 	}
 }
 
