@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/topics"
 )
 
 // Batch is the records of one transaction and what became of them. The
@@ -31,6 +33,8 @@ type Batch struct {
 		// spans are the offsets of the records produced, by topic and
 		// partition, for the topics promise was given.
 		spans      map[string]map[int32]span
+		recordPID  int64 // the producer id the records carry, 0 until one is acknowledged
+		recordsAck bool  // recordPID is set
 		produceErr error
 		failures   []Failure
 	}
@@ -110,6 +114,7 @@ func (b *Batch) promise(events string, others ...string) func(*kgo.Record, error
 		}
 		b.mu.Lock()
 		defer b.mu.Unlock()
+		b.mu.recordPID, b.mu.recordsAck = r.ProducerID, true
 		if b.mu.spans == nil {
 			b.mu.spans = map[string]map[int32]span{}
 		}
@@ -125,6 +130,25 @@ func (b *Batch) promise(events string, others ...string) func(*kgo.Record, error
 		sp.first, sp.last = min(sp.first, r.Offset), max(sp.last, r.Offset)
 		ps[r.Partition] = sp
 	}
+}
+
+// producer is the producer id of the transaction: read from the client
+// at its end, or else carried by its acknowledged records; ok is false
+// when neither is known.
+func (b *Batch) producer() (pid int64, ok bool) {
+	if b.pidKnown {
+		return b.txn.pid, true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.mu.recordPID, b.mu.recordsAck
+}
+
+// pollsInputs reports whether the transaction commits the offsets of
+// records polled from the intents or control topic: inputs it would lose
+// if its offsets committed without it.
+func (b *Batch) pollsInputs(n topics.Names) bool {
+	return slices.ContainsFunc(b.Polled, func(r *kgo.Record) bool { return r.Topic == n.Intents || r.Topic == n.Control })
 }
 
 // produceErr is the first produce error, nil when none.

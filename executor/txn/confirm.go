@@ -294,11 +294,13 @@ func (s *Session) forgetTopicID(topic string) { delete(s.topicIDs, topic) }
 // an end of unknown outcome whose offsets the group shows committed
 // (settleUnknown says why they are not enough). It waits for the markers
 // as the confirmation does, bounded the same way; markers not seen by
-// then leave the offsets' verdict standing.
+// then, or a producer id not known (another producer's abort would be
+// taken for this one's, and its answered inputs decided again), leave the
+// offsets' verdict standing.
 func (s *Session) abortedBehindOffsets(ctx context.Context, b *Batch) bool {
-	pid := b.txn.pid
-	if !b.pidKnown {
-		pid = anyProducer
+	pid, ok := b.producer()
+	if !ok {
+		return false
 	}
 	cctx, done := s.interruptible(ctx)
 	defer done()
@@ -311,13 +313,13 @@ func (s *Session) abortedBehindOffsets(ctx context.Context, b *Batch) bool {
 		if len(aborted) > 0 {
 			s.cfg.AbortedBehindOffsets.Inc()
 			s.cfg.Logger.Error("a transaction whose end failed has its offsets committed and its records aborted; its inputs are decided again",
-				"transactional_id", s.cfg.TransactionalID, "producer_id", b.txn.pid, "producer_epoch", b.txn.epoch,
-				"topic", topic, "partitions", slices.Sorted(maps.Keys(aborted)))
+				"transactional_id", s.cfg.TransactionalID, "producer_id", pid, "topic", topic,
+				"partitions", slices.Sorted(maps.Keys(aborted)), "spans", spans)
 			return true
 		}
 		if err != nil {
 			s.cfg.Logger.Warn("the records of a transaction whose end failed show no marker in time; the group's offsets stand for its outcome",
-				"err", err, "producer_id", b.txn.pid, "producer_epoch", b.txn.epoch, "topic", topic)
+				"err", err, "producer_id", pid, "topic", topic)
 			return false
 		}
 	}

@@ -47,9 +47,9 @@ func (s *Session) settle(b *Batch, endErr error) (moved bool, err error) {
 }
 
 // settleUnknown settles a transaction whose end failed, and does not take
-// the group's offsets alone for its commit: when they moved, the markers
-// over its own records decide (abortedBehindOffsets), and a transaction
-// they show aborted has its inputs decided again.
+// the group's offsets alone for its commit: when they moved past inputs it
+// polled, the markers over its own records decide (abortedBehindOffsets),
+// and a transaction they show aborted has its inputs decided again.
 //
 // Why: on a replicated cluster the offsets and the records can be decided
 // apart. A transaction coordinator killed after appending PrepareCommit,
@@ -62,7 +62,7 @@ func (s *Session) settle(b *Batch, endErr error) (moved bool, err error) {
 // those intents were never answered.
 func (s *Session) settleUnknown(ctx context.Context, b *Batch, endErr error) error {
 	moved, err := s.settle(b, endErr)
-	if err != nil || !moved || !s.abortedBehindOffsets(ctx, b) {
+	if err != nil || !moved || !b.pollsInputs(s.cfg.Names) || !s.abortedBehindOffsets(ctx, b) {
 		return err
 	}
 	s.recordAborted(b.txn)
