@@ -60,9 +60,13 @@ type Metrics struct {
 	// AbortedAfterCommit counts transactions EndTxn reported committed
 	// whose started events a Confirm partition then showed aborted.
 	AbortedAfterCommit prometheus.Counter
-	HangingCommitted   prometheus.Counter     // hanging transactions closed
-	HangingUnclosed    *prometheus.CounterVec // found and not closed, by reason
-	HangingBlind       prometheus.Gauge       // partitions the last hanging check could not describe
+	// AbortedBehindOffsets counts transactions whose end failed, whose
+	// offsets the group showed committed, and whose records a marker
+	// showed aborted (offsets.go, settleUnknown).
+	AbortedBehindOffsets prometheus.Counter
+	HangingCommitted     prometheus.Counter     // hanging transactions closed
+	HangingUnclosed      *prometheus.CounterVec // found and not closed, by reason
+	HangingBlind         prometheus.Gauge       // partitions the last hanging check could not describe
 }
 
 // Session is one member's transactional producer (see the package doc
@@ -79,9 +83,9 @@ type Session struct {
 	// offsetsUnsure: a transaction end failed, so it may have committed
 	// although the session rewound to the offsets before it (offsets.go).
 	offsetsUnsure  bool
-	loggedPID      int64     // the producer id last named in the log (pidChanged)
-	eventsID       [16]byte  // the events topic's id, for the confirmation's fetches
-	lastStallCheck time.Time // hanging.go
+	loggedPID      int64               // the producer id last named in the log (pidChanged)
+	topicIDs       map[string][16]byte // topic ids for the marker fetches (confirm.go)
+	lastStallCheck time.Time           // hanging.go
 
 	end struct {
 		sync.Mutex
@@ -176,6 +180,9 @@ func (m Metrics) orUnregistered() Metrics {
 	}
 	if m.AbortedAfterCommit == nil {
 		m.AbortedAfterCommit = prometheus.NewCounter(prometheus.CounterOpts{Name: "commits_aborted_after_success"})
+	}
+	if m.AbortedBehindOffsets == nil {
+		m.AbortedBehindOffsets = prometheus.NewCounter(prometheus.CounterOpts{Name: "aborted_behind_offsets"})
 	}
 	if m.HangingCommitted == nil {
 		m.HangingCommitted = prometheus.NewCounter(prometheus.CounterOpts{Name: "hanging_committed"})
