@@ -66,10 +66,14 @@ type Report struct {
 	// commit confirmation could not confirm (markers not seen in time, or
 	// aborted); CommitsAbortedAfterSuccess those the broker aborted after
 	// EndTxn reported them committed. Their calls were not made.
-	CommitsUnconfirmed         int            `json:"commits_unconfirmed"`
-	CommitsAbortedAfterSuccess int            `json:"commits_aborted_after_success"`
-	Violations                 []string       `json:"violations"`
-	kinds                      map[string]int // violations by kind
+	CommitsUnconfirmed         int `json:"commits_unconfirmed"`
+	CommitsAbortedAfterSuccess int `json:"commits_aborted_after_success"`
+	// AbortedBehindOffsets counts the failed ends whose offsets the group
+	// showed committed while their records were aborted; their inputs
+	// were decided again.
+	AbortedBehindOffsets int            `json:"aborted_behind_offsets"`
+	Violations           []string       `json:"violations"`
+	kinds                map[string]int // violations by kind
 }
 
 // maxPerKind bounds the violations listed per kind (the word before the

@@ -12,15 +12,18 @@ import (
 
 // The executors' counters the harness sums over the run: aborted
 // transactions (bounded, checkhostile.go), commits the confirmation could
-// not confirm, and commits the broker aborted after EndTxn reported them
-// (each a tick whose calls the confirmation kept from being made).
+// not confirm, commits the broker aborted after EndTxn reported them
+// (each a tick whose calls the confirmation kept from being made), and
+// failed ends whose offsets committed while their records aborted (each
+// a tick whose inputs were decided again).
 const (
-	abortedMetric            = `toolexec_executor_transactions_total{result="aborted"}`
-	unconfirmedMetric        = `toolexec_executor_transactions_total{result="unconfirmed"}`
-	abortedAfterCommitMetric = `toolexec_executor_commits_aborted_after_success_total`
+	abortedMetric              = `toolexec_executor_transactions_total{result="aborted"}`
+	unconfirmedMetric          = `toolexec_executor_transactions_total{result="unconfirmed"}`
+	abortedAfterCommitMetric   = `toolexec_executor_commits_aborted_after_success_total`
+	abortedBehindOffsetsMetric = `toolexec_executor_aborted_behind_committed_offsets_total`
 )
 
-var watchedCounters = []string{abortedMetric, unconfirmedMetric, abortedAfterCommitMetric}
+var watchedCounters = []string{abortedMetric, unconfirmedMetric, abortedAfterCommitMetric, abortedBehindOffsetsMetric}
 
 // Bound on aborted transactions: a member that aborts the same work over
 // and over (a record that cannot be produced) shows hundreds a

@@ -459,6 +459,7 @@ func (rn *run) verdict(ctx context.Context, in *Injector, load *Load, escalated 
 		hostile: rn.hostile.Records(), deadLetters: dead, aborted: rn.counters.Total(abortedMetric), faults: sumFaults(rep.Faults)}, rep)
 	rep.CommitsUnconfirmed = rn.counters.Total(unconfirmedMetric)
 	rep.CommitsAbortedAfterSuccess = rn.counters.Total(abortedAfterCommitMetric)
+	rep.AbortedBehindOffsets = rn.counters.Total(abortedBehindOffsetsMetric)
 	if rn.cfg.RequireAll {
 		if len(rn.cfg.Only) == 0 || slices.Contains(rn.cfg.Only, FaultHostile) {
 			for _, k := range poisonKinds {

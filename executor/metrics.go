@@ -24,16 +24,20 @@ type Metrics struct {
 	// (txn/confirm.go): what the commit confirmation exists for. Each one is
 	// logged with the producer and the offsets, for kafka-dump-log.
 	AbortedAfterCommit prometheus.Counter
-	Txns               *prometheus.CounterVec // by result
-	TickRecords        prometheus.Histogram   // records decided per committed transaction
-	InFlight           prometheus.Gauge
-	KeysInDoubt        *prometheus.GaugeVec // by partition
-	Restores           prometheus.Histogram
-	RestoreEvents      prometheus.Counter
-	DeadLetters        *prometheus.CounterVec // by reason
-	OutcomesLost       prometheus.Counter
-	ReadsResumed       prometheus.Counter
-	HangingCommitted   prometheus.Counter
+	// AbortedBehindOffsets counts transactions whose end failed, whose
+	// offsets the group showed committed and whose own records a marker
+	// showed aborted (txn/offsets.go): their inputs were decided again.
+	AbortedBehindOffsets prometheus.Counter
+	Txns                 *prometheus.CounterVec // by result
+	TickRecords          prometheus.Histogram   // records decided per committed transaction
+	InFlight             prometheus.Gauge
+	KeysInDoubt          *prometheus.GaugeVec // by partition
+	Restores             prometheus.Histogram
+	RestoreEvents        prometheus.Counter
+	DeadLetters          *prometheus.CounterVec // by reason
+	OutcomesLost         prometheus.Counter
+	ReadsResumed         prometheus.Counter
+	HangingCommitted     prometheus.Counter
 	// HangingUnclosed counts hanging transactions found and not closed,
 	// by reason: not_authorized (the member lacks ClusterAction) or error.
 	HangingUnclosed *prometheus.CounterVec
@@ -73,6 +77,8 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 		ConfirmDuration: prometheus.NewHistogram(hist("commit_confirm_duration_seconds", "Wait after a reported commit until its markers show on the events partitions of the tick's calls.", lat)),
 		AbortedAfterCommit: prometheus.NewCounter(prometheus.CounterOpts(opts("commits_aborted_after_success_total",
 			"Transactions EndTxn reported committed whose started events an events partition then showed aborted; their calls were not made (docs/RELIABILITY.md)."))),
+		AbortedBehindOffsets: prometheus.NewCounter(prometheus.CounterOpts(opts("aborted_behind_committed_offsets_total",
+			"Transactions whose end failed, whose offsets the group showed committed, and whose records a marker showed aborted; their inputs were decided again (docs/RELIABILITY.md, finding 18)."))),
 		Txns:             prometheus.NewCounterVec(prometheus.CounterOpts(opts("transactions_total", "Transactions by result.")), []string{"result"}),
 		TickRecords:      prometheus.NewHistogram(hist("transaction_inputs", "Inputs and completions per committed transaction (group commit).", prometheus.ExponentialBuckets(1, 2, 14))),
 		InFlight:         prometheus.NewGauge(prometheus.GaugeOpts(opts("calls_in_flight", "Calls started and not yet recorded."))),
@@ -94,7 +100,7 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 		HotRecords:       prometheus.NewCounterVec(prometheus.CounterOpts(opts("hot_record_lookups_total", "Record lookups of the decisions, by result: hit (a record materialised lately, held in memory) or miss (read from Pebble).")), []string{"result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Intents, m.Calls, m.CallDuration, m.TickDuration, m.TxnDuration, m.ConfirmDuration, m.AbortedAfterCommit, m.Txns, m.TickRecords,
+		reg.MustRegister(m.Intents, m.Calls, m.CallDuration, m.TickDuration, m.TxnDuration, m.ConfirmDuration, m.AbortedAfterCommit, m.AbortedBehindOffsets, m.Txns, m.TickRecords,
 			m.InFlight, m.KeysInDoubt, m.Restores, m.RestoreEvents, m.DeadLetters, m.OutcomesLost, m.ReadsResumed, m.HangingCommitted, m.HangingUnclosed, m.HangingBlind, m.Fsyncs, m.Unproducible,
 			m.LayoutMismatch, m.RestoreGaps, m.SnapshotRounds, m.SnapshotEvents, m.HotRecords)
 	}

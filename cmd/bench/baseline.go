@@ -45,6 +45,10 @@ func newBaseline(ctx context.Context, o memberOpts) (*baseline, error) {
 		kgo.HeartbeatInterval(2500*time.Millisecond),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		// As the executor's session (executor/txn): a produce refused with
+		// CONCURRENT_TRANSACTIONS is retried after a metadata refresh, which
+		// franz-go's default holds off for up to 5 s.
+		kgo.MetadataMinAge(100*time.Millisecond),
 	)...)
 	if err != nil {
 		return nil, fmt.Errorf("baseline client: %w", err)

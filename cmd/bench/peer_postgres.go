@@ -107,13 +107,22 @@ func (p *postgresPeer) initdb(ctx context.Context, bin string, cred *syscall.Cre
 	return nil
 }
 
+// pgReservedConns are the server's connections beyond the service's pool:
+// its superuser reserve (3 by default) and a margin for the pool's
+// reconnects after the crash test's kill.
+const pgReservedConns = 20
+
 func (p *postgresPeer) startServer(ctx context.Context, bin string, cred *syscall.Credential, addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return err
 	}
+	// The service's pool holds one connection per client (--http-clients),
+	// and the server must admit them all: with more clients than
+	// max_connections, the calls beyond it fail with "too many clients".
+	maxConns := max(200, p.pool+pgReservedConns)
 	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", filepath.Join(p.dir, "data"), "-p", port, "-k", p.dir,
-		"-c", "listen_addresses="+host, "-c", "max_connections=200")
+		"-c", "listen_addresses="+host, "-c", fmt.Sprintf("max_connections=%d", maxConns))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if p.pg, err = startExt("postgres", cmd, filepath.Join(p.logDir, "postgres.log")); err != nil {
 		return err

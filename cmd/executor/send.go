@@ -27,7 +27,7 @@ func sendMain(args []string) error {
 	fs.StringVar(&in.Type, "type", wire.TypeCall, "call or compensate")
 	fs.StringVar(&in.ReplyTo, "reply-to", "", "topic for the answer (default: the results topic)")
 	argsJSON := fs.String("args", "{}", "arguments as a JSON object")
-	wait := fs.Duration("wait", 10*time.Second, "how long to wait for the answer")
+	wait := fs.Duration("wait", 30*time.Second, "how long to wait for the answer (a leader election on a cluster takes about the broker session timeout, 9 s by default)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

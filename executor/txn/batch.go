@@ -2,9 +2,12 @@ package txn
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/topics"
 )
 
 // Batch is the records of one transaction and what became of them. The
@@ -23,12 +26,17 @@ type Batch struct {
 	pidKnown bool   // txn was read from the client (the confirmation trusts no abort it cannot attribute otherwise)
 	tried    map[string]map[int32]kgo.EpochOffset
 
+	events string // the events topic, whose spans are the checkpoints
+
 	mu struct {
 		sync.Mutex
-		firstOffset map[int32]int64 // events partition -> offset of the first event produced
-		lastOffset  map[int32]int64 // events partition -> offset of the last event produced
-		produceErr  error
-		failures    []Failure
+		// spans are the offsets of the records produced, by topic and
+		// partition, for the topics promise was given.
+		spans      map[string]map[int32]span
+		recordPID  int64 // the producer id the records carry, 0 until one is acknowledged
+		recordsAck bool  // recordPID is set
+		produceErr error
+		failures   []Failure
 	}
 }
 
@@ -82,35 +90,65 @@ func (b *Batch) Failures() []Failure {
 func (b *Batch) Checkpoints() map[int32]int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make(map[int32]int64, len(b.mu.lastOffset))
-	for p, off := range b.mu.lastOffset {
-		out[p] = off + 1
+	out := make(map[int32]int64, len(b.mu.spans[b.events]))
+	for p, sp := range b.mu.spans[b.events] {
+		out[p] = sp.last + 1
 	}
 	return out
 }
 
-// promise is the produce callback of every record of the transaction.
-func (b *Batch) promise(events string) func(*kgo.Record, error) {
+// promise is the produce callback of every record of the transaction. It
+// keeps the spans of the records on events (the checkpoints, the
+// confirmation) and on the other topics given (the verdict on an end of
+// unknown outcome, confirm.go).
+func (b *Batch) promise(events string, others ...string) func(*kgo.Record, error) {
+	b.events = events
+	kept := append([]string{events}, others...)
 	return func(r *kgo.Record, err error) {
 		if err != nil {
 			b.Fail(r, err)
 			return
 		}
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if r.Topic != events {
+		if !slices.Contains(kept, r.Topic) {
 			return
 		}
-		if b.mu.lastOffset == nil {
-			b.mu.firstOffset, b.mu.lastOffset = map[int32]int64{}, map[int32]int64{}
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.mu.recordPID, b.mu.recordsAck = r.ProducerID, true
+		if b.mu.spans == nil {
+			b.mu.spans = map[string]map[int32]span{}
 		}
-		if r.Offset >= b.mu.lastOffset[r.Partition] {
-			b.mu.lastOffset[r.Partition] = r.Offset
+		ps := b.mu.spans[r.Topic]
+		if ps == nil {
+			ps = map[int32]span{}
+			b.mu.spans[r.Topic] = ps
 		}
-		if first, ok := b.mu.firstOffset[r.Partition]; !ok || r.Offset < first {
-			b.mu.firstOffset[r.Partition] = r.Offset
+		sp, ok := ps[r.Partition]
+		if !ok {
+			sp = span{first: r.Offset, last: r.Offset}
 		}
+		sp.first, sp.last = min(sp.first, r.Offset), max(sp.last, r.Offset)
+		ps[r.Partition] = sp
 	}
+}
+
+// producer is the producer id of the transaction: read from the client
+// at its end, or else carried by its acknowledged records; ok is false
+// when neither is known.
+func (b *Batch) producer() (pid int64, ok bool) {
+	if b.pidKnown {
+		return b.txn.pid, true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.mu.recordPID, b.mu.recordsAck
+}
+
+// pollsInputs reports whether the transaction commits the offsets of
+// records polled from the intents or control topic: inputs it would lose
+// if its offsets committed without it.
+func (b *Batch) pollsInputs(n topics.Names) bool {
+	return slices.ContainsFunc(b.Polled, func(r *kgo.Record) bool { return r.Topic == n.Intents || r.Topic == n.Control })
 }
 
 // produceErr is the first produce error, nil when none.

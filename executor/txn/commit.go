@@ -30,7 +30,7 @@ func (s *Session) Commit(ctx context.Context, b *Batch, beforeEnd func()) (Outco
 	if err := s.begin(); err != nil {
 		return Unknown, err
 	}
-	promise := b.promise(s.cfg.Names.Events)
+	promise := b.promise(s.cfg.Names.Events, s.cfg.Names.Intents)
 	for _, r := range b.Records {
 		s.gs.Produce(ctx, r, promise)
 	}
@@ -43,13 +43,14 @@ func (s *Session) Commit(ctx context.Context, b *Batch, beforeEnd func()) (Outco
 		if err := s.recoverTxn(err); errors.Is(err, ErrFatal) {
 			return Unknown, err
 		}
-		return Unknown, s.settle(b, err)
+		return Unknown, s.settleUnknown(ctx, b, err)
 	case !committed:
 		// Seen to abort, and redone: a remnant must stay hidden. After an
 		// error the outcome is unknown; settle decides by what the member
 		// does next.
 		s.recordAborted(b.txn)
-		return Aborted, s.settle(b, nil)
+		_, err := s.settle(b, nil)
+		return Aborted, err
 	}
 	return s.confirmed(ctx, b)
 }
@@ -75,7 +76,7 @@ func (s *Session) confirmed(ctx context.Context, b *Batch) (Outcome, error) {
 			"transactional_id", s.cfg.TransactionalID, "producer_id", b.txn.pid, "producer_epoch", b.txn.epoch,
 			"topic", s.cfg.Names.Events, "spans", b.spansOf(cf.aborted))
 	}
-	if err := s.settle(b, cf.err); err != nil {
+	if _, err := s.settle(b, cf.err); err != nil {
 		return Unconfirmed, err
 	}
 	if len(cf.aborted) > 0 {

@@ -83,7 +83,7 @@ func (s *Session) confirm(ctx context.Context, b *Batch) confirmation {
 	if !b.pidKnown {
 		pid = anyProducer
 	}
-	aborted, err := s.awaitMarkers(cctx, pid, spans)
+	aborted, err := s.awaitMarkers(cctx, pid, s.cfg.Names.Events, spans)
 	s.cfg.ConfirmDuration.Observe(time.Since(start).Seconds())
 	switch {
 	case len(aborted) > 0:
@@ -94,16 +94,17 @@ func (s *Session) confirm(ctx context.Context, b *Batch) confirmation {
 	return confirmation{}
 }
 
-// awaitMarkers polls the partitions of spans until none is pending; it
-// returns the partitions seen aborted, and ctx's error if it ended first.
-func (s *Session) awaitMarkers(ctx context.Context, pid int64, spans map[int32]span) (map[int32]bool, error) {
+// awaitMarkers polls the partitions of topic's spans until none is
+// pending; it returns the partitions seen aborted, and ctx's error if it
+// ended first.
+func (s *Session) awaitMarkers(ctx context.Context, pid int64, topic string, spans map[int32]span) (map[int32]bool, error) {
 	pending := spans
 	aborted := map[int32]bool{}
 	backoff := confirmFirstBackoff
 	for {
-		states, err := s.readMarkers(ctx, pid, s.eventsTopicID(ctx), pending)
+		states, err := s.readMarkers(ctx, pid, topic, s.topicID(ctx, topic), pending)
 		if errors.Is(err, kerr.UnknownTopicID) {
-			s.forgetEventsTopicID() // recreated: look it up again
+			s.forgetTopicID(topic) // recreated: look it up again
 		}
 		next := map[int32]span{}
 		for p, sp := range pending {
@@ -130,14 +131,13 @@ func (s *Session) awaitMarkers(ctx context.Context, pid int64, spans map[int32]s
 // readMarkers reads every partition of spans at once, one request each,
 // and judges it; a partition whose leader is unknown or whose read failed
 // stays pending. pid is the producer whose abort would cover the spans;
-// topicID names the events topic (the loop's lookup: the readers only read
-// it).
+// topicID names topic (the loop's lookup: the readers only read it).
 //
 // Why one request per partition: a broker returns a batch beyond the
 // partition's byte limit only for the first partition of a fetch that has
 // data (KIP-74), and lists aborted transactions only over the data it
 // returns; a partition that came back empty would look committed.
-func (s *Session) readMarkers(ctx context.Context, pid int64, topicID [16]byte, spans map[int32]span) (map[int32]markerState, error) {
+func (s *Session) readMarkers(ctx context.Context, pid int64, topic string, topicID [16]byte, spans map[int32]span) (map[int32]markerState, error) {
 	var (
 		mu      sync.Mutex
 		wg      sync.WaitGroup
@@ -146,7 +146,7 @@ func (s *Session) readMarkers(ctx context.Context, pid int64, topicID [16]byte, 
 	)
 	for p, sp := range spans {
 		wg.Go(func() {
-			st, err := s.readMarker(ctx, pid, topicID, p, sp)
+			st, err := s.readMarker(ctx, pid, topic, topicID, p, sp)
 			mu.Lock()
 			defer mu.Unlock()
 			states[p] = st
@@ -173,8 +173,7 @@ func (s *Session) readMarkers(ctx context.Context, pid int64, topicID [16]byte, 
 // marker answers it too (the aborted bytes are below the stable offset);
 // a partition held behind another producer's open transaction is answered
 // empty after the wait and looked at again.
-func (s *Session) readMarker(ctx context.Context, pid int64, topicID [16]byte, p int32, sp span) (markerState, error) {
-	topic := s.cfg.Names.Events
+func (s *Session) readMarker(ctx context.Context, pid int64, topic string, topicID [16]byte, p int32, sp span) (markerState, error) {
 	// The session produces to the partition: its metadata names the leader.
 	leader, _, err := s.gs.Client().PartitionLeader(topic, p)
 	if err != nil || leader < 0 {
@@ -204,7 +203,7 @@ func (s *Session) readMarker(ctx context.Context, pid int64, topicID [16]byte, p
 		s.markers.ForceMetadataRefresh() // a broker it does not know yet
 		return markerPending, err
 	}
-	return s.judgeMarker(resp.(*kmsg.FetchResponse), pid, p, sp)
+	return s.judgeMarker(resp.(*kmsg.FetchResponse), topic, pid, p, sp)
 }
 
 // markerFetchWait bounds a marker fetch's wait on the broker: markers
@@ -222,7 +221,7 @@ const markerFetchBytes = 1 << 20
 // judgeMarker judges partition p from a marker fetch's response. A
 // partition that returned no batch is pending: with nothing read, its
 // aborted-transaction list says nothing.
-func (s *Session) judgeMarker(resp *kmsg.FetchResponse, pid int64, p int32, sp span) (markerState, error) {
+func (s *Session) judgeMarker(resp *kmsg.FetchResponse, topic string, pid int64, p int32, sp span) (markerState, error) {
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return markerPending, err
 	}
@@ -233,7 +232,7 @@ func (s *Session) judgeMarker(resp *kmsg.FetchResponse, pid int64, p int32, sp s
 			}
 			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
 				s.gs.Client().ForceMetadataRefresh() // a moved leader, most likely
-				return markerPending, fmt.Errorf("%s/%d: %w", s.cfg.Names.Events, p, err)
+				return markerPending, fmt.Errorf("%s/%d: %w", topic, p, err)
 			}
 			if len(rp.RecordBatches) == 0 {
 				return markerPending, nil
@@ -241,7 +240,7 @@ func (s *Session) judgeMarker(resp *kmsg.FetchResponse, pid int64, p int32, sp s
 			return markerOf(pid, sp, rp.LastStableOffset, rp.AbortedTransactions), nil
 		}
 	}
-	return markerPending, fmt.Errorf("%s/%d: not in the fetch response", s.cfg.Names.Events, p)
+	return markerPending, fmt.Errorf("%s/%d: not in the fetch response", topic, p)
 }
 
 // anyProducer stands for a producer id the member could not read: any
@@ -267,25 +266,65 @@ func markerOf(pid int64, sp span, lso int64, aborts []kmsg.FetchResponseTopicPar
 	return markerCommitted
 }
 
-// eventsTopicID is the events topic's id (Fetch names topics by id from
-// version 13), looked up once and again after the broker says it is
-// unknown. A zero id (lookup failed) leaves the broker to refuse the read,
-// which keeps the partition pending.
-func (s *Session) eventsTopicID(ctx context.Context) [16]byte {
-	if s.eventsID != ([16]byte{}) {
-		return s.eventsID
+// topicID is topic's id (Fetch names topics by id from version 13),
+// looked up once and again after the broker says it is unknown. A zero id
+// (lookup failed) leaves the broker to refuse the read, which keeps the
+// partition pending.
+func (s *Session) topicID(ctx context.Context, topic string) [16]byte {
+	if id, ok := s.topicIDs[topic]; ok {
+		return id
 	}
 	// Through the marker client: this also loads its brokers.
-	td, err := kadm.NewClient(s.markers).ListTopics(ctx, s.cfg.Names.Events)
+	td, err := kadm.NewClient(s.markers).ListTopics(ctx, topic)
 	if err == nil {
-		if d, ok := td[s.cfg.Names.Events]; ok && d.Err == nil {
-			s.eventsID = d.ID
+		if d, ok := td[topic]; ok && d.Err == nil {
+			if s.topicIDs == nil {
+				s.topicIDs = map[string][16]byte{}
+			}
+			s.topicIDs[topic] = d.ID
 		}
 	}
-	return s.eventsID
+	return s.topicIDs[topic]
 }
 
-func (s *Session) forgetEventsTopicID() { s.eventsID = [16]byte{} }
+func (s *Session) forgetTopicID(topic string) { delete(s.topicIDs, topic) }
+
+// abortedBehindOffsets reports whether a marker over the records b wrote
+// on the events and intents topics shows b's transaction aborted, after
+// an end of unknown outcome whose offsets the group shows committed
+// (settleUnknown says why they are not enough). It waits for the markers
+// as the confirmation does, bounded the same way; markers not seen by
+// then, or a producer id not known (another producer's abort would be
+// taken for this one's, and its answered inputs decided again), leave the
+// offsets' verdict standing.
+func (s *Session) abortedBehindOffsets(ctx context.Context, b *Batch) bool {
+	pid, ok := b.producer()
+	if !ok {
+		return false
+	}
+	cctx, done := s.interruptible(ctx)
+	defer done()
+	for _, topic := range []string{s.cfg.Names.Events, s.cfg.Names.Intents} {
+		spans := b.spansOn(topic)
+		if len(spans) == 0 {
+			continue
+		}
+		aborted, err := s.awaitMarkers(cctx, pid, topic, spans)
+		if len(aborted) > 0 {
+			s.cfg.AbortedBehindOffsets.Inc()
+			s.cfg.Logger.Error("a transaction whose end failed has its offsets committed and its records aborted; its inputs are decided again",
+				"transactional_id", s.cfg.TransactionalID, "producer_id", pid, "topic", topic,
+				"partitions", slices.Sorted(maps.Keys(aborted)), "spans", spans)
+			return true
+		}
+		if err != nil {
+			s.cfg.Logger.Warn("the records of a transaction whose end failed show no marker in time; the group's offsets stand for its outcome",
+				"err", err, "producer_id", pid, "topic", topic)
+			return false
+		}
+	}
+	return false
+}
 
 // spansOf are the spans of the events on the partitions ps.
 func (b *Batch) spansOf(ps map[int32]bool) map[int32]span {
@@ -293,11 +332,16 @@ func (b *Batch) spansOf(ps map[int32]bool) map[int32]span {
 	defer b.mu.Unlock()
 	out := map[int32]span{}
 	for p := range ps {
-		first, ok := b.mu.firstOffset[p]
-		if !ok {
-			continue
+		if sp, ok := b.mu.spans[b.events][p]; ok {
+			out[p] = sp
 		}
-		out[p] = span{first: first, last: b.mu.lastOffset[p]}
 	}
 	return out
+}
+
+// spansOn are the spans of the records on every partition of topic.
+func (b *Batch) spansOn(topic string) map[int32]span {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return maps.Clone(b.mu.spans[topic])
 }

@@ -18,8 +18,9 @@ import (
 // whose end failed (endErr, or a confirmation that failed): the consumer
 // moves to what the group really committed, and a transaction whose
 // offsets did not move is recorded as aborted, since the member polls its
-// records again and redoes them. An error is fatal.
-func (s *Session) settle(b *Batch, endErr error) error {
+// records again and redoes them. moved reports that the group's offsets
+// show the failed end's commit. An error is fatal.
+func (s *Session) settle(b *Batch, endErr error) (moved bool, err error) {
 	if endErr != nil {
 		// The producer id and epoch name the transaction in the broker's
 		// log (kafka-dump-log, DescribeProducers), so that a remnant found
@@ -30,18 +31,43 @@ func (s *Session) settle(b *Batch, endErr error) error {
 	}
 	set, err := s.resyncOffsets()
 	if err != nil {
-		return err
+		return false, err
 	}
 	if endErr != nil && set != nil {
 		s.rewindUncommitted(b.Polled, set)
 		owned := s.cfg.Owned()
-		moved := actedCommitted(b.tried, set, func(p int32) bool { return slices.Contains(owned, p) })
+		moved = actedCommitted(b.tried, set, func(p int32) bool { return slices.Contains(owned, p) })
 		s.cfg.Logger.Info("unconfirmed transaction judged by the group's offsets", "producer_id", b.txn.pid,
 			"producer_epoch", b.txn.epoch, "offsets_moved", moved)
 		if !moved {
 			s.recordAborted(b.txn)
 		}
 	}
+	return moved, nil
+}
+
+// settleUnknown settles a transaction whose end failed, and does not take
+// the group's offsets alone for its commit: when they moved past inputs it
+// polled, the markers over its own records decide (abortedBehindOffsets),
+// and a transaction they show aborted has its inputs decided again.
+//
+// Why: on a replicated cluster the offsets and the records can be decided
+// apart. A transaction coordinator killed after appending PrepareCommit,
+// and restarted before its partition's leadership moved, loaded that
+// record although no follower had it, wrote COMMIT on __consumer_offsets
+// and lost the record when the new leader truncated it; the new
+// coordinator aborted the records (docs/RELIABILITY.md, finding 18).
+// Taken at the offsets' word, the member skipped the transaction's inputs
+// while its records, the intents it forwarded among them, were aborted:
+// those intents were never answered.
+func (s *Session) settleUnknown(ctx context.Context, b *Batch, endErr error) error {
+	moved, err := s.settle(b, endErr)
+	if err != nil || !moved || !b.pollsInputs(s.cfg.Names) || !s.abortedBehindOffsets(ctx, b) {
+		return err
+	}
+	s.recordAborted(b.txn)
+	s.rewindTo(b.Polled, func(string, int32) bool { return true },
+		"consumer moved back to the inputs of a transaction whose offsets committed and whose records aborted")
 	return nil
 }
 

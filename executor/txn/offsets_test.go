@@ -83,3 +83,73 @@ func pendingOffsetCommit(ctx context.Context, t *testing.T, cl *kgo.Client, grou
 	}
 	return pid
 }
+
+// TestUnknownEndWithOffsetsCommittedAndRecordsAborted: the end of a
+// transaction fails, its records are aborted (the member's own abort
+// after the failure), and yet the group's stable offsets show its offset
+// commit (a coordinator that committed __consumer_offsets alone from a
+// PrepareCommit its partition then lost). The transaction wrote only a
+// forwarded intent, no event. The consumer must go back to the
+// transaction's inputs, not to the offsets: at the offsets' word the
+// forwarded intent was lost, never answered.
+func TestUnknownEndWithOffsetsCommittedAndRecordsAborted(t *testing.T) {
+	c := newCluster(t)
+	s := newSession(t, c, "split")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	produceInputs(t, c, 6)
+	polled := pollN(ctx, t, s, 3)
+	if last := polled[len(polled)-1].Offset; last != 2 {
+		t.Fatalf("polled up to offset %d, want 2", last)
+	}
+	c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if !req.(*kmsg.EndTxnRequest).Commit {
+			return nil, nil, false
+		}
+		// The answer never comes: the connection is cut, and the end is
+		// interrupted before a retry reaches the broker.
+		c.KeepControl()
+		s.Interrupt()
+		return nil, errors.New("connection cut"), true
+	})
+	c.ControlKey(int16(kmsg.OffsetFetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl() // the group's, and the member's own after the failed end
+		return offsetsAt(req.(*kmsg.OffsetFetchRequest), 3), nil, true
+	})
+	forward := &kgo.Record{Topic: names.Intents, Partition: 0, Value: []byte("forwarded")}
+	b := &Batch{Records: []*kgo.Record{forward}, Polled: polled}
+	out, err := s.Commit(ctx, b, func() {})
+	if err != nil || out != Unknown {
+		t.Fatalf("Commit: %v, %v; want Unknown", out, err)
+	}
+	if !s.aborted.aborted(b.txn.pid, b.txn.epoch) {
+		t.Fatalf("transaction %+v not recorded as aborted", b.txn)
+	}
+	again := pollN(ctx, t, s, 1)
+	if again[0].Offset != 0 {
+		t.Fatalf("after offsets committed over aborted records the consumer polled offset %d, want the first input (0)", again[0].Offset)
+	}
+}
+
+// offsetsAt answers an offset fetch (v8 and later: by group) with every
+// partition asked for at.
+func offsetsAt(req *kmsg.OffsetFetchRequest, at int64) *kmsg.OffsetFetchResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	resp.Version = req.Version
+	for _, g := range req.Groups {
+		rg := kmsg.NewOffsetFetchResponseGroup()
+		rg.Group = g.Group
+		for _, t := range g.Topics {
+			rt := kmsg.NewOffsetFetchResponseGroupTopic()
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch = p, at, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rg.Topics = append(rg.Topics, rt)
+		}
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp
+}

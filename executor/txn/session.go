@@ -60,9 +60,13 @@ type Metrics struct {
 	// AbortedAfterCommit counts transactions EndTxn reported committed
 	// whose started events a Confirm partition then showed aborted.
 	AbortedAfterCommit prometheus.Counter
-	HangingCommitted   prometheus.Counter     // hanging transactions closed
-	HangingUnclosed    *prometheus.CounterVec // found and not closed, by reason
-	HangingBlind       prometheus.Gauge       // partitions the last hanging check could not describe
+	// AbortedBehindOffsets counts transactions whose end failed, whose
+	// offsets the group showed committed, and whose records a marker
+	// showed aborted (offsets.go, settleUnknown).
+	AbortedBehindOffsets prometheus.Counter
+	HangingCommitted     prometheus.Counter     // hanging transactions closed
+	HangingUnclosed      *prometheus.CounterVec // found and not closed, by reason
+	HangingBlind         prometheus.Gauge       // partitions the last hanging check could not describe
 }
 
 // Session is one member's transactional producer (see the package doc
@@ -79,9 +83,9 @@ type Session struct {
 	// offsetsUnsure: a transaction end failed, so it may have committed
 	// although the session rewound to the offsets before it (offsets.go).
 	offsetsUnsure  bool
-	loggedPID      int64     // the producer id last named in the log (pidChanged)
-	eventsID       [16]byte  // the events topic's id, for the confirmation's fetches
-	lastStallCheck time.Time // hanging.go
+	loggedPID      int64               // the producer id last named in the log (pidChanged)
+	topicIDs       map[string][16]byte // topic ids for the marker fetches (confirm.go)
+	lastStallCheck time.Time           // hanging.go
 
 	end struct {
 		sync.Mutex
@@ -90,6 +94,17 @@ type Session struct {
 		cancel context.CancelFunc
 	}
 }
+
+// retryMetadataAge is the group session's minimum time between metadata
+// refreshes. franz-go retries a produce that a partition refused with a
+// retriable error (CONCURRENT_TRANSACTIONS among them: since transactions
+// v2 a produce can reach a partition before the markers of the member's
+// previous transaction are written) only after a metadata refresh, and
+// holds that refresh to its minimum age, 5 s by default: every write of
+// the member, answers included, then waits up to 5 s. A tenth of a second
+// is the Java producer's retry backoff; a sick cluster costs a metadata
+// request per client at most every 100 ms instead of every 5 s.
+const retryMetadataAge = 100 * time.Millisecond
 
 // New loads the member's own aborts, then makes the group session (which
 // joins the group at the first poll of Client) and the confirmation's
@@ -101,7 +116,8 @@ func New(cfg Config) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{cfg: cfg, aborted: aborted, loggedPID: -1}
-	if s.gs, err = kgo.NewGroupTransactSession(cfg.Session...); err != nil {
+	opts := append([]kgo.Opt{kgo.MetadataMinAge(retryMetadataAge)}, cfg.Session...)
+	if s.gs, err = kgo.NewGroupTransactSession(opts...); err != nil {
 		return nil, fmt.Errorf("executor: client: %w", err)
 	}
 	s.adm = kadm.NewClient(s.gs.Client())
@@ -164,6 +180,9 @@ func (m Metrics) orUnregistered() Metrics {
 	}
 	if m.AbortedAfterCommit == nil {
 		m.AbortedAfterCommit = prometheus.NewCounter(prometheus.CounterOpts{Name: "commits_aborted_after_success"})
+	}
+	if m.AbortedBehindOffsets == nil {
+		m.AbortedBehindOffsets = prometheus.NewCounter(prometheus.CounterOpts{Name: "aborted_behind_offsets"})
 	}
 	if m.HangingCommitted == nil {
 		m.HangingCommitted = prometheus.NewCounter(prometheus.CounterOpts{Name: "hanging_committed"})
