@@ -78,7 +78,7 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 		AbortedAfterCommit: prometheus.NewCounter(prometheus.CounterOpts(opts("commits_aborted_after_success_total",
 			"Transactions EndTxn reported committed whose started events an events partition then showed aborted; their calls were not made (docs/RELIABILITY.md)."))),
 		AbortedBehindOffsets: prometheus.NewCounter(prometheus.CounterOpts(opts("aborted_behind_committed_offsets_total",
-			"Transactions whose end failed, whose offsets the group showed committed, and whose records a marker showed aborted; their inputs were decided again (docs/RELIABILITY.md, finding 18)."))),
+			"Transactions whose end failed, whose inputs the group's offsets showed committed (by this transaction, or by a new owner of the partition), and whose records a marker showed aborted; their inputs were decided again (docs/RELIABILITY.md, finding 18)."))),
 		Txns:             prometheus.NewCounterVec(prometheus.CounterOpts(opts("transactions_total", "Transactions by result.")), []string{"result"}),
 		TickRecords:      prometheus.NewHistogram(hist("transaction_inputs", "Inputs and completions per committed transaction (group commit).", prometheus.ExponentialBuckets(1, 2, 14))),
 		InFlight:         prometheus.NewGauge(prometheus.GaugeOpts(opts("calls_in_flight", "Calls started and not yet recorded."))),

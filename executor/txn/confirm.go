@@ -312,7 +312,7 @@ func (s *Session) abortedBehindOffsets(ctx context.Context, b *Batch) bool {
 		aborted, err := s.awaitMarkers(cctx, pid, topic, spans)
 		if len(aborted) > 0 {
 			s.cfg.AbortedBehindOffsets.Inc()
-			s.cfg.Logger.Error("a transaction whose end failed has its offsets committed and its records aborted; its inputs are decided again",
+			s.cfg.Logger.Error("a transaction whose end failed has its records aborted while the group's offsets moved past its inputs; its inputs are decided again",
 				"transactional_id", s.cfg.TransactionalID, "producer_id", pid, "topic", topic,
 				"partitions", slices.Sorted(maps.Keys(aborted)), "spans", spans)
 			return true

@@ -59,7 +59,11 @@ func (s *Session) settle(b *Batch, endErr error) (moved bool, err error) {
 // coordinator aborted the records (docs/RELIABILITY.md, finding 18).
 // Taken at the offsets' word, the member skipped the transaction's inputs
 // while its records, the intents it forwarded among them, were aborted:
-// those intents were never answered.
+// those intents were never answered. The offsets can also have moved by
+// another member's commit, the partition having moved on: the markers
+// then show this transaction aborted too, and taking its inputs back is
+// moot, since the partition is being revoked and any transaction of this
+// member on it is fenced.
 func (s *Session) settleUnknown(ctx context.Context, b *Batch, endErr error) error {
 	moved, err := s.settle(b, endErr)
 	if err != nil || !moved || !b.pollsInputs(s.cfg.Names) || !s.abortedBehindOffsets(ctx, b) {
@@ -67,7 +71,7 @@ func (s *Session) settleUnknown(ctx context.Context, b *Batch, endErr error) err
 	}
 	s.recordAborted(b.txn)
 	s.rewindTo(b.Polled, func(string, int32) bool { return true },
-		"consumer moved back to the inputs of a transaction whose offsets committed and whose records aborted")
+		"consumer moved back to the inputs of a transaction whose records aborted while the group's offsets moved past them")
 	return nil
 }
 
