@@ -23,7 +23,7 @@ type Batch struct {
 	Confirm map[int32]bool
 
 	txn      txnKey // the producer id and epoch of its transaction
-	pidKnown bool   // txn was read from the client (the confirmation trusts no abort it cannot attribute otherwise)
+	pidKnown bool   // txn was read from the client (else producer reads the records' id)
 	tried    map[string]map[int32]kgo.EpochOffset
 
 	events string // the events topic, whose spans are the checkpoints
@@ -33,8 +33,7 @@ type Batch struct {
 		// spans are the offsets of the records produced, by topic and
 		// partition, for the topics promise was given.
 		spans      map[string]map[int32]span
-		recordPID  int64 // the producer id the records carry, 0 until one is acknowledged
-		recordsAck bool  // recordPID is set
+		recordPID  int64 // the producer id the records carry, once spans has one
 		produceErr error
 		failures   []Failure
 	}
@@ -114,7 +113,7 @@ func (b *Batch) promise(events string, others ...string) func(*kgo.Record, error
 		}
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		b.mu.recordPID, b.mu.recordsAck = r.ProducerID, true
+		b.mu.recordPID = r.ProducerID
 		if b.mu.spans == nil {
 			b.mu.spans = map[string]map[int32]span{}
 		}
@@ -141,7 +140,7 @@ func (b *Batch) producer() (pid int64, ok bool) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.mu.recordPID, b.mu.recordsAck
+	return b.mu.recordPID, len(b.mu.spans) > 0
 }
 
 // pollsInputs reports whether the transaction commits the offsets of

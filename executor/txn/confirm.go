@@ -79,10 +79,7 @@ func (s *Session) confirm(ctx context.Context, b *Batch) confirmation {
 	start := time.Now()
 	cctx, done := s.interruptible(ctx)
 	defer done()
-	pid := b.txn.pid
-	if !b.pidKnown {
-		pid = anyProducer
-	}
+	pid, _ := b.producer() // known: the spans are of acknowledged records
 	aborted, err := s.awaitMarkers(cctx, pid, s.cfg.Names.Events, spans)
 	s.cfg.ConfirmDuration.Observe(time.Since(start).Seconds())
 	switch {
@@ -243,12 +240,6 @@ func (s *Session) judgeMarker(resp *kmsg.FetchResponse, topic string, pid int64,
 	return markerPending, fmt.Errorf("%s/%d: not in the fetch response", topic, p)
 }
 
-// anyProducer stands for a producer id the member could not read: any
-// abort over the span then counts as its own (wrongly so only when another
-// producer's aborted transaction interleaves, which costs a redo, never an
-// effect).
-const anyProducer int64 = -1
-
 // markerOf judges one partition: pending while its stable offset has not
 // passed the span; aborted if an aborted transaction of pid began at or
 // before the span's last event (the broker lists only those whose abort
@@ -259,7 +250,7 @@ func markerOf(pid int64, sp span, lso int64, aborts []kmsg.FetchResponseTopicPar
 		return markerPending
 	}
 	for _, at := range aborts {
-		if (at.ProducerID == pid || pid == anyProducer) && at.FirstOffset <= sp.last {
+		if at.ProducerID == pid && at.FirstOffset <= sp.last {
 			return markerAborted
 		}
 	}

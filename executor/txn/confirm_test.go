@@ -32,9 +32,6 @@ func TestMarkerOf(t *testing.T) {
 		{"another producer's abort", 14, []kmsg.FetchResponseTopicPartitionAbortedTransaction{abort(8, 10)}, markerCommitted},
 		{"its own later transaction aborted", 20, []kmsg.FetchResponseTopicPartitionAbortedTransaction{abort(7, 14)}, markerCommitted},
 	}
-	if got := markerOf(anyProducer, sp, 14, []kmsg.FetchResponseTopicPartitionAbortedTransaction{abort(8, 10)}); got != markerAborted {
-		t.Errorf("an unknown producer id: another producer's abort over the span gave %d, want aborted", got)
-	}
 	for _, c := range cases {
 		if got := markerOf(7, sp, c.lso, c.aborts); got != c.want {
 			t.Errorf("%s: got %d, want %d", c.name, got, c.want)
@@ -58,5 +55,28 @@ func TestSpansOfFollowTheProducedOffsets(t *testing.T) {
 	got := tr.spansOf(map[int32]bool{0: true, 2: true})
 	if len(got) != 1 || got[0] != (span{first: 5, last: 7}) {
 		t.Fatalf("spans %v, want partition 0 from 5 to 7 only", got)
+	}
+}
+
+// TestProducerOfABatch: the producer a batch's markers are judged by is
+// the client's when it was read at the end, else the one its acknowledged
+// records carry, and unknown before any record was acknowledged.
+func TestProducerOfABatch(t *testing.T) {
+	b := &Batch{}
+	promise := b.promise("ev", "in")
+	if _, ok := b.producer(); ok {
+		t.Fatal("a producer known before any record was acknowledged")
+	}
+	promise(&kgo.Record{Topic: "results", Partition: 0, Offset: 3, ProducerID: 9}, nil)
+	if _, ok := b.producer(); ok {
+		t.Fatal("a producer taken from a record of a topic whose spans are not kept")
+	}
+	promise(&kgo.Record{Topic: "in", Partition: 1, Offset: 4, ProducerID: 7}, nil)
+	if pid, ok := b.producer(); !ok || pid != 7 {
+		t.Fatalf("producer %d, %v; want the records' 7", pid, ok)
+	}
+	b.txn, b.pidKnown = txnKey{pid: 5}, true
+	if pid, ok := b.producer(); !ok || pid != 5 {
+		t.Fatalf("producer %d, %v; want the client's 5", pid, ok)
 	}
 }
