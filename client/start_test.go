@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/internal/kfakeresp"
 )
 
 // A client started while a partition of its reply topic has no leader (on
@@ -65,34 +66,11 @@ func TestClientStartFailsAtOnceOnAFatalError(t *testing.T) {
 	defer c.Close()
 	c.ControlKey(int16(kmsg.ListOffsets), func(r kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
-		return listOffsetsError(r.(*kmsg.ListOffsetsRequest), 0, kerr.TopicAuthorizationFailed), nil, true
+		return kfakeresp.ListOffsetsError(r.(*kmsg.ListOffsetsRequest), func(p int32) bool { return p == 0 }, kerr.TopicAuthorizationFailed), nil, true
 	})
 	start := time.Now()
 	_, err = client.New(context.Background(), client.Config{Brokers: c.ListenAddrs(), ReplyTo: "tool.reply.x"})
 	if err == nil || time.Since(start) > 5*time.Second {
 		t.Fatalf("client.New = %v after %v, want an authorization error at once", err, time.Since(start))
 	}
-}
-
-// listOffsetsError answers partition p of every topic req names with e,
-// and the others as the broker would (offset 0).
-// (The fatal test answers every partition's end; p picks the refused one.)
-func listOffsetsError(req *kmsg.ListOffsetsRequest, p int32, e *kerr.Error) *kmsg.ListOffsetsResponse {
-	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
-	resp.Version = req.Version
-	for _, rt := range req.Topics {
-		st := kmsg.NewListOffsetsResponseTopic()
-		st.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewListOffsetsResponseTopicPartition()
-			sp.Partition = rp.Partition
-			sp.Offset = 0
-			if rp.Partition == p {
-				sp.ErrorCode = e.Code
-			}
-			st.Partitions = append(st.Partitions, sp)
-		}
-		resp.Topics = append(resp.Topics, st)
-	}
-	return resp
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/atmostonce/toolexec/internal/kfakeresp"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -29,7 +30,7 @@ func TestRoutingPartitionsWaitsForTheMetaPartition(t *testing.T) {
 			return resp // no topics at all
 		}},
 		{"unknown topic or partition", func(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse {
-			return listOffsetsError(req, kerr.UnknownTopicOrPartition)
+			return kfakeresp.ListOffsetsError(req, kfakeresp.All, kerr.UnknownTopicOrPartition)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,29 +75,11 @@ func TestRoutingPartitionsFailsOnAFatalMetaError(t *testing.T) {
 	defer c.Close()
 	c.ControlKey(int16(kmsg.ListOffsets), func(r kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
-		return listOffsetsError(r.(*kmsg.ListOffsetsRequest), kerr.TopicAuthorizationFailed), nil, true
+		return kfakeresp.ListOffsetsError(r.(*kmsg.ListOffsetsRequest), kfakeresp.All, kerr.TopicAuthorizationFailed), nil, true
 	})
 	start := time.Now()
 	_, err = RoutingPartitions(context.Background(), []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, n, 6)
 	if err == nil || time.Since(start) > 5*time.Second {
 		t.Fatalf("RoutingPartitions = %v after %v, want an authorization error at once", err, time.Since(start))
 	}
-}
-
-// listOffsetsError answers every partition req names with e.
-func listOffsetsError(req *kmsg.ListOffsetsRequest, e *kerr.Error) *kmsg.ListOffsetsResponse {
-	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
-	resp.Version = req.Version
-	for _, rt := range req.Topics {
-		st := kmsg.NewListOffsetsResponseTopic()
-		st.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewListOffsetsResponseTopicPartition()
-			sp.Partition = rp.Partition
-			sp.ErrorCode = e.Code
-			st.Partitions = append(st.Partitions, sp)
-		}
-		resp.Topics = append(resp.Topics, st)
-	}
-	return resp
 }
