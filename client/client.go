@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -69,6 +70,7 @@ type Client struct {
 type waiter struct {
 	tenant, key string
 	ch          chan *wire.Result
+	hand        func(*wire.Result) // set by Pending.Hand: takes the next answer instead of ch
 }
 
 // New connects, and starts reading answers from the current end of the
@@ -168,8 +170,16 @@ func (c *Client) readAnswers() {
 func (c *Client) deliver(res *wire.Result) {
 	c.mu.Lock()
 	w, ok := c.mu.waiters[res.IntentID]
+	ok = ok && res.Tenant == w.tenant && res.Key == w.key
+	if ok && w.hand != nil {
+		delete(c.mu.waiters, res.IntentID)
+	}
 	c.mu.Unlock()
-	if !ok || res.Tenant != w.tenant || res.Key != w.key {
+	if !ok {
+		return
+	}
+	if w.hand != nil {
+		w.hand(res)
 		return
 	}
 	select {
@@ -260,6 +270,57 @@ func (p *Pending) Next(ctx context.Context) (*wire.Result, error) {
 // Close stops listening for the intent's answers. Idempotent.
 func (p *Pending) Close() { p.c.unregister(p.in.ID) }
 
+// Hand stops waiting for the intent's answers here and hands the next one
+// to f instead: at once when one came already, else on the client's
+// reading goroutine when it comes (f must not block), or nil when d
+// passes first or the client closes. f is called once. The Pending must
+// not be used afterwards. What it is for: a caller that stopped waiting
+// (the gateway's Prefer: wait=0) but holds something until the call ends
+// (the gateway's place in its tenant's concurrent_calls).
+func (p *Pending) Hand(d time.Duration, f func(*wire.Result)) {
+	var once sync.Once
+	var timer atomic.Pointer[time.Timer]
+	var called atomic.Bool
+	call := func(res *wire.Result) {
+		once.Do(func() {
+			called.Store(true)
+			if t := timer.Load(); t != nil {
+				t.Stop()
+			}
+			f(res)
+		})
+	}
+	if !p.c.handOver(p.in.ID, call) {
+		call(nil)
+		return
+	}
+	select {
+	case res := <-p.ch: // came before the hand-over
+		p.c.unregister(p.in.ID)
+		call(res)
+		return
+	default:
+	}
+	timer.Store(time.AfterFunc(d, func() { p.c.unregister(p.in.ID); call(nil) }))
+	if called.Load() { // the answer came while the timer was being set
+		timer.Load().Stop()
+	}
+}
+
+// handOver makes f take the next answer of the intent id; false when the
+// intent is no longer awaited (the client closed).
+func (c *Client) handOver(id string, f func(*wire.Result)) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, ok := c.mu.waiters[id]
+	if !ok || c.mu.closed {
+		return false
+	}
+	w.hand = f
+	c.mu.waiters[id] = w
+	return true
+}
+
 func fill(in *wire.Intent, replyTo, results string) {
 	if in.V == 0 {
 		in.V = wire.Version
@@ -340,7 +401,17 @@ func (c *Client) await(ctx context.Context, ch chan *wire.Result) (*wire.Result,
 func (c *Client) Close() {
 	c.mu.Lock()
 	c.mu.closed = true
+	var hands []func(*wire.Result)
+	for id, w := range c.mu.waiters {
+		if w.hand != nil {
+			hands = append(hands, w.hand)
+			delete(c.mu.waiters, id)
+		}
+	}
 	c.mu.Unlock()
+	for _, h := range hands { // no answer will come now
+		h(nil)
+	}
 	if c.prod != nil {
 		c.prod.Close()
 	}

@@ -34,7 +34,8 @@ type Gateway struct {
 	admCl   *kgo.Client
 	adm     *kadm.Client
 	client  *client.Client
-	lookups *lookupLimiter // GET and compensate of a key
+	lookups *limiter   // GET and compensate of a key
+	admit   *admission // calls and compensates, by the tenant's limits
 	mcp     *mcpServers
 	stop    chan struct{} // ends keepReplyTopic
 	stopped chan struct{}
@@ -57,7 +58,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{cfg: cfg, names: topics.NamesWithPrefix(cfg.Prefix), replyTopic: ReplyTopic(cfg.Prefix, cfg.InstanceID),
-		log: cfg.Logger.With("component", "gateway"), lookups: newLookupLimiter()}
+		log: cfg.Logger.With("component", "gateway"), lookups: newLookupLimiter(), admit: newAdmission()}
 	if err := g.loadTools(); err != nil {
 		return nil, err
 	}

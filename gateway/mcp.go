@@ -185,6 +185,11 @@ func (g *Gateway) mcpCall(tenant string, t *tool) mcp.ToolHandler {
 		ctx, span := g.mcpSpan(ctx, in)
 		defer endProduceSpan(span, nil)
 		rep, err := g.send(ctx, in)
+		if le, ok := limitOf(err); ok {
+			g.m.mcpCalls.WithLabelValues("refused").Inc()
+			return errorResult(fmt.Sprintf("Refused: over the limit %s (%s). Nothing ran. Call again with the same idempotency_key after %d s.",
+				le.Limit, le.Detail, le.RetryAfter)), nil
+		}
 		if rej, ok := refusal(err); ok {
 			g.m.mcpCalls.WithLabelValues("invalid").Inc()
 			return errorResult(fmt.Sprintf("Rejected (%s): %s. Nothing ran.", rej.Reason, rej.Detail)), nil

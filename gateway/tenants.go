@@ -23,12 +23,24 @@ const (
 var tenantsFile = tokenfile.Kind{
 	List: "tenants", Item: "tenant", ValidName: wire.ValidTenant, NameRule: "[a-z0-9_-]{1,64}",
 	MaxNames: maxTenants, MaxTokens: maxTokensPerTenant, MaxHashes: maxTokenHashes, Err: ErrTenants,
+	TopFields: []string{"default_limits"}, EntryFields: []string{"limits"},
 }
 
-// Tenants maps bearer tokens, by their SHA-256, to tenants. Immutable once
-// built: safe for concurrent use.
+// Tenants maps bearer tokens, by their SHA-256, to tenants, and tenants
+// to their limits. Immutable once built: safe for concurrent use.
 type Tenants struct {
-	set *tokenfile.Set
+	set      *tokenfile.Set
+	defaults Limits            // of a tenant without limits of its own
+	limits   map[string]Limits // the tenants with limits of their own
+}
+
+// Limits returns the tenant's limits: its own, else the file's
+// default_limits, else DefaultLimits.
+func (t *Tenants) Limits(name string) Limits {
+	if l, ok := t.limits[name]; ok {
+		return l
+	}
+	return t.defaults
 }
 
 // Authenticate returns the tenant whose token is token. It hashes token
@@ -59,7 +71,7 @@ func SingleTenant(name, token string) (*Tenants, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tenants{set: s}, nil
+	return &Tenants{set: s, defaults: DefaultLimits}, nil
 }
 
 // HashToken returns the tenants-file form of token: "sha256:<hex>".
@@ -68,28 +80,41 @@ func HashToken(token string) string { return tokenfile.HashToken(token) }
 // LoadTenants reads and parses the tenants file at path. Errors name the
 // file and the line.
 func LoadTenants(path string) (*Tenants, error) {
-	s, err := tokenfile.Load(tenantsFile, path)
+	lr := &limitsReader{}
+	s, err := tokenfile.LoadWith(tenantsFile, path, lr)
 	if err != nil {
 		return nil, err
 	}
-	return &Tenants{set: s}, nil
+	return newTenants(s, lr), nil
+}
+
+func newTenants(s *tokenfile.Set, lr *limitsReader) *Tenants {
+	def, by := lr.resolve()
+	return &Tenants{set: s, defaults: def, limits: by}
 }
 
 // ParseTenants parses a tenants file:
 //
+//	default_limits:              # optional: every tenant's, unless its own
+//	  concurrent_calls: 256
+//	  calls_per_second: 500
+//	  burst: 500
 //	tenants:
 //	  - name: acme
 //	    tokens: ["sha256:<64 hex digits>"]
+//	    limits:                  # optional: over default_limits, field by field
+//	      concurrent_calls: 16
 //
-// Unknown and duplicate fields, duplicate tenants and a token hash listed
-// twice (a credential binds to exactly one tenant) are errors, each naming
-// its line. The first error is returned.
+// Unknown and duplicate fields, duplicate tenants, a token hash listed
+// twice (a credential binds to exactly one tenant) and a limit out of its
+// bounds are errors, each naming its line. The first error is returned.
 func ParseTenants(data []byte) (*Tenants, error) {
-	s, err := tokenfile.Parse(tenantsFile, data)
+	lr := &limitsReader{}
+	s, err := tokenfile.ParseWith(tenantsFile, data, lr)
 	if err != nil {
 		return nil, err
 	}
-	return &Tenants{set: s}, nil
+	return newTenants(s, lr), nil
 }
 
 // TenantStore holds the tenants in force; Reload swaps them atomically.

@@ -47,10 +47,17 @@ var gwTokens = map[string]string{"acme": "acme-token-1", "globex": "globex-token
 
 func tenantsFile(t *testing.T) string {
 	t.Helper()
+	return tenantsFileWith(t, nil)
+}
+
+// tenantsFileWith is tenantsFile with more YAML in a tenant's entry (its
+// limits), by tenant.
+func tenantsFileWith(t *testing.T, extra map[string]string) string {
+	t.Helper()
 	var b strings.Builder
 	b.WriteString("tenants:\n")
 	for _, tenant := range []string{"acme", "globex"} {
-		fmt.Fprintf(&b, "  - name: %s\n    tokens: [%q]\n", tenant, gateway.HashToken(gwTokens[tenant]))
+		fmt.Fprintf(&b, "  - name: %s\n    tokens: [%q]\n%s", tenant, gateway.HashToken(gwTokens[tenant]), extra[tenant])
 	}
 	path := filepath.Join(t.TempDir(), "tenants.yaml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
@@ -69,11 +76,18 @@ func (e *env) startGateway(toolsYAML string) string {
 // startGatewayReg is startGateway with the gateway's metrics on reg.
 func (e *env) startGatewayReg(toolsYAML string, reg prometheus.Registerer) string {
 	e.t.Helper()
+	return e.startGatewayWith(toolsYAML, tenantsFile(e.t), reg)
+}
+
+// startGatewayWith is startGatewayReg with the tenants file at
+// tenantsPath.
+func (e *env) startGatewayWith(toolsYAML, tenantsPath string, reg prometheus.Registerer) string {
+	e.t.Helper()
 	cfg, err := tools.Parse([]byte(toolsYAML))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	tenants, err := gateway.LoadTenants(tenantsFile(e.t))
+	tenants, err := gateway.LoadTenants(tenantsPath)
 	if err != nil {
 		e.t.Fatal(err)
 	}
