@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/atmostonce/toolexec/internal/httpserve"
 )
 
 // Retry-After of a 202, in seconds. Why they differ: a running call
@@ -71,8 +73,10 @@ func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request) (string, 
 		g.m.authFailures.Inc()
 		w.Header().Set("WWW-Authenticate", `Bearer realm="toolexec"`)
 		writeProblem(w, http.StatusUnauthorized, codeUnauthorized, g.unauthorizedDetail(sent))
+		return "", false
 	}
-	return tenant, ok
+	httpserve.Authenticated(r) // a tenant's connection may stay open for its next call
+	return tenant, true
 }
 
 // unauthorizedDetail says what was wrong with the credential and, for a
