@@ -55,6 +55,7 @@ type Client struct {
 	replyTo  string
 	nIntents int32
 	done     chan struct{}
+	replyID  atomic.Value // kadm.TopicID of the reply topic being read
 
 	mu struct {
 		sync.Mutex
@@ -136,6 +137,7 @@ func (c *Client) connect(ctx context.Context) error {
 		return fmt.Errorf("client: topic %s does not exist; is the executor running?", c.names.Intents)
 	}
 	c.nIntents = int32(len(td[c.names.Intents].Partitions))
+	c.replyID.Store(td[c.replyTo].ID)
 	ends, err := topicadmin.EndOffsets(ctx, adm, c.replyTo)
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
@@ -149,6 +151,38 @@ func (c *Client) connect(ctx context.Context) error {
 		return fmt.Errorf("client: %w", err)
 	}
 	c.cons = cons
+	return nil
+}
+
+// ReplyTopicID is the id of the reply topic the client reads: a topic
+// deleted and made again under the same name has another.
+func (c *Client) ReplyTopicID() kadm.TopicID {
+	id, _ := c.replyID.Load().(kadm.TopicID)
+	return id
+}
+
+// Reconsume reads the reply topic anew, from the start of each of its
+// partitions. What it is for: a reply topic deleted and made again (a
+// gateway's, deleted by a peer while it lived) is another topic under
+// the same name, and the consumer would keep following the one that is
+// gone; answers produced to the new one since it was made are read.
+// Answers awaited stay awaited.
+func (c *Client) Reconsume(ctx context.Context) error {
+	td, err := kadm.NewClient(c.prod).ListTopics(ctx, c.replyTo)
+	if err != nil {
+		return fmt.Errorf("client: list topics: %w", err)
+	}
+	d, ok := td[c.replyTo]
+	if !ok || d.Err != nil || len(d.Partitions) == 0 {
+		return fmt.Errorf("client: reply topic %s does not exist", c.replyTo)
+	}
+	start := map[int32]kgo.Offset{}
+	for p := range d.Partitions {
+		start[p] = kgo.NewOffset().AtStart()
+	}
+	c.cons.PurgeTopicsFromConsuming(c.replyTo)
+	c.cons.AddConsumePartitions(map[string]map[int32]kgo.Offset{c.replyTo: start})
+	c.replyID.Store(d.ID)
 	return nil
 }
 
