@@ -1,12 +1,14 @@
 package gateway
 
 import (
+	"errors"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/atmostonce/toolexec/internal/tokenfile"
 	"github.com/atmostonce/toolexec/internal/tracing"
 )
 
@@ -52,7 +54,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		mcpCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "toolexec", Subsystem: "gateway", Name: "mcp_calls_total",
 			Help: "MCP tools/call requests by the answer's status (running when the wait ended without one)."}, []string{"status"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "toolexec", Subsystem: "gateway", Name: "tenant_reloads_total",
-			Help: "Reloads of the tenants file (SIGHUP) by result (ok, error)."}, []string{"result"}),
+			Help: "Reloads of the tenants file (SIGHUP) by result: ok, error (the file has an error), shared_token (it lists a token of the operators file in force); on any but ok the tenants in force stay."}, []string{"result"}),
 	}
 	m.tenantMetrics()
 	if reg != nil {
@@ -106,7 +108,11 @@ func (m *metrics) observe(route string, code int, d time.Duration, span trace.Sp
 // line.
 func (g *Gateway) ReloadTenants(path string) error {
 	err := g.cfg.Tenants.Reload(path)
-	if err != nil {
+	switch {
+	case errors.Is(err, tokenfile.ErrShared):
+		g.m.reloads.WithLabelValues("shared_token").Inc()
+		return err
+	case err != nil:
 		g.m.reloads.WithLabelValues("error").Inc()
 		return err
 	}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"sync/atomic"
 
 	"github.com/atmostonce/toolexec/internal/tokenfile"
@@ -120,7 +121,20 @@ func ParseTenants(data []byte) (*Tenants, error) {
 // TenantStore holds the tenants in force; Reload swaps them atomically.
 // Safe for concurrent use.
 type TenantStore struct {
-	cur atomic.Pointer[Tenants]
+	cur   atomic.Pointer[Tenants]
+	apart *tokenfile.Disjoint // set once by KeepApart, before any Reload
+}
+
+// KeepApart puts the tenants in force through d, now and at every reload
+// (tokenfile.Disjoint): tenants that list a token of another file in
+// force (the console's operators) are refused, and a reload of them keeps
+// the tenants in force. Call it before the store is served.
+func (s *TenantStore) KeepApart(d *tokenfile.Disjoint) error {
+	if err := d.Put(tenantsFile.List, s.Current().set, func() {}); err != nil {
+		return fmt.Errorf("%w: %w", ErrTenants, err)
+	}
+	s.apart = d
+	return nil
 }
 
 // NewTenantStore returns a store serving t.
@@ -135,11 +149,16 @@ func (s *TenantStore) Current() *Tenants { return s.cur.Load() }
 
 // Reload reads path and puts it in force. On any error the tenants in
 // force stay as they were, and the error (naming the line) is returned.
+//
+// With KeepApart, tenants that share a token with another file in force
+// are refused so (an error wrapping tokenfile.ErrShared).
 func (s *TenantStore) Reload(path string) error {
 	t, err := LoadTenants(path)
 	if err != nil {
 		return err
 	}
-	s.cur.Store(t)
+	if err := s.apart.Put(tenantsFile.List, t.set, func() { s.cur.Store(t) }); err != nil {
+		return fmt.Errorf("%s: %w: %w", path, ErrTenants, err)
+	}
 	return nil
 }

@@ -47,7 +47,7 @@ func serveReconciler(ctx context.Context, f *runFlags, rc *reconciler.Reconciler
 		return func() {}, nil
 	}
 	con, stopConsole, err := console.Open(ctx, console.Options{OperatorsFile: f.rec.operators, ExternalURL: f.rec.consoleURL,
-		KafkaConfigFile: f.rec.consoleKafka, Registerer: promReg, Logger: log,
+		KafkaConfigFile: f.rec.consoleKafka, Registerer: promReg, Logger: log, Disjoint: f.tokens,
 		Backend: &console.ReconcilerBackend{Reconciler: rc, Tools: reg.Specs(), Brokers: conn.Seeds, Names: topics.NamesWithPrefix(f.prefix), ClientOpts: conn.Opts}})
 	if err != nil {
 		return nil, err
