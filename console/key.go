@@ -33,6 +33,7 @@ type keyData struct {
 	Refusal     string
 	Problem     string
 	ListLink    string
+	events      []*saga.Event // the key's history, for the notice
 }
 
 // keyPage is GET /console/key?tenant=T&key=K: the key's timeline and what
@@ -41,9 +42,22 @@ func (c *Console) keyPage(w http.ResponseWriter, r *http.Request, op operator) {
 	q := r.URL.Query()
 	d, status := c.keyData(r.Context(), op, q.Get("tenant"), q.Get("key"))
 	if done := q.Get("done"); done != "" && d.Problem == "" {
-		d.Notice = fmt.Sprintf("The executor answered %q to %s's %s.", done, q.Get("by"), q.Get("action"))
+		d.Notice = commandNotice(d.events, done)
 	}
 	c.render(w, status, "key", d)
+}
+
+// commandNotice says what the key's event log holds of the command with
+// id (the action just done, whose page the console redirected to): the
+// notice comes from the log, never from the query string, so a link
+// cannot show an operator an action that never happened.
+func commandNotice(evs []*saga.Event, id string) string {
+	for _, ev := range evs {
+		if ev.IntentID == id && (ev.Kind == saga.EvResolved || ev.Kind == saga.EvCompensationStarted) {
+			return "Recorded: " + sentence(ev)
+		}
+	}
+	return "The command this link names is not in the key's event log (yet): the timeline below is what is recorded."
 }
 
 func (c *Console) keyData(ctx context.Context, op operator, tenant, key string) (keyData, int) {
@@ -61,7 +75,7 @@ func (c *Console) keyData(ctx context.Context, op operator, tenant, key string) 
 		d.Problem = fmt.Sprintf("the event log holds no event of %s (the key was never called, or its events are past retention)", wire.RoutingKey(tenant, key))
 		return d, http.StatusNotFound
 	}
-	d.Found, d.Timeline, d.Rec = true, timeline(evs), fold(evs)
+	d.Found, d.Timeline, d.Rec, d.events = true, timeline(evs), fold(evs), evs
 	c.describe(&d)
 	return d, http.StatusOK
 }
@@ -185,7 +199,7 @@ func (c *Console) keyAction(w http.ResponseWriter, r *http.Request, op operator)
 	case err != nil:
 		c.refuse(w, r, op, f, http.StatusGatewayTimeout, fmt.Sprintf("No answer from the executor: %v. The command %s may still be applied: reload this page to see the timeline.", err, req.ID))
 	default:
-		q := url.Values{"tenant": {req.Tenant}, "key": {req.Key}, "done": {res.Status}, "by": {op.name}, "action": {describeCommand(req)}}
+		q := url.Values{"tenant": {req.Tenant}, "key": {req.Key}, "done": {req.ID}} // the page finds the command in the log
 		http.Redirect(w, r, "/console/key?"+q.Encode(), http.StatusSeeOther)
 	}
 }
@@ -195,13 +209,6 @@ func answerStatus(res *wire.Result) string {
 		return ""
 	}
 	return res.Status
-}
-
-func describeCommand(req reconciler.ResolveRequest) string {
-	if req.Type == wire.TypeCompensate {
-		return "compensate"
-	}
-	return "resolve " + req.Outcome
 }
 
 // refuse shows the key page again with why the action was not done.
