@@ -179,4 +179,3 @@ func waitOpen(t *testing.T, l *capListener, n int) {
 	}
 	t.Fatalf("open connections %d, want %d", l.open(), n)
 }
-
