@@ -94,7 +94,7 @@ func (e *env) startGatewayWith(toolsYAML, tenantsPath string, reg prometheus.Reg
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	g, err := gateway.New(ctx, gateway.Config{Brokers: brokers, Prefix: e.prefix, Tools: cfg.Tools,
-		Tenants: gateway.NewTenantStore(tenants), InstanceID: "it-" + randHex(3), Logger: testLogger(e.t), Registerer: reg})
+		Tenants: gateway.NewTenantStore(tenants), InstanceID: "it-" + randHex(3), Logger: testLogger(e.t), Registerer: reg, CallerTrace: e.callerTrace})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -103,13 +103,16 @@ func (e *env) startGatewayWith(toolsYAML, tenantsPath string, reg prometheus.Reg
 	return srv.URL
 }
 
-// startGatewayProc runs cmd/gateway as its own process.
-func (e *env) startGatewayProc(name, toolsYAML, tenants string) *proc {
+// startGatewayProc runs cmd/gateway as its own process, its /metrics on
+// a port of its own (proc.metrics), with more flags in extra.
+func (e *env) startGatewayProc(name, toolsYAML, tenants string, extra ...string) *proc {
 	e.t.Helper()
-	addr := freeAddr(e.t)
-	cmd := exec.Command(gatewayBinary, "--brokers", seedList(), "--tools", writeTools(e.t, toolsYAML), "--tenants", tenants,
-		"--http-addr", addr, "--topic-prefix", e.prefix, "--instance-id", name, "--client-id", name)
-	return e.launch(name, "gateway", cmd, addr)
+	addr, metrics := freeAddr(e.t), freeAddr(e.t)
+	cmd := exec.Command(gatewayBinary, append([]string{"--brokers", seedList(), "--tools", writeTools(e.t, toolsYAML), "--tenants", tenants,
+		"--http-addr", addr, "--metrics-addr", metrics, "--topic-prefix", e.prefix, "--instance-id", name, "--client-id", name}, extra...)...)
+	p := e.launch(name, "gateway", cmd, addr)
+	p.metrics = metrics
+	return p
 }
 
 // gwResp is an HTTP answer of the gateway, body decoded.

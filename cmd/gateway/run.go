@@ -20,8 +20,9 @@ import (
 )
 
 type flags struct {
-	brokers, kafkaConfig, toolsFile, tenantsFile, httpAddr, prefix, instanceID, clientID string
-	outage, replyIdle                                                                    time.Duration
+	brokers, kafkaConfig, toolsFile, tenantsFile, httpAddr, metricsAddr, prefix, instanceID, clientID string
+	callerTrace                                                                                       string
+	outage, replyIdle                                                                                 time.Duration
 }
 
 func parseFlags(args []string) (*flags, error) {
@@ -32,7 +33,9 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.kafkaConfig, "kafka-config", "", "Kafka client properties file (TLS, SASL), as for the other commands")
 	fs.StringVar(&f.toolsFile, "tools", "", "the executor's tool file (required)")
 	fs.StringVar(&f.tenantsFile, "tenants", "", "the tenants file: bearer token hashes per tenant (required; reloaded on SIGHUP)")
-	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:8080", "serves the API, /mcp, /healthz, /readyz and /metrics")
+	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:8080", "serves the API, /mcp, /healthz and /readyz to agents")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "127.0.0.1:9466", "serves /metrics (and /healthz, /readyz) apart from the agents' port: its exemplars carry trace ids; empty: not served")
+	fs.StringVar(&f.callerTrace, "caller-trace", string(gateway.TraceLink), "what a caller's traceparent does: link (a trace of the gateway's own, linked to the caller's; for callers outside the trust boundary) or continue (the caller's trace goes on to the executor and the tool; for a deployment's own services)")
 	fs.StringVar(&f.prefix, "topic-prefix", topics.DefaultPrefix, "prefix of the topic names")
 	fs.StringVar(&f.instanceID, "instance-id", gateway.InstanceIDFrom(host), "names this instance's reply topic <prefix>gateway.<id>; keep it stable across restarts (a StatefulSet's pod name; default: the host name)")
 	fs.StringVar(&f.clientID, "client-id", "toolexec-gateway", "Kafka client id")
@@ -48,6 +51,10 @@ func parseFlags(args []string) (*flags, error) {
 		return nil, errors.New("--tenants is required (see docs/gateway.md, The tenants file)")
 	case !gateway.ValidInstanceID(f.instanceID):
 		return nil, fmt.Errorf("--instance-id %q must match [a-z0-9._-]{1,64}: it names the reply topic %s", f.instanceID, gateway.ReplyTopic(f.prefix, f.instanceID))
+	case f.callerTrace != string(gateway.TraceLink) && f.callerTrace != string(gateway.TraceContinue):
+		return nil, fmt.Errorf("--caller-trace %q: want link or continue", f.callerTrace)
+	case f.metricsAddr != "" && f.metricsAddr == f.httpAddr:
+		return nil, errors.New("--metrics-addr must differ from --http-addr: /metrics is not served to agents")
 	}
 	return f, nil
 }
@@ -62,7 +69,7 @@ func runMain(args []string) error {
 	log := cli.Logger()
 	ctx, stop := cli.SignalContext()
 	defer stop()
-	web, err := httpserve.ListenProcess(f.httpAddr, log)
+	web, api, err := listen(f, log)
 	if err != nil {
 		return err
 	}
@@ -89,6 +96,7 @@ func runMain(args []string) error {
 		g, err = gateway.New(ctx, gateway.Config{
 			Brokers: conn.Seeds, KafkaOpts: conn.Opts, Prefix: f.prefix, Tools: cfg.Tools, Tenants: gateway.NewTenantStore(tenants),
 			InstanceID: f.instanceID, ClientID: f.clientID, ReplyTopicIdle: replyIdle(f.replyIdle), Logger: log, Registerer: r, TracerProvider: tp,
+			CallerTrace: gateway.CallerTrace(f.callerTrace),
 		})
 		return err
 	}, func(err error) bool { return !cli.Lasting(err, gateway.ErrConfig, gateway.ErrTenants) })
@@ -99,12 +107,43 @@ func runMain(args []string) error {
 	stopHUP := g.ReloadOn(f.tenantsFile, hup)
 	defer stopHUP()
 	kafkaUp := httpserve.Watch(ctx, "gateway: kafka", readyInterval, readyTimeout, g.Ping, log)
-	mux := httpserve.Health(reg, kafkaUp)
+	mux := httpserve.Health(nil, kafkaUp)
 	mux.Handle("/", g.Handler())
-	web.Serve(mux)
-	log.Info("gateway running", "http", f.httpAddr, "brokers", f.brokers, "reply_topic", g.ReplyTopic(), "tenants", len(tenants.Names()), "tools", len(cfg.Tools))
+	api.Serve(mux)
+	if web.Server != nil {
+		web.Serve(httpserve.Health(reg, kafkaUp))
+	}
+	log.Info("gateway running", "http", f.httpAddr, "metrics", f.metricsAddr, "brokers", f.brokers, "reply_topic", g.ReplyTopic(),
+		"tenants", len(tenants.Names()), "tools", len(cfg.Tools), "caller_trace", f.callerTrace)
 	<-ctx.Done()
-	return shutdown(web.Server, log)
+	err = shutdown(api.Server, log)
+	if web.Server != nil {
+		_ = web.Server.Close()
+	}
+	return err
+}
+
+// listen serves, from the process's first moment, /metrics (with
+// /healthz and /readyz) on --metrics-addr, and the agents' port on
+// --http-addr, which never serves /metrics: its exemplars carry the trace
+// ids of calls, and its series name the tenants. Both answer as a
+// starting process until the gateway runs.
+func listen(f *flags, log *slog.Logger) (web, api *httpserve.Process, err error) {
+	web = &httpserve.Process{Registry: httpserve.ProcessRegistry()}
+	if f.metricsAddr != "" {
+		web.Handoff = httpserve.Starting(web.Registry)
+		if web.Server, err = httpserve.Listen(f.metricsAddr, web.Handoff, log); err != nil {
+			return nil, nil, err
+		}
+	}
+	api = &httpserve.Process{Handoff: httpserve.Starting(nil)}
+	if api.Server, err = httpserve.Listen(f.httpAddr, api.Handoff, log); err != nil {
+		if web.Server != nil {
+			_ = web.Server.Close()
+		}
+		return nil, nil, err
+	}
+	return web, api, nil
 }
 
 // The gateway is ready while a broker answers: without one, no call is
