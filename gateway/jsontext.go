@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"unicode/utf8"
 )
@@ -19,17 +18,16 @@ var errJSONText = errors.New("the body is not exact JSON")
 // read as U+FFFD: \ud800 and \udfff, or the bytes 0xFF and 0xFE, would be
 // one argument), and an object that names a member twice ({"a":1,"a":2}
 // would be read as {"a":2}). RFC 8259 leaves these to the reader; an
-// idempotency key's arguments must have one meaning. Its cost is linear
-// in len(b).
+// idempotency key's arguments must have one meaning. One pass over b,
+// allocating only for objects of many members and names with escapes;
+// what is not JSON at all is left to the decoder's own error.
 func checkJSONText(b []byte) error {
 	if !utf8.Valid(b) {
 		i := invalidUTF8At(b)
 		return fmt.Errorf("%w: byte 0x%02x at offset %d is not UTF-8 (JSON text is UTF-8)", errJSONText, b[i], i)
 	}
-	if err := checkSurrogates(b); err != nil {
-		return err
-	}
-	return checkMembers(b)
+	sc := textScanner{b: b}
+	return sc.run()
 }
 
 func invalidUTF8At(b []byte) int {
@@ -43,27 +41,124 @@ func invalidUTF8At(b []byte) int {
 	return 0
 }
 
-// checkSurrogates finds \u escapes of surrogates in b's strings that do
-// not make a pair: a high one (D800-DBFF) not followed by a low one
-// (DC00-DFFF), or a low one alone.
-func checkSurrogates(b []byte) error {
-	in := false
-	for i := 0; i < len(b); i++ {
-		switch c := b[i]; {
-		case c == '"':
-			in = !in
-		case !in || c != '\\':
-		case i+1 < len(b) && b[i+1] != 'u':
-			i++ // a one-character escape
-		default:
-			n, err := surrogateEscape(b, i)
-			if err != nil {
-				return err
+// textScanner walks a JSON text's structure: the open objects and arrays,
+// and each object's member names.
+type textScanner struct {
+	b      []byte
+	frames []frame
+}
+
+// frame is an open object (names) or array.
+type frame struct {
+	object    bool
+	expectKey bool     // the next string is a member's name
+	names     []string // the names so far; few in most objects
+	set       map[string]bool
+}
+
+// manyNames is where a frame's names move from a slice to a map.
+const manyNames = 16
+
+func (sc *textScanner) run() error {
+	for i := 0; i < len(sc.b); i++ {
+		switch sc.b[i] {
+		case '{':
+			sc.frames = append(sc.frames, frame{object: true, expectKey: true})
+		case '[':
+			sc.frames = append(sc.frames, frame{})
+		case '}', ']':
+			if len(sc.frames) > 0 {
+				sc.frames = sc.frames[:len(sc.frames)-1]
 			}
-			i += n - 1
+		case ',':
+			if f := sc.top(); f != nil && f.object {
+				f.expectKey = true
+			}
+		case '"':
+			end, err := sc.str(i)
+			if err != nil || end < 0 {
+				return err // an unterminated string: the decoder says so
+			}
+			if f := sc.top(); f != nil && f.object && f.expectKey {
+				f.expectKey = false
+				if err := f.add(sc.b[i : end+1]); err != nil {
+					return err
+				}
+			}
+			i = end
 		}
 	}
 	return nil
+}
+
+func (sc *textScanner) top() *frame {
+	if len(sc.frames) == 0 {
+		return nil
+	}
+	return &sc.frames[len(sc.frames)-1]
+}
+
+// str finds the end of the string that opens at b[i] (its closing
+// quote's offset, or -1 when the text ends first), refusing an escape of
+// a lone surrogate on the way.
+func (sc *textScanner) str(i int) (int, error) {
+	b := sc.b
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '"':
+			return j, nil
+		case '\\':
+			if j+1 < len(b) && b[j+1] == 'u' {
+				n, err := surrogateEscape(b, j)
+				if err != nil {
+					return 0, err
+				}
+				j += n - 1
+			} else {
+				j++
+			}
+		}
+	}
+	return -1, nil
+}
+
+// add records a member's name (quoted, as written), refusing one named
+// before in the object: by the name as read, so "a" and "\u0061" are one.
+func (f *frame) add(quoted []byte) error {
+	name := string(quoted[1 : len(quoted)-1])
+	if bytes.IndexByte(quoted, '\\') >= 0 {
+		if err := json.Unmarshal(quoted, &name); err != nil {
+			return nil // not a JSON string: the decoder says so
+		}
+	}
+	if f.has(name) {
+		return fmt.Errorf("%w: the member %s is named twice in one object", errJSONText, strconv.Quote(clipName(name)))
+	}
+	if f.set != nil {
+		f.set[name] = true
+		return nil
+	}
+	f.names = append(f.names, name)
+	if len(f.names) > manyNames {
+		f.set = make(map[string]bool, 2*manyNames)
+		for _, n := range f.names {
+			f.set[n] = true
+		}
+		f.names = nil
+	}
+	return nil
+}
+
+func (f *frame) has(name string) bool {
+	if f.set != nil {
+		return f.set[name]
+	}
+	for _, n := range f.names {
+		if n == name {
+			return true
+		}
+	}
+	return false
 }
 
 // surrogateEscape reads the \u escape at b[i:] and returns its length (12
@@ -86,56 +181,20 @@ func hex4(b []byte, i int) (uint64, bool) {
 	if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
 		return 0, false
 	}
-	u, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 32)
-	return u, err == nil
-}
-
-// checkMembers refuses an object, at any depth, that names a member twice
-// (by the member's name as read: "a" and "\u0061" are one name). A body
-// that is not JSON is left to the decoder's own error.
-func checkMembers(b []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var stack []map[string]bool // one per open object; nil for an open array
-	expectKey := false
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
+	var u uint64
+	for _, c := range b[i+2 : i+6] {
+		switch {
+		case c >= '0' && c <= '9':
+			u = u<<4 | uint64(c-'0')
+		case c >= 'a' && c <= 'f':
+			u = u<<4 | uint64(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			u = u<<4 | uint64(c-'A'+10)
+		default:
+			return 0, false
 		}
-		if err != nil {
-			return nil // the decoder reports it
-		}
-		switch t := tok.(type) {
-		case json.Delim:
-			stack, expectKey = openOrClose(stack, t)
-			continue
-		case string:
-			if expectKey {
-				top := stack[len(stack)-1]
-				if top[t] {
-					return fmt.Errorf("%w: the member %s is named twice in one object", errJSONText, strconv.Quote(clipName(t)))
-				}
-				top[t] = true
-				expectKey = false
-				continue
-			}
-		}
-		expectKey = len(stack) > 0 && stack[len(stack)-1] != nil // a value ends: a key may follow
 	}
-}
-
-// openOrClose tracks the open objects and arrays; it returns whether a
-// member's name comes next.
-func openOrClose(stack []map[string]bool, d json.Delim) ([]map[string]bool, bool) {
-	switch d {
-	case '{':
-		return append(stack, map[string]bool{}), true
-	case '[':
-		return append(stack, nil), false
-	}
-	stack = stack[:len(stack)-1]
-	return stack, len(stack) > 0 && stack[len(stack)-1] != nil
+	return u, true
 }
 
 func clipName(s string) string {
