@@ -53,10 +53,12 @@ const (
 	// Committed: committed, and seen committed on every partition of
 	// Confirm. The member acts on it.
 	Committed Outcome = iota + 1
-	// Aborted: seen to abort. Its inputs come again.
+	// Aborted: ended with an abort it asked for (a record could not be
+	// produced). Its inputs come again.
 	Aborted
-	// Unknown: its end failed, so it may have committed. Its inputs come
-	// again unless the group's offsets show them committed, and what it
+	// Unknown: its end failed, or reported no commit for a commit it
+	// may have sent, so it may have committed. Its inputs come again
+	// unless the group's offsets show them committed, and what it
 	// touched must be read back from the log.
 	Unknown
 	// Unconfirmed: reported committed, and not seen committed on Confirm's

@@ -11,9 +11,9 @@ import (
 	"github.com/atmostonce/toolexec/state"
 )
 
-// abortedTxns are the transactions this member treated as aborted: End
-// answered "not committed", or End failed and the group's committed
-// offsets showed that the transaction's offsets had not moved, so the
+// abortedTxns are the transactions this member treated as aborted: it
+// asked End for an abort, or End did not confirm a commit and the group's
+// committed offsets showed that the transaction's offsets had not moved, so the
 // member polled its records again and redid the work. A hanging remnant of
 // one of them must be closed with an abort marker: revealing it would
 // answer its intents twice and log their started events twice. How other

@@ -26,8 +26,15 @@ var names = topics.NamesWithPrefix("tool.")
 
 func newCluster(t *testing.T) *kfake.Cluster {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1),
-		kfake.SeedTopics(1, names.Intents, names.Control, names.Events, names.Results, names.DeadLetter))
+	return newClusterWith(t)
+}
+
+// newClusterWith is newCluster with more of kfake's options.
+func newClusterWith(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
+	t.Helper()
+	opts = append([]kfake.Opt{kfake.NumBrokers(1),
+		kfake.SeedTopics(1, names.Intents, names.Control, names.Events, names.Results, names.DeadLetter)}, opts...)
+	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
