@@ -50,6 +50,11 @@ func (e *Executor) open(ctx context.Context) error {
 	} else if n > 0 {
 		e.cfg.Logger.Info("pending reads moved to keys that name their tenant and key", "reads", n)
 	}
+	// The dispatcher exists before the group session: a revoke callback
+	// takes the revoked partitions' queued calls out of it.
+	e.callCtx, e.cancelCall = context.WithCancel(context.Background())
+	e.disp = newDispatcher(e.callCtx, e.cfg.Tools, e.cfg.MaxInFlight, e.cfg.Hooks, e.wake)
+	e.changes.cancel = e.disp.cancelPartitions
 	sess, err := txn.New(e.txnConfig())
 	if err != nil {
 		return err
@@ -74,9 +79,7 @@ func (e *Executor) open(ctx context.Context) error {
 	e.enc = &encoder{names: e.cfg.Names, replies: e.replies, deadLetters: e.layout.DeadLetterPartitions, dlCount: e.m.DeadLetters, log: e.cfg.Logger}
 	e.hot = newHotRecords(e.m.HotRecords)
 	e.core = partition.New(e.coreConfig(), storeView{st: st, events: e.cfg.Names.Events, hot: e.hot}, time.Now())
-	e.callCtx, e.cancelCall = context.WithCancel(context.Background())
 	e.trace = newCallTracer(e.cfg.TracerProvider, e.cfg.Tools, e.cfg.Names.Results)
-	e.disp = newDispatcher(e.callCtx, e.cfg.Tools, e.cfg.MaxInFlight, e.cfg.Hooks, e.wake)
 	e.disp.tracer = tracing.Tracer(e.cfg.TracerProvider, tracerName)
 	return nil
 }
