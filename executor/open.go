@@ -102,8 +102,8 @@ func (e *Executor) txnConfig() txn.Config {
 		Names: e.cfg.Names, Group: e.cfg.Group, TransactionalID: e.cfg.TransactionalID, TransactionTimeout: e.cfg.TransactionTimeout, BrokerOutage: e.cfg.BrokerOutage,
 		Store: e.store, Owned: func() []int32 { return e.core.Owned() }, Logger: e.cfg.Logger,
 		Metrics: txn.Metrics{TxnDuration: e.m.TxnDuration, ConfirmDuration: e.m.ConfirmDuration, AbortedAfterCommit: e.m.AbortedAfterCommit,
-			AbortedBehindOffsets: e.m.AbortedBehindOffsets,
-			HangingCommitted:     e.m.HangingCommitted, HangingUnclosed: e.m.HangingUnclosed, HangingBlind: e.m.HangingBlind},
+			AbortedBehindOffsets: e.m.AbortedBehindOffsets, CommittedAheadOfOffsets: e.m.CommittedAheadOfOffsets,
+			HangingCommitted: e.m.HangingCommitted, HangingUnclosed: e.m.HangingUnclosed, HangingBlind: e.m.HangingBlind},
 	}
 }
 

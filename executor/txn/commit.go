@@ -43,14 +43,16 @@ func (s *Session) Commit(ctx context.Context, b *Batch, beforeEnd func()) (Outco
 		if err := s.recoverTxn(err); errors.Is(err, ErrFatal) {
 			return Unknown, err
 		}
-		return Unknown, s.settleUnknown(ctx, b, err)
+		return s.settleUnknown(ctx, b, err)
 	case !committed && try == kgo.TryCommit:
-		return Unknown, s.settleUnknown(ctx, b, errCommitNotReported)
+		return s.settleUnknown(ctx, b, errCommitNotReported)
 	case !committed:
 		// Seen to abort, and redone: a remnant must stay hidden. After an
 		// error the outcome is unknown; settle decides by what the member
 		// does next.
-		s.recordAborted(b.txn)
+		if err := s.recordAborted(b); err != nil {
+			return Aborted, err
+		}
 		_, err := s.settle(b, nil)
 		return Aborted, err
 	}
@@ -95,8 +97,14 @@ func (s *Session) confirmed(ctx context.Context, b *Batch) (Outcome, error) {
 			"transactional_id", s.cfg.TransactionalID, "producer_id", b.txn.pid, "producer_epoch", b.txn.epoch,
 			"topic", s.cfg.Names.Events, "spans", b.spansOf(cf.aborted))
 	}
-	if _, err := s.settle(b, cf.err); err != nil {
+	moved, err := s.settle(b, cf.err)
+	if err != nil {
 		return Unconfirmed, err
+	}
+	if !moved {
+		if err := s.recordAborted(b); err != nil {
+			return Unconfirmed, err
+		}
 	}
 	if len(cf.aborted) > 0 {
 		s.rewind(b.Polled, cf.aborted)
@@ -153,15 +161,24 @@ func (s *Session) endTxn(ctx context.Context, b *Batch) (committed bool, try kgo
 	if err := s.flush(ctx); err != nil || b.produceErr() != nil {
 		try = kgo.TryAbort
 	}
-	// The producer id and epoch the records carry (loaded by now), so
-	// that a hanging remnant of this transaction can be closed the way
-	// this member saw it end (hanging.go).
-	if pid, epoch, err := s.gs.Client().ProducerID(endCtx); err == nil {
-		b.txn, b.pidKnown = txnKey{pid, epoch}, true
-	}
+	s.noteProducer(ctx, b)
 	b.tried = s.gs.Client().UncommittedOffsets()
 	committed, err = s.gs.End(endCtx, try)
 	return committed, try, err
+}
+
+// noteProducer keeps the producer id and epoch of the transaction (loaded
+// by now), so that a hanging remnant of it can be closed the way this
+// member saw it end (hanging.go). Not on the end's context: one that an
+// Interrupt cancelled, or that a flush as long as the transaction timeout
+// used up, lost the id, and the transaction went unrecorded among the
+// member's own aborts (txnOf then falls back to its records' id).
+func (s *Session) noteProducer(ctx context.Context, b *Batch) {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.TransactionTimeout)
+	defer cancel()
+	if pid, epoch, err := s.gs.Client().ProducerID(pctx); err == nil {
+		b.txn, b.pidKnown = txnKey{pid, epoch}, true
+	}
 }
 
 // flush waits until every record of the transaction is acknowledged,

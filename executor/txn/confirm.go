@@ -317,6 +317,34 @@ func (s *Session) abortedBehindOffsets(ctx context.Context, b *Batch) bool {
 	return false
 }
 
+// committedAheadOfOffsets reports whether the markers over every record
+// b wrote on the events and intents topics show b's transaction
+// committed, after an end of unknown outcome whose group offsets did not
+// move past its inputs (settleUnknown says why that is not enough). Any
+// abort, a marker not seen in time, or a producer id not known leave the
+// offsets' verdict standing.
+func (s *Session) committedAheadOfOffsets(ctx context.Context, b *Batch) bool {
+	pid, ok := b.producer()
+	if !ok {
+		return false
+	}
+	cctx, done := s.interruptible(ctx)
+	defer done()
+	seen := false
+	for _, topic := range []string{s.cfg.Names.Events, s.cfg.Names.Intents} {
+		spans := b.spansOn(topic)
+		if len(spans) == 0 {
+			continue
+		}
+		aborted, err := s.awaitMarkers(cctx, pid, topic, spans)
+		if len(aborted) > 0 || err != nil {
+			return false
+		}
+		seen = true
+	}
+	return seen
+}
+
 // spansOf are the spans of the events on the partitions ps.
 func (b *Batch) spansOf(ps map[int32]bool) map[int32]span {
 	b.mu.Lock()

@@ -78,9 +78,6 @@ func loadAbortedTxns(st *state.Store, now time.Time) (*abortedTxns, error) {
 // add records k as aborted, synced: the decision it protects comes at
 // least a hanging age later, possibly from the next process.
 func (a *abortedTxns) add(k txnKey, now time.Time) error {
-	if k == (txnKey{}) {
-		return nil
-	}
 	b := a.store.NewBatch()
 	if err := b.PutAux(abortedTxnKey(k), binary.BigEndian.AppendUint64(nil, uint64(now.Unix()))); err != nil {
 		b.Discard()

@@ -2,8 +2,6 @@ package txn
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -44,26 +42,7 @@ func newClusterWith(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
 
 func newSession(t *testing.T, c *kfake.Cluster, txnID string) *Session {
 	t.Helper()
-	st, err := state.Open(t.TempDir(), state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seeds := kgo.SeedBrokers(c.ListenAddrs()...)
-	s, err := New(Config{
-		Session: []kgo.Opt{seeds, kgo.TransactionalID(txnID), kgo.TransactionTimeout(10 * time.Second),
-			kgo.ConsumerGroup("g-" + txnID), kgo.ConsumeTopics(names.Intents, names.Control),
-			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())},
-		Markers: []kgo.Opt{seeds},
-		Names:   names, Group: "g-" + txnID, TransactionTimeout: 10 * time.Second, BrokerOutage: 10 * time.Second,
-		Store: st, Owned: func() []int32 { return []int32{0} },
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close(); st.Close() })
-	return s
+	return newSessionOn(t, c, txnID, state.Options{})
 }
 
 func event(v string) *kgo.Record {
