@@ -8,10 +8,10 @@ import "context"
 // or the end of its wait) and AllowRebalance has not been called: during a
 // poll's wait for records the gate is open, and a revocation runs its
 // callback at once. An executor spends most of its idle time in that
-// wait, with calls running and queued, so a revocation there skipped the
-// drain: a running call's outcome was dropped (the key left in doubt after
-// a routine rebalance) and a queued call reached its tool from a member
-// that had released the partition.
+// wait, with calls running and queued, so a revocation there would skip
+// the drain: a running call's outcome would be dropped (the key left in
+// doubt after a routine rebalance) and a queued call could reach its tool
+// from a member that had released the partition.
 //
 // So the loop holds the gate at all times, its polls' waits included, and
 // lets a rebalance through only where nothing can be lost:

@@ -18,11 +18,11 @@ import (
 // lets the revocation through: the queued call is recorded not_executed
 // and never reaches the tool, and the running call, which finishes well
 // within the drain timeout, has its outcome recorded and answered; no key
-// is left in doubt. Before, franz-go ran the revoke callback at once
-// (BlockRebalanceOnPoll holds rebalances only while a poll's records are
-// processed), no drain ran, the running call's outcome was dropped and
-// the queued call reached the tool from a member that had released its
-// partition.
+// is left in doubt. franz-go runs the revoke callback at once during a
+// poll's wait unless the loop holds the rebalance gate there
+// (executor/gate.go): no drain would run, the running call's outcome
+// would be dropped and the queued call would reach the tool from a member
+// that had released its partition.
 func TestRebalanceWhileIdleDrainsFirst(t *testing.T) {
 	u := newUnconfirmed(t, "idl", toolEntry("t.one", "irreversible", "/block", "40s", "    max_in_flight: 1\n    pending_ttl: 2m\n"))
 	u.callOK(t, "idl-0") // the partition is restored
