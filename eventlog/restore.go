@@ -103,8 +103,8 @@ func endOffset(ctx context.Context, adm *kadm.Client, topic string, partition in
 // reports the log start past it), it returns an error wrapping
 // ErrOffsetGone with the offset it reached. Why: franz-go's default on an
 // out-of-range fetch is to resume at the log start, silently; a restore
-// whose log start moved after its gap check (or while it read) then
-// folded what was left and lost a key, and a duplicate of the key ran
+// whose log start moved after its gap check (or while it read) would fold
+// what was left and lose a key, and a duplicate of the key would run
 // again.
 func Read(ctx context.Context, seeds []string, topic string, partition int32, from, to int64, apply Applier, extra ...kgo.Opt) (int64, error) {
 	if from >= to {

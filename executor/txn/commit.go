@@ -68,8 +68,8 @@ func (s *Session) Commit(ctx context.Context, b *Batch, beforeEnd func()) (Outco
 // TRANSACTION_ABORTABLE as an abort and reports "not committed" without
 // an error, although the broker may have applied the commit before it
 // answered (an unexpected server error is exactly that). Taken for an
-// abort, the commit's inputs were decided again and its outcomes recorded
-// again: two terminal answers for one intent. End gives no sign of
+// abort, the commit's inputs would be decided again and its outcomes
+// recorded again: two terminal answers for one intent. End gives no sign of
 // whether it sent the commit (a rebalance, a refused offset commit or a
 // failed heartbeat make it abort without trying), so every "not
 // committed" after TryCommit is judged as an end of unknown outcome is:
@@ -171,8 +171,8 @@ func (s *Session) endTxn(ctx context.Context, b *Batch) (committed bool, try kgo
 // by now), so that a hanging remnant of it can be closed the way this
 // member saw it end (hanging.go). Not on the end's context: one that an
 // Interrupt cancelled, or that a flush as long as the transaction timeout
-// used up, lost the id, and the transaction went unrecorded among the
-// member's own aborts (txnOf then falls back to its records' id).
+// used up, would lose the id, and the transaction would go unrecorded
+// among the member's own aborts (txnOf falls back to its records' id).
 func (s *Session) noteProducer(ctx context.Context, b *Batch) {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.TransactionTimeout)
 	defer cancel()

@@ -67,7 +67,7 @@ func (s *Session) settle(b *Batch, endErr error) (moved bool, err error) {
 // (Committed: its calls may go, their started events are seen committed)
 // and moves past the inputs, whose offsets it commits at once
 // (commitSkippedOffsets). Taken at the offsets' word, the redone inputs
-// were decided against a view that holds the transaction's events: a
+// would be decided against a view that holds the transaction's events: a
 // replay answered twice, and started keys whose calls were never made
 // left in doubt.
 func (s *Session) settleUnknown(ctx context.Context, b *Batch, endErr error) (Outcome, error) {
