@@ -83,14 +83,3 @@ func TestUnauthorizedSaysWhatWasWrongAndWhereTheTokenIs(t *testing.T) {
 		t.Errorf("without a hint: %q", detail)
 	}
 }
-
-func TestEditDistance(t *testing.T) {
-	for _, c := range []struct {
-		a, b string
-		want int
-	}{{"", "", 0}, {"", "abc", 3}, {"kitten", "sitting", 3}, {"demo.refnd", "demo.refund", 1}, {"flaw", "lawn", 2}, {"héllo", "hello", 1}} {
-		if got := editDistance(c.a, c.b); got != c.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
-		}
-	}
-}
