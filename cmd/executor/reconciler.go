@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/atmostonce/toolexec/console"
 	"github.com/atmostonce/toolexec/internal/cli"
-	"github.com/atmostonce/toolexec/internal/httpserve"
 	"github.com/atmostonce/toolexec/reconciler"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"
@@ -42,8 +40,8 @@ func addReconcilerFlags(fs *flag.FlagSet) *reconcilerFlags {
 
 // serveReconciler serves the embedded reconciler's HTTP endpoints and the
 // operator console; the returned stop closes them.
-func serveReconciler(ctx context.Context, f *runFlags, rc *reconciler.Reconciler, conn *cli.Conn, reg *tools.Registry, promReg *prometheus.Registry, log *slog.Logger) (func(), error) {
-	if f.rec.httpAddr == "" {
+func serveReconciler(ctx context.Context, f *runFlags, rc *reconciler.Reconciler, conn *cli.Conn, reg *tools.Registry, promReg *prometheus.Registry, front *front, log *slog.Logger) (func(), error) {
+	if front == nil {
 		return func() {}, nil
 	}
 	con, stopConsole, err := console.Open(ctx, console.Options{OperatorsFile: f.rec.operators, ExternalURL: f.rec.consoleURL,
@@ -54,24 +52,22 @@ func serveReconciler(ctx context.Context, f *runFlags, rc *reconciler.Reconciler
 	}
 	mux := rc.Handler(promReg)
 	con.Mount(mux)
-	srv, err := httpserve.Listen(f.rec.httpAddr, mux, log)
-	if err != nil {
-		stopConsole()
-		return nil, errors.Join(err, errors.New("use --reconciler-http-addr, or --reconciler=false when a reconciler runs elsewhere"))
-	}
+	front.Serve(mux)
 	if con.On() {
 		log.Info("operator console", "url", "http://"+f.rec.httpAddr+"/console", "operators", f.rec.operators)
 	} else {
 		fmt.Println(console.OffHint)
 	}
-	return func() { _ = srv.Close(); stopConsole() }, nil
+	return func() { _ = front.srv.Close(); stopConsole() }, nil
 }
 
 // startReconciler runs the embedded reconciler next to the executor (the
 // topics exist by now: executor.New ensured them), with the executor's
-// tools and its own metrics registry. The returned stop waits for it after
-// ctx is cancelled and releases it.
-func startReconciler(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry, log *slog.Logger) (func(), error) {
+// tools and its own metrics registry. The returned stop ends it and waits
+// for it (bounded), and releases it: it is called on a normal stop, after
+// ctx ended, and when a later part of the start (the gateway's) failed,
+// while ctx still runs.
+func startReconciler(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry, front *front, log *slog.Logger) (func(), error) {
 	if !f.rec.on {
 		return func() {}, nil
 	}
@@ -85,15 +81,17 @@ func startReconciler(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tool
 	if err != nil {
 		return nil, err
 	}
-	stopHTTP, err := serveReconciler(ctx, f, rc, conn, reg, promReg, log)
+	stopHTTP, err := serveReconciler(ctx, f, rc, conn, reg, promReg, front, log)
 	if err != nil {
 		rc.Close()
 		return nil, err
 	}
+	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- rc.Run(ctx) }()
+	go func() { done <- rc.Run(runCtx) }()
 	log.Info("embedded reconciler running", "group", f.rec.group, "http", f.rec.httpAddr)
 	return func() {
+		cancel()
 		select {
 		case err := <-done:
 			log.Info("embedded reconciler stopped", "err", err)

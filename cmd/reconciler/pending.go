@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,13 +17,13 @@ import (
 // reconciler needed), completed with what the running reconciler at
 // --http-addr knows (attempts, escalations, commands sent).
 func pendingMain(args []string) error {
-	fs := flag.NewFlagSet("reconciler pending", flag.ContinueOnError)
+	fs := cli.FlagSet("reconciler pending", "Usage: reconciler pending [--json] [--tools F] [--http-addr ADDR] [flags]\n\nLists the keys in doubt, from the event log and the running reconciler at --http-addr.")
 	kafka := cli.KafkaFlags(fs)
 	toolsFile := fs.String("tools", "", "the executor's tool file, for classes and pending_ttl (optional)")
 	httpAddr := fs.String("http-addr", "127.0.0.1:9465", "the running reconciler's address; empty: the event log only")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
