@@ -173,15 +173,24 @@ func gatewayTenants(f *runFlags, log *slog.Logger) (*gateway.Tenants, *keptToken
 // tenant: its token is a development convenience kept in a file on this
 // machine; anything reachable by others takes --tenants.
 func localOnly(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return fmt.Errorf("--gateway-addr %q: %w", addr, err)
 	}
-	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+	if loopback(addr) {
 		return nil
 	}
 	return fmt.Errorf("--gateway-addr %s can be reached from other machines, and without --tenants the gateway serves the "+
 		"default tenant with the token in <data-dir>/%s: give a tenants file (--tenants, docs/gateway.md), or listen on 127.0.0.1", addr, tokenFile)
+}
+
+// loopback reports whether addr listens where only this machine reaches.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
 }
 
 // defaultToken reads the token file, or writes a new random token to it

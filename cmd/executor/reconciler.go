@@ -31,7 +31,7 @@ func addReconcilerFlags(fs *flag.FlagSet) *reconcilerFlags {
 	f := &reconcilerFlags{}
 	fs.BoolVar(&f.on, "reconciler", true, "also run the reconciler in this process (data under <data-dir>/reconciler); false when cmd/reconciler runs separately")
 	fs.StringVar(&f.httpAddr, "reconciler-http-addr", "127.0.0.1:9465", "the embedded reconciler's /metrics, /healthz, /readyz, /pending and the operator console (/console); empty: not served")
-	fs.StringVar(&f.operators, "operators", "", "the operator console's operators file (the tenants file's format, reloaded on SIGHUP); empty: the console is off")
+	fs.StringVar(&f.operators, "operators", "", "the operator console's operators file (the tenants file's format, reloaded on SIGHUP); empty: on a loopback --reconciler-http-addr one operator, you, with the token in <data-dir>/console.token; elsewhere the console is off")
 	fs.StringVar(&f.consoleKafka, "console-kafka-config", "", "Kafka client properties of the console's own clients (event-log reads, actions and their answers on the results topic): the operator role's on a secured cluster; empty: --kafka-config")
 	fs.StringVar(&f.consoleURL, "console-url", "", "where operators reach the console (e.g. https://ops.example.com): alert annotations link there, and an https URL makes the session cookie Secure")
 	fs.StringVar(&f.group, "reconciler-group", "tool-reconciler", "consumer group of the embedded reconciler")
@@ -39,12 +39,18 @@ func addReconcilerFlags(fs *flag.FlagSet) *reconcilerFlags {
 }
 
 // serveReconciler serves the embedded reconciler's HTTP endpoints and the
-// operator console; the returned stop closes them.
+// operator console (with the operators of --operators, else, on a
+// loopback address, the generated operator of defaultOperator); the
+// returned stop closes them.
 func serveReconciler(ctx context.Context, f *runFlags, rc *reconciler.Reconciler, conn *cli.Conn, reg *tools.Registry, promReg *prometheus.Registry, front *front, log *slog.Logger) (func(), error) {
 	if front == nil {
 		return func() {}, nil
 	}
-	con, stopConsole, err := console.Open(ctx, console.Options{OperatorsFile: f.rec.operators, ExternalURL: f.rec.consoleURL,
+	ops, kept, err := defaultOperator(f, log)
+	if err != nil {
+		return nil, err
+	}
+	con, stopConsole, err := console.Open(ctx, console.Options{OperatorsFile: f.rec.operators, Operators: ops, ExternalURL: f.rec.consoleURL,
 		KafkaConfigFile: f.rec.consoleKafka, Registerer: promReg, Logger: log,
 		Backend: &console.ReconcilerBackend{Reconciler: rc, Tools: reg.Specs(), Brokers: conn.Seeds, Names: topics.NamesWithPrefix(f.prefix), ClientOpts: conn.Opts}})
 	if err != nil {
@@ -53,9 +59,12 @@ func serveReconciler(ctx context.Context, f *runFlags, rc *reconciler.Reconciler
 	mux := rc.Handler(promReg)
 	con.Mount(mux)
 	front.Serve(mux)
-	if con.On() {
+	switch {
+	case kept != nil:
+		fmt.Print(consoleBanner(f.rec.httpAddr, *kept))
+	case con.On():
 		log.Info("operator console", "url", "http://"+f.rec.httpAddr+"/console", "operators", f.rec.operators)
-	} else {
+	default:
 		fmt.Println(console.OffHint)
 	}
 	return func() { _ = front.srv.Close(); stopConsole() }, nil
