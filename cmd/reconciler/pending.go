@@ -81,6 +81,8 @@ func printRowsJSON(w io.Writer, rows []reconciler.Row, now time.Time) error {
 	return cli.PrintJSON(w, out)
 }
 
+// printRows prints the rows as a table. The reason is the last column and
+// is printed whole: it says what an operator must do.
 func printRows(w io.Writer, rows []reconciler.Row, now time.Time) {
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "no keys in doubt")
@@ -94,7 +96,7 @@ func printRows(w io.Writer, rows []reconciler.Row, now time.Time) {
 			past = age(d)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.RoutingKey(), r.Tool, orDash(r.Class), r.Phase, r.Status,
-			age(now.UnixMilli()-r.CalledAt), past, r.State, r.Attempts, r.Waiters, clip(r.Reason, 80))
+			age(now.UnixMilli()-r.CalledAt), past, r.State, r.Attempts, r.Waiters, r.Reason)
 	}
 	_ = tw.Flush()
 }
@@ -110,11 +112,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
