@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +92,41 @@ func documents(t *testing.T, b []byte) int {
 			return n
 		}
 		n++
+	}
+}
+
+// The README's table of send's exit statuses is this command's, row for
+// row (sendExits is their one home).
+func TestReadmeListsSendExitStatuses(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(b), "<!-- send-exit-statuses")
+	if !ok {
+		t.Fatal("README.md has no send-exit-statuses table")
+	}
+	var rows []string
+	for _, line := range strings.Split(table, "\n")[3:] {
+		if !strings.HasPrefix(line, "| ") {
+			break
+		}
+		rows = append(rows, line)
+	}
+	if len(rows) != len(sendExits) {
+		t.Fatalf("README lists %d exit statuses, send has %d", len(rows), len(sendExits))
+	}
+	for i, e := range sendExits {
+		statuses := make([]string, len(e.statuses))
+		for j, s := range e.statuses {
+			statuses[j] = "`" + s + "`"
+		}
+		want := fmt.Sprintf("| %d | %s | %s |", e.code, strings.Join(statuses, ", "), e.meaning)
+		if e.statuses == nil {
+			want = fmt.Sprintf("| %d | | %s |", e.code, e.meaning)
+		}
+		if rows[i] != want {
+			t.Errorf("README row %d:\n got %s\nwant %s", i, rows[i], want)
+		}
 	}
 }
