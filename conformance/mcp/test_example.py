@@ -8,12 +8,10 @@ import os
 import pathlib
 import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
 
-from conftest import free_port
+from conftest import free_port, wait_ready
 
 EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "clients" / "python" / "examples" / "mcp_client.py"
 
@@ -27,17 +25,7 @@ def embedded(tmp_path_factory):
         [os.environ["MCP_EXECUTOR"], "--data-dir", str(work / "data"), "--embedded-addr", f"127.0.0.1:{free_port()}",
          "--http-addr", http, "--reconciler-http-addr", f"127.0.0.1:{free_port()}", "--gateway-addr", gw],
         stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 90
-    while True:
-        assert proc.poll() is None, (work / "executor.log").read_text()
-        try:
-            with urllib.request.urlopen(f"http://{http}/readyz", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        assert time.monotonic() < deadline, "the embedded executor was not ready in 90 s"
-        time.sleep(0.2)
+    wait_ready(proc, http)
     yield {"TOOLEXEC_URL": f"http://{gw}", "TOOLEXEC_TOKEN_FILE": str(work / "data" / "gateway.token")}
     proc.terminate()
     proc.wait(timeout=60)
