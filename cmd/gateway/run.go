@@ -129,7 +129,7 @@ func shutdown(srv *http.Server, log *slog.Logger) error {
 // hashTokenMain prints the tenants-file form of a token.
 func hashTokenMain(args []string) error {
 	if len(args) != 1 || args[0] == "" {
-		return errors.New("usage: gateway hash-token TOKEN")
+		return cli.Usagef("usage: gateway hash-token TOKEN")
 	}
 	fmt.Println(gateway.HashToken(args[0]))
 	return nil
