@@ -25,9 +25,7 @@ func firstHour(t *testing.T) {
 
 // A fresh clone with one of the default ports taken: the executor fails
 // at once naming the flag that moves the port, and starts nothing (no
-// broker, no data dir). It used to start the broker, the executor and the
-// reconciler first, and to wait 30 s for the reconciler before it said
-// that 8080 was taken.
+// broker, no data dir).
 func TestFreshStartWithABusyPortFailsAtOnce(t *testing.T) {
 	firstHour(t)
 	for _, c := range []struct{ addr, flag string }{
@@ -48,7 +46,7 @@ func TestFreshStartWithABusyPortFailsAtOnce(t *testing.T) {
 			go func() { done <- cmd.Wait() }()
 			select {
 			case <-done:
-			case <-time.After(25 * time.Second): // not a measure: the start it replaced took 30 s
+			case <-time.After(25 * time.Second): // not a measure: a bound on a hang (a start that ran its broker and reconciler first takes 30 s)
 				_ = cmd.Process.Kill()
 				<-done
 				t.Fatalf("%s busy: still running after 25 s:\n%s", c.addr, out.String())

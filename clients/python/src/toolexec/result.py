@@ -133,9 +133,9 @@ class Result:
 
     def with_journaled(self) -> Result:
         """The answer as a journal gives it back: ``journaled``, and a replay
-        (``was_replay``), since nothing was sent for it. The recorded answer
-        of the step's first call said ``was_replay`` false, which, printed,
-        read as if the tool had run again."""
+        (``was_replay``), since nothing was sent for it. Why both: the
+        recorded answer is the step's first call's (``was_replay`` false),
+        which, printed as it is, reads as if the tool had run again."""
         return replace(self, journaled=True, was_replay=True)
 
 
