@@ -60,6 +60,22 @@ func NewOperatorStore(path string) (*OperatorStore, error) {
 	return s, nil
 }
 
+// SingleOperator is a store of one operator with one token and no file
+// behind it (the executor's embedded default, whose token it generates in
+// its data dir); Reload keeps it as it is.
+func SingleOperator(name, token string) (*OperatorStore, error) {
+	ops, err := tokenfile.Single(operatorsFile, name, token)
+	if err != nil {
+		return nil, err
+	}
+	s := &OperatorStore{}
+	s.cur.Store(ops)
+	return s, nil
+}
+
+// ValidOperator reports whether name may name an operator.
+func ValidOperator(name string) bool { return validOperator(name) }
+
 // Current returns the operators in force.
 func (s *OperatorStore) Current() *Operators { return s.cur.Load() }
 
@@ -80,6 +96,9 @@ func (s *OperatorStore) KeepApart(d *tokenfile.Disjoint) error {
 // share a token with another file in force are refused so (an error
 // wrapping tokenfile.ErrShared).
 func (s *OperatorStore) Reload() error {
+	if s.path == "" {
+		return nil
+	}
 	ops, err := LoadOperators(s.path)
 	if err != nil {
 		return err

@@ -41,12 +41,14 @@ type Executor struct {
 	guard            layoutGuard  // the partition-count guard (layout.go)
 	gapCount         atomic.Int32 // partitions with a gap in their log, for Ready (restore.go)
 	rebalancePending atomic.Bool
+	gate             rebalanceGate // the loop's hold on the group's rebalance gate (gate.go)
 	changes          ownershipChanges
 	crashed          atomic.Bool
 	runDone          chan struct{}
 	ready            atomic.Bool
-	assigned         bool        // an assignment was applied (loop goroutine)
-	warm             atomic.Bool // the partitions of an assignment were all restored (noteWarm)
+	assigned         bool         // an assignment was applied (loop goroutine)
+	warm             atomic.Bool  // the partitions of an assignment were all restored (noteWarm)
+	restores         restoreTally // what an assignment's restores did, logged once (restorelog.go)
 	wakeMu           sync.Mutex
 	wakeFn           context.CancelFunc
 }

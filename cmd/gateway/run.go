@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -28,7 +27,7 @@ type flags struct {
 func parseFlags(args []string) (*flags, error) {
 	f := &flags{}
 	host, _ := os.Hostname()
-	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs := cli.FlagSet("gateway", usage)
 	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka seed brokers (default: bootstrap.servers of --kafka-config, else "+cli.DefaultBrokers+")")
 	fs.StringVar(&f.kafkaConfig, "kafka-config", "", "Kafka client properties file (TLS, SASL), as for the other commands")
 	fs.StringVar(&f.toolsFile, "tools", "", "the executor's tool file (required)")
@@ -41,7 +40,7 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.clientID, "client-id", "toolexec-gateway", "Kafka client id")
 	fs.DurationVar(&f.outage, "broker-outage", 2*time.Minute, "how long the gateway waits at start for a broker that does not answer and for the executor's topics, before it exits")
 	fs.DurationVar(&f.replyIdle, "reply-topic-idle", gateway.DefaultReplyTopicIdle, "delete the reply topics of other instances whose newest answer or heartbeat is older than this (instances gone for good); 0: never")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}
 	switch {
@@ -123,26 +122,29 @@ func runMain(args []string) error {
 	return err
 }
 
-// listen serves, from the process's first moment, /metrics (with
-// /healthz and /readyz) on --metrics-addr, and the agents' port on
-// --http-addr, which never serves /metrics: its exemplars carry the trace
-// ids of calls, and its series name the tenants. Both answer as a
-// starting process until the gateway runs.
+// listen binds --http-addr and --metrics-addr before anything slow
+// starts (cli.Listen: a busy port names its flag) and serves, from the
+// process's first moment, /metrics (with /healthz and /readyz) on
+// --metrics-addr, and the agents' port on --http-addr, which never serves
+// /metrics: its exemplars carry the trace ids of calls, and its series
+// name the tenants. Both answer as a starting process until the gateway
+// runs.
 func listen(f *flags, log *slog.Logger) (web, api *httpserve.Process, err error) {
-	web = &httpserve.Process{Registry: httpserve.ProcessRegistry()}
-	if f.metricsAddr != "" {
-		web.Handoff = httpserve.Starting(web.Registry)
-		if web.Server, err = httpserve.Listen(f.metricsAddr, web.Handoff, log); err != nil {
-			return nil, nil, err
-		}
-	}
-	api = &httpserve.Process{Handoff: httpserve.Starting(nil)}
-	if api.Server, err = httpserve.Listen(f.httpAddr, api.Handoff, log); err != nil {
-		if web.Server != nil {
-			_ = web.Server.Close()
-		}
+	apiLn, err := cli.Listen("--http-addr", f.httpAddr, "")
+	if err != nil {
 		return nil, nil, err
 	}
+	web = &httpserve.Process{Registry: httpserve.ProcessRegistry()}
+	if f.metricsAddr != "" {
+		metricsLn, err := cli.Listen("--metrics-addr", f.metricsAddr, "or --metrics-addr= to serve no /metrics")
+		if err != nil {
+			apiLn.Close()
+			return nil, nil, err
+		}
+		web = httpserve.ServeProcess(metricsLn, log)
+	}
+	api = &httpserve.Process{Handoff: httpserve.Starting(nil)}
+	api.Server = httpserve.Serve(apiLn, api.Handoff, log)
 	return web, api, nil
 }
 
@@ -168,7 +170,7 @@ func shutdown(srv *http.Server, log *slog.Logger) error {
 // hashTokenMain prints the tenants-file form of a token.
 func hashTokenMain(args []string) error {
 	if len(args) != 1 || args[0] == "" {
-		return errors.New("usage: gateway hash-token TOKEN")
+		return cli.Usagef("usage: gateway hash-token TOKEN")
 	}
 	fmt.Println(gateway.HashToken(args[0]))
 	return nil

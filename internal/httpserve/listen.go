@@ -2,7 +2,6 @@ package httpserve
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -27,7 +26,7 @@ type Timeouts struct {
 	Idle time.Duration
 }
 
-// DefaultTimeouts are what Listen applies.
+// DefaultTimeouts are what Serve applies.
 var DefaultTimeouts = Timeouts{ReadHeader: 5 * time.Second, Read: 30 * time.Second, Write: 90 * time.Second, Idle: 60 * time.Second}
 
 // MaxHeaderBytes bounds a request's line and header fields; a larger one
@@ -36,7 +35,7 @@ var DefaultTimeouts = Timeouts{ReadHeader: 5 * time.Second, Read: 30 * time.Seco
 // tokenfile.MaxTokenBytes) with a traceparent (55 bytes), a tracestate
 // (at most 512), an Idempotency-Key (at most 771 as a display string) and
 // a session cookie: 16 KiB holds them three times over. Go's default, 1
-// MiB, let 400 connections trickling 1 MB headers take 1.2 GB.
+// MiB, let 400 connections trickling 1 MB headers take 900 MB.
 const MaxHeaderBytes = 16 << 10
 
 // Limits are a server's timeouts and bounds.
@@ -50,43 +49,39 @@ type Limits struct {
 	MaxHeaderBytes int
 }
 
-// DefaultLimits are what Listen applies.
+// DefaultLimits are what Serve applies.
 func DefaultLimits() Limits {
 	return Limits{Timeouts: DefaultTimeouts, MaxConns: DefaultMaxConns(), MaxHeaderBytes: MaxHeaderBytes}
 }
 
-// Listen serves h on addr until the returned server is closed, with
-// DefaultLimits. It listens before it returns, so a port in use fails
-// the start instead of being logged later from the serving goroutine.
-// The connection of a request that no handler marked Authenticated is
-// closed after its answer.
-func Listen(addr string, h http.Handler, log *slog.Logger) (*http.Server, error) {
-	return ListenLimited(addr, h, DefaultLimits(), log)
+// Serve serves h on ln until the returned server is closed, with
+// DefaultLimits. The caller binds ln (cli.Listen) before anything slow
+// starts, so that a port in use fails the start at once and names its
+// flag. The connection of a request that no handler marked Authenticated
+// is closed after its answer.
+func Serve(ln net.Listener, h http.Handler, log *slog.Logger) *http.Server {
+	return ServeLimited(ln, h, DefaultLimits(), log)
 }
 
-// ListenWith is Listen with the given timeouts.
-func ListenWith(addr string, h http.Handler, t Timeouts, log *slog.Logger) (*http.Server, error) {
+// ServeWith is Serve with the given timeouts.
+func ServeWith(ln net.Listener, h http.Handler, t Timeouts, log *slog.Logger) *http.Server {
 	l := DefaultLimits()
 	l.Timeouts = t
-	return ListenLimited(addr, h, l, log)
+	return ServeLimited(ln, h, l, log)
 }
 
-// ListenLimited is Listen with the given limits.
-func ListenLimited(addr string, h http.Handler, l Limits, log *slog.Logger) (*http.Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("http listen %s: %w", addr, err)
-	}
+// ServeLimited is Serve with the given limits.
+func ServeLimited(ln net.Listener, h http.Handler, l Limits, log *slog.Logger) *http.Server {
 	srv, capped := newServer(ln, h, l)
 	go func() {
 		if err := srv.Serve(capped); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http server", "err", err)
+			log.Error("http server", "addr", ln.Addr().String(), "err", err)
 		}
 	}()
-	return srv, nil
+	return srv
 }
 
-// newServer is the server of Listen, and its capped listener over ln.
+// newServer is the server of Serve, and its capped listener over ln.
 func newServer(ln net.Listener, h http.Handler, l Limits) (*http.Server, *capListener) {
 	capped := newCapListener(ln, l.MaxConns)
 	t := l.Timeouts
