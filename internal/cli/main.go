@@ -9,21 +9,26 @@ import (
 	"syscall"
 
 	"github.com/atmostonce/toolexec/internal/buildinfo"
+	"github.com/atmostonce/toolexec/internal/gctune"
 )
 
 // Main runs the subcommand named by the first argument with the rest, or
 // run with all of them, and exits 1 with "<name>: <error>" on failure.
-// --version alone prints the build (buildinfo) and exits 0.
+// --version alone prints the build (buildinfo) and exits 0. Otherwise the
+// Go runtime's soft memory limit is first set from the container's
+// (gctune.ApplyMemoryLimit).
 func Main(name string, run func([]string) error, subcommands map[string]func([]string) error) {
 	args := os.Args[1:]
-	var err error
 	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
 		fmt.Println(buildinfo.Read().String(name))
 		return
 	}
-	if sub, ok := subcommand(args, subcommands); ok {
+	_, err := gctune.ApplyMemoryLimit()
+	switch sub, ok := subcommand(args, subcommands); {
+	case err != nil:
+	case ok:
 		err = sub(args[1:])
-	} else {
+	default:
 		err = run(args)
 	}
 	if err != nil {
