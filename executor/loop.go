@@ -28,11 +28,19 @@ func (e *Executor) Run(ctx context.Context) error {
 			return err
 		}
 		e.noteWarm()
+		e.turned()
 	}
 	if e.crashed.Load() {
 		return nil
 	}
 	return e.shutdown()
+}
+
+// turned tells Config.Turned that the loop went round.
+func (e *Executor) turned() {
+	if e.cfg.Turned != nil {
+		e.cfg.Turned()
+	}
 }
 
 // iteration is one poll and one tick. Between the poll and AllowRebalance
