@@ -8,8 +8,8 @@
 //
 //	go run . --version 0.1.0                       build into ./out/toolexec-0.1.0 (an OCI layout)
 //	go run . --version 0.1.0 --push                and push ghcr.io/atmostonce/toolexec:0.1.0
-//	go run . --version 0.1.0 --release ../k8s/components/release
-//	                                               and write the tag, the digest and the version there
+//	go run . --version 0.1.0 --release              and pin it in deploy/k8s/components/release
+//	                                               and the Helm chart (tag, digest, version)
 //	go run . --version dev --platforms linux/amd64 --tarball toolexec.tar
 //	                                               a docker-archive for kind load image-archive
 //
@@ -39,9 +39,9 @@ func main() {
 }
 
 type flags struct {
-	build                 Build
-	out, tarball, release string
-	push                  bool
+	build         Build
+	out, tarball  string
+	push, release bool
 }
 
 func parseFlags(args []string) (*flags, error) {
@@ -56,7 +56,7 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.out, "out", "", "the OCI layout directory to write (default: out/toolexec-<version>)")
 	fs.StringVar(&f.tarball, "tarball", "", "also write the first platform's image as a docker-archive (kind load image-archive, k3d image import, minikube image load)")
 	fs.BoolVar(&f.push, "push", false, "push the index to <repository>:<version> (credentials of docker login)")
-	fs.StringVar(&f.release, "release", "", "write the tag, the digest and the version into this kustomize component (deploy/k8s/components/release); refused from a tree with changes")
+	fs.BoolVar(&f.release, "release", false, "pin the image in deploy/k8s/components/release and deploy/helm/toolexec (tag, digest, version, revision); refused from a tree with changes")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func run(args []string) error {
 	if err := f.build.fillFromGit(ctx); err != nil {
 		return err
 	}
-	if f.release != "" && strings.HasSuffix(f.build.Revision, "-dirty") {
+	if f.release && strings.HasSuffix(f.build.Revision, "-dirty") {
 		return fmt.Errorf("--release: the tree has changes (revision %s): release from a commit", f.build.Revision)
 	}
 	idx, err := f.build.Index(ctx)
@@ -114,9 +114,8 @@ func (f *flags) publish(ctx context.Context, idx builtIndex, digest string) erro
 			return err
 		}
 	}
-	if f.release != "" {
-		return writeRelease(filepath.Join(f.release, "kustomization.yaml"), Release{
-			Repository: f.build.Repository, Version: f.build.Version, Digest: digest, Revision: f.build.Revision})
+	if f.release {
+		return writeRelease(f.build.Source, Release{Repository: f.build.Repository, Version: f.build.Version, Digest: digest, Revision: f.build.Revision})
 	}
 	return nil
 }

@@ -7,39 +7,58 @@ import (
 	"testing"
 )
 
-const releaseComponent = "../k8s/components/release/kustomization.yaml"
-
-// The release step rewrites the shipped release component: the image's
-// name, tag and digest, the version label, the topics Job's name and the
-// revision, each once; and refuses a component it cannot find them in.
-func TestWriteRelease(t *testing.T) {
-	b, err := os.ReadFile(releaseComponent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "kustomization.yaml")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := Release{Repository: "registry.example/toolexec", Version: "9.8.7", Digest: "sha256:" + strings.Repeat("ab", 32), Revision: "feedface"}
-	if err := writeRelease(path, r); err != nil {
-		t.Fatal(err)
-	}
-	got, _ := os.ReadFile(path)
-	for _, want := range []string{"newName: registry.example/toolexec\n", "newTag: 9.8.7\n", "digest: " + r.Digest + "\n",
-		"app.kubernetes.io/version: 9.8.7\n", "value: toolexec-topics-9-8-7\n", "# Built by deploy/image from feedface.\n"} {
-		if strings.Count(string(got), want) != 1 {
-			t.Errorf("the component has %q %d times, want once:\n%s", want, strings.Count(string(got), want), got)
+// copyRelease copies the shipped release files under a temporary root.
+func copyRelease(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	for rel := range (Release{}).releaseFiles() {
+		b, err := os.ReadFile(filepath.Join("../..", rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
-	broken := strings.Replace(string(b), "newTag:", "tag:", 1)
-	if err := os.WriteFile(path, []byte(broken), 0o644); err != nil {
+	return root
+}
+
+// The release step rewrites the shipped release files: the component's
+// image name, tag and digest, version label, topics Job name and
+// revision, the chart's versions and digest, each once; and refuses, all
+// files untouched, when one of them lacks a field.
+func TestWriteRelease(t *testing.T) {
+	root := copyRelease(t)
+	r := Release{Repository: "registry.example/toolexec", Version: "9.8.7", Digest: "sha256:" + strings.Repeat("ab", 32), Revision: "feedface"}
+	if err := writeRelease(root, r); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeRelease(path, r); err == nil {
-		t.Error("a component without newTag was rewritten")
+	for rel, wants := range map[string][]string{
+		"deploy/k8s/components/release/kustomization.yaml": {"newName: registry.example/toolexec\n", "newTag: 9.8.7\n", "digest: " + r.Digest + "\n",
+			"app.kubernetes.io/version: 9.8.7\n", "value: toolexec-topics-9-8-7\n", "# Built by deploy/image from feedface.\n"},
+		"deploy/helm/toolexec/Chart.yaml":  {"\nversion: 9.8.7\n", "\nappVersion: 9.8.7\n"},
+		"deploy/helm/toolexec/values.yaml": {"  repository: registry.example/toolexec\n", "  digest: " + r.Digest + "\n"},
+	} {
+		got, _ := os.ReadFile(filepath.Join(root, rel))
+		for _, want := range wants {
+			if strings.Count(string(got), want) != 1 {
+				t.Errorf("%s has %q %d times, want once", rel, want, strings.Count(string(got), want))
+			}
+		}
 	}
-	if after, _ := os.ReadFile(path); string(after) != broken {
-		t.Error("a refused component was changed")
+	root = copyRelease(t)
+	chart := filepath.Join(root, "deploy/helm/toolexec/Chart.yaml")
+	b, _ := os.ReadFile(chart)
+	os.WriteFile(chart, []byte(strings.Replace(string(b), "appVersion:", "app:", 1)), 0o644)
+	if err := writeRelease(root, r); err == nil {
+		t.Fatal("a chart without appVersion was released")
+	}
+	component, _ := os.ReadFile(filepath.Join(root, "deploy/k8s/components/release/kustomization.yaml"))
+	if strings.Contains(string(component), "9.8.7") {
+		t.Error("a refused release changed the component")
 	}
 }
