@@ -78,9 +78,9 @@ func TestDevPodRunsAsRendered(t *testing.T) {
 		}
 	}()
 	ready := c.ReadinessProbe.HTTPGet
-	waitOK(t, done, "http://127.0.0.1:"+ports[containerPortNumber(c, ready.Port.String())]+ready.Path, nil)
-	waitOK(t, done, "http://127.0.0.1:"+ports[containerPortNumber(c, "reconciler")]+"/readyz", nil)
-	gw := "http://127.0.0.1:" + ports[containerPortNumber(c, "http")]
+	waitOK(t, done, "http://127.0.0.1:"+ports[containerPort(c, ready.Port.String())]+ready.Path, nil)
+	waitOK(t, done, "http://127.0.0.1:"+ports[containerPort(c, "reconciler")]+"/readyz", nil)
+	gw := "http://127.0.0.1:" + ports[containerPort(c, "http")]
 	waitOK(t, done, gw+"/v1/tools", map[string]string{"Authorization": "Bearer " + devToken})
 	checkDemoCall(t, gw)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -202,16 +202,6 @@ func podEnv(t *testing.T, c corev1.Container, podName string) []string {
 		}
 	}
 	return env
-}
-
-// containerPortNumber resolves a port name of c to its number, as text.
-func containerPortNumber(c corev1.Container, name string) string {
-	for _, p := range c.Ports {
-		if p.Name == name {
-			return strconv.Itoa(int(p.ContainerPort))
-		}
-	}
-	return name
 }
 
 // waitOK polls url until it answers 200; the process ending first, or no

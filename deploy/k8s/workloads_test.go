@@ -285,9 +285,9 @@ func containerPort(c corev1.Container, port string) string {
 }
 
 // Every pod: its own ServiceAccount without a token, the Go runtime's
-// soft memory limit from its memory limit (long-running ones), Secret files readable by its user
-// (fsGroup), spread over zones and hosts (the StatefulSets), and a
-// disruption budget.
+// soft memory limit from its memory limit (long-running ones), Secret
+// files readable by its user (fsGroup), spread over zones and hosts (the
+// StatefulSets), and a disruption budget.
 func TestPods(t *testing.T) {
 	forEachOverlay(t, func(t *testing.T, o *objects) {
 		accounts := map[string]string{}
