@@ -134,7 +134,9 @@ func checkLabels(t *testing.T, what string, l map[string]string, version string)
 var digestRef = regexp.MustCompile(`^[a-z0-9.-]+(/[a-z0-9._-]+)+:([A-Za-z0-9._-]+)@sha256:[0-9a-f]{64}$`)
 
 // Every overlay runs the release's image by tag and digest
-// (components/release), the tag being the version the labels carry.
+// (components/release), the tag being the version the labels carry, and
+// the digest one that was built (deploy/image --release), not a
+// placeholder.
 func TestImagesArePinned(t *testing.T) {
 	forEachOverlay(t, func(t *testing.T, o *objects) {
 		version := o.statefulSets["tool-executor"].Labels[labelVersion]
@@ -146,6 +148,9 @@ func TestImagesArePinned(t *testing.T) {
 				}
 				if !digestRef.MatchString(c.Image) {
 					t.Errorf("%s/%s: image %s is not pinned by tag and digest", n, c.Name, c.Image)
+				}
+				if strings.HasSuffix(c.Image, "@sha256:"+strings.Repeat("0", 64)) {
+					t.Errorf("%s/%s: image %s: the digest is a placeholder (the release step writes the built one)", n, c.Name, c.Image)
 				}
 			}
 		}
