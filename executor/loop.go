@@ -28,6 +28,7 @@ func (e *Executor) Run(ctx context.Context) error {
 			return err
 		}
 		e.noteWarm()
+		e.noteRestored()
 		e.turned()
 	}
 	if e.crashed.Load() {

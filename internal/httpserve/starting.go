@@ -2,6 +2,7 @@ package httpserve
 
 import (
 	"log/slog"
+	"net"
 	"net/http"
 	"sync/atomic"
 
@@ -67,17 +68,13 @@ type Process struct {
 	Server   *http.Server
 }
 
-// ListenProcess makes a ProcessRegistry and a Liveness and listens on
-// addr with a Starting handler over them. Close the Server when the
-// process ends.
-func ListenProcess(addr string, log *slog.Logger) (*Process, error) {
+// ServeProcess makes a ProcessRegistry and a Liveness and serves a
+// Starting handler over them on ln. Close the Server when the process
+// ends.
+func ServeProcess(ln net.Listener, log *slog.Logger) *Process {
 	p := &Process{Registry: ProcessRegistry(), Live: NewLiveness()}
 	p.Handoff = Starting(p.Registry)
 	p.Handoff.live = p.Live
-	srv, err := Listen(addr, p.Handoff, log)
-	if err != nil {
-		return nil, err
-	}
-	p.Server = srv
-	return p, nil
+	p.Server = Serve(ln, p.Handoff, log)
+	return p
 }
