@@ -30,11 +30,19 @@ func (e *Executor) Run(ctx context.Context) error {
 		}
 		e.noteWarm()
 		e.noteRestored()
+		e.turned()
 	}
 	if e.crashed.Load() {
 		return nil
 	}
 	return e.shutdown()
+}
+
+// turned tells Config.Turned that the loop went round.
+func (e *Executor) turned() {
+	if e.cfg.Turned != nil {
+		e.cfg.Turned()
+	}
 }
 
 // iteration is one poll and one tick. The loop holds the rebalance gate
