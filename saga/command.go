@@ -54,6 +54,9 @@ func decideResolve(rec *Record, in Input, env Env) Decision {
 	if rec == nil {
 		return rejectInput(in, codes.ReasonInvalidCommand, "no such key")
 	}
+	if in.DownstreamKey != "" {
+		return decideFact(rec, in, env)
+	}
 	if env.InFlight {
 		return rejectInput(in, codes.ReasonInvalidCommand, "a call for this key is in flight in the executor; it settles by itself")
 	}
