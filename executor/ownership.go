@@ -30,7 +30,7 @@ func (e *Executor) release(p int32) {
 	}
 	for _, rk := range rel.Lost {
 		e.m.OutcomesLost.Inc()
-		e.cfg.Logger.Warn("partition released with a call running; its key is in doubt for the next owner", "key", rk, "partition", p)
+		e.cfg.Logger.Warn("partition released with a call running; its key is in doubt for the next owner until the call's outcome, kept as a fact, reaches it", "key", rk, "partition", p)
 	}
 	e.m.KeysInDoubt.DeleteLabelValues(partitionLabel(p))
 }

@@ -47,6 +47,9 @@ func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 	if err != nil {
 		return err
 	}
+	if err := e.keepLost(rd.Lost); err != nil {
+		return err
+	}
 	tt.decided(pr, rd)
 	tr, err := e.enc.encode(rd, pr.records)
 	if err != nil {
@@ -63,7 +66,10 @@ func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 	}
 	if out != txn.Committed {
 		e.afterAbort(rd, tr, out)
-		return nil
+		if out == txn.Aborted {
+			return nil
+		}
+		return e.keepUnsent(rd.Calls)
 	}
 	tt.committed(rd)
 	if err := e.afterCommit(rd, tr); err != nil {

@@ -26,7 +26,9 @@ type stepper struct {
 	origin Origin          // what the tick is producing records for right now
 }
 
-// Step decides one tick: every finished call (Finished), then every
+// Step decides one tick: every finished call (Finished), a step of the
+// walk of orphaned keys after a restore (orphans.go: before the records,
+// so that a record of such a key is told it is in doubt once), then every
 // polled record in order, then the sweep of expired keys and a step of
 // the snapshot round. If a partition the batch needs is not restored, the
 // Ready only names it (Restore) and nothing changes. The error is a
@@ -42,13 +44,17 @@ func (c *Core) Step(now time.Time, b *Batch) (*Ready, error) {
 	// start one call: room for that up front spares the regrowth.
 	n := len(b.Inputs) + len(c.unrecorded)
 	t := &stepper{c: c, now: now, nowMs: now.UnixMilli(), batch: b, done: map[string]bool{},
-		rd: &Ready{Overlay: overlay.New(c.view, overlay.Strict()), Verdicts: map[string]int{},
+		rd: &Ready{Overlay: overlay.New(c.view, overlay.Strict()), Verdicts: map[string]int{}, walks: map[int32]orphanWalk{},
 			Events: make([]Event, 0, n), Answers: make([]Answer, 0, n), Calls: make([]Call, 0, len(b.Inputs))}}
 	for _, cm := range c.unrecorded {
 		t.origin = CallOrigin(cm.Call.RK, cm.Call.CallID)
 		if err := t.complete(cm); err != nil {
 			return nil, err
 		}
+	}
+	t.origin = Origin{}
+	if err := t.orphans(); err != nil {
+		return nil, err
 	}
 	for i := range b.Inputs {
 		t.origin = b.Inputs[i].Origin
@@ -218,13 +224,13 @@ func (s *stepper) deadLetter(i int, reason, detail, id, tenant, key string) {
 }
 
 // complete records a finished call, unless its partition moved since it
-// was dispatched: then its key is in doubt for the new owner (a read is
-// called again by it) and the outcome is dropped (Ready.Lost), never
-// written by a non-owner.
+// was dispatched: then the outcome is dropped (Ready.Lost), never written
+// by a non-owner; the loop keeps a definite one as a fact for the key's
+// owner (executor/facts.go), and a read is called again by its new owner.
 func (s *stepper) complete(cm Completion) error {
 	if pt, ok := s.c.parts[cm.Call.P]; !ok || pt.epoch != cm.Call.Epoch {
 		s.rd.Lost = append(s.rd.Lost, cm)
-		s.c.cfg.Logger.Warn("outcome not recorded: partition moved; the key is in doubt for its owner", "key", cm.Call.RK, "status", cm.Outcome.Status.String())
+		s.c.cfg.Logger.Info("outcome not recorded here: the partition moved", "key", cm.Call.RK, "status", cm.Outcome.Status.String())
 		return nil
 	}
 	if s.c.poison.isolated(s.origin) > 0 {
