@@ -115,10 +115,18 @@ func (c *courier) lastPass() {
 // deliver produces up to courierBatch facts and forgets those the broker
 // acknowledged. more says that a full batch was delivered and others may
 // wait.
+//
+// ProduceSync lists its results in the order the acknowledgements came,
+// not the order of the records: each result is matched to its fact by its
+// record.
 func (c *courier) deliver(ctx context.Context) (more bool, err error) {
 	keys, recs, err := c.load()
 	if err != nil || len(recs) == 0 {
 		return false, err
+	}
+	keyOf := make(map[*kgo.Record][]byte, len(recs))
+	for i, r := range recs {
+		keyOf[r] = keys[i]
 	}
 	pctx, cancel := context.WithTimeout(ctx, courierProduceTimeout)
 	defer cancel()
@@ -126,14 +134,14 @@ func (c *courier) deliver(ctx context.Context) (more bool, err error) {
 	b := c.store.NewBatch()
 	delivered := 0
 	var failed error
-	for i, r := range res {
+	for _, r := range res {
 		if r.Err != nil {
 			failed = r.Err
 			continue
 		}
 		// Unsynced: a deletion lost in a crash delivers the fact again,
 		// which is the same command (factID).
-		if err := b.DeleteAux(keys[i]); err != nil {
+		if err := b.DeleteAux(keyOf[r.Record]); err != nil {
 			b.Discard()
 			return false, err
 		}

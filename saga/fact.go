@@ -35,6 +35,12 @@ func decideFact(rec *Record, in Input, env Env) Decision {
 	switch {
 	case in.CallID == "":
 		return rejectInput(in, codes.ReasonInvalidCommand, "a resolve that names a downstream key must name its call (call_id)")
+	case !current && factApplied(rec, in):
+		// Delivered again (its producer retried after a lost
+		// acknowledgement, or its member stopped before forgetting it).
+		a := settledAnswer(rec, in.waiter(env.Now))
+		a.Status, a.WasReplay = codes.StatusResolved, true
+		return Decision{Verdict: VerdictReplay, Answers: []Answer{a}}
 	case !current:
 		return rejectInput(in, codes.ReasonInvalidCommand, factMovedOn(rec, in))
 	case env.InFlight:
@@ -59,6 +65,17 @@ func factAttempt(rec *Record, in Input) (comp, current bool) {
 		return true, rec.Comp != nil && rec.Comp.Origin.IntentID == in.CallID && rec.Comp.DownstreamKey == in.DownstreamKey
 	}
 	return false, false
+}
+
+// factApplied reports whether the key holds what the fact in says of its
+// attempt: the fact was applied before.
+func factApplied(rec *Record, in Input) bool {
+	if rec.Comp != nil && rec.Comp.Origin.IntentID == in.CallID {
+		want := map[Status]Status{StatusCompensated: StatusCompensated, StatusSucceeded: StatusCompensated,
+			StatusCompensationFailed: StatusCompensationFailed, StatusFailed: StatusCompensationFailed}[in.Outcome]
+		return rec.Comp.DownstreamKey == in.DownstreamKey && want != StatusNone && rec.Status == want
+	}
+	return rec.Origin.IntentID == in.CallID && rec.DownstreamKey == in.DownstreamKey && rec.Status == in.Outcome
 }
 
 func factMovedOn(rec *Record, in Input) string {

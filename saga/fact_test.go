@@ -90,8 +90,9 @@ func TestMemberFacts(t *testing.T) {
 				answers: []ans{resolvedAck("F", 50),
 					{to: "A", status: codes.StatusFailed, orig: "A", calledAt: t0, completedAt: t0 + 50, attempt: 1}},
 				after: saga.StatusFailed},
-			{at: 60, in: ptr(fact("F", "A", dkA, saga.StatusFailed, "")), verdict: saga.VerdictReject,
-				reason: codes.ReasonInvalidCommand, answers: []ans{rejected("F", codes.ReasonInvalidCommand)}, after: saga.StatusFailed},
+			{at: 60, in: ptr(fact("F", "A", dkA, saga.StatusFailed, "")), verdict: saga.VerdictReplay,
+				answers: []ans{{to: "F", status: codes.StatusResolved, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 50, attempt: 1}},
+				after:   saga.StatusFailed},
 		}},
 		{name: "an orphaned key tells its waiters, then a not_executed fact answers them", steps: []step{
 			startA, coalesceB, orphanA,
@@ -144,6 +145,9 @@ func TestMemberFacts(t *testing.T) {
 				answers: []ans{resolvedAck("F", 30),
 					{to: "K", status: codes.StatusCompensated, orig: "A", calledAt: t0, completedAt: t0 + 30, attempt: 1, result: "ok"}},
 				after: saga.StatusCompensated},
+			{at: 40, in: ptr(fact("F", "K", dkK, saga.StatusCompensated, "")), verdict: saga.VerdictReplay,
+				answers: []ans{{to: "F", status: codes.StatusResolved, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 30, attempt: 1, result: "ok"}},
+				after:   saga.StatusCompensated},
 		}},
 		{name: "a settled key is not orphaned", steps: []step{
 			startA, succeedA,
