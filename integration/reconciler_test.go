@@ -248,7 +248,7 @@ func (e *env) startReconciler(reg *tools.Registry, dir string, mod func(*reconci
 		Brokers: brokers, Names: e.names, Group: e.group + "-rec", DataDir: dir, Tools: reg, Policy: testPolicy,
 		ScanInterval: 200 * time.Millisecond, SessionTimeout: 3 * time.Second, Registerer: preg,
 		FactGrace: time.Second, // the tests that escalate have no member holding facts
-		Logger: testLogger(e.t),
+		Logger:    testLogger(e.t),
 	}
 	if mod != nil {
 		mod(&cfg)

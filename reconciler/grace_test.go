@@ -32,7 +32,7 @@ func TestReconcilerEscalatesOnlyAfterTheGrace(t *testing.T) {
 		tools.Func(func(context.Context, tools.Request) tools.Outcome { return tools.Outcome{Status: tools.Unknown} })); err != nil {
 		t.Fatal(err)
 	}
-	r := scanReconciler(t, reg, 10) // now: 1,000,000 unix ms; FactGrace: the default, 90 s
+	r := scanReconciler(t, reg, 10)        // now: 1,000,000 unix ms; FactGrace: the default, 90 s
 	putInDoubt(t, r, "acme", "k1", "page") // deadline: 11
 	o := r.owned[0]
 	r.noteMeasured(false) // the cluster stops answering...
