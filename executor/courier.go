@@ -38,6 +38,8 @@ type courier struct {
 	log        *slog.Logger
 	m          *FactMetrics
 	wakeC      chan struct{}
+	// produce is cl.ProduceSync; tests answer in an order of their own.
+	produce func(context.Context, ...*kgo.Record) kgo.ProduceResults
 }
 
 // newCourier makes the courier and its producer. opts are the member's
@@ -51,7 +53,8 @@ func newCourier(st *state.Store, control string, partitions int32, log *slog.Log
 	if err != nil {
 		return nil, fmt.Errorf("executor: the facts' producer: %w", err)
 	}
-	return &courier{store: st, cl: cl, control: control, partitions: partitions, log: log, m: m, wakeC: make(chan struct{}, 1)}, nil
+	return &courier{store: st, cl: cl, control: control, partitions: partitions, log: log, m: m, wakeC: make(chan struct{}, 1),
+		produce: cl.ProduceSync}, nil
 }
 
 // wake tells the courier that facts were kept. Safe for concurrent use,
@@ -130,7 +133,7 @@ func (c *courier) deliver(ctx context.Context) (more bool, err error) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, courierProduceTimeout)
 	defer cancel()
-	res := c.cl.ProduceSync(pctx, recs...)
+	res := c.produce(pctx, recs...)
 	b := c.store.NewBatch()
 	delivered := 0
 	var failed error
