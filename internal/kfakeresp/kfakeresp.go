@@ -1,6 +1,9 @@
 // Package kfakeresp builds broker answers for tests that intercept a
 // request with kfake's request control (Cluster.ControlKey) and answer it
-// with an error the in-process broker would not give on its own.
+// with an error the in-process broker would not give on its own, and
+// interposes on a kfake cluster's connections (Interposer) to give the two
+// answers kfake's Fault API cannot: a request applied and answered with an
+// error, and a request applied whose answer is lost.
 package kfakeresp
 
 import (
