@@ -176,8 +176,10 @@ func (e *Executor) keepFacts(facts []*fact) error {
 	if err := b.Commit(state.Sync); err != nil {
 		return fmt.Errorf("%w: keep facts: %w", ErrFatal, err)
 	}
+	e.cfg.Logger.Warn("calls' facts kept for their keys' owners", "facts", len(facts), "first_key", wire.RoutingKey(facts[0].Tenant, facts[0].Key),
+		"reason", facts[0].Reason)
 	for _, f := range facts {
-		e.cfg.Logger.Warn("a call's fact is kept for the key's owner", "key", wire.RoutingKey(f.Tenant, f.Key), "call", f.CallID,
+		e.cfg.Logger.Info("a call's fact is kept for the key's owner", "key", wire.RoutingKey(f.Tenant, f.Key), "call", f.CallID,
 			"status", f.Status.String(), "compensation", f.Compensation, "reason", f.Reason)
 	}
 	e.m.Facts.Kept.Add(float64(len(facts)))

@@ -37,6 +37,9 @@ func (s *stepper) orphans() error {
 	budget := OrphanStep
 	for _, p := range s.walking() {
 		pt := s.c.parts[p]
+		if s.rd.walks == nil {
+			s.rd.walks = map[int32]orphanWalk{}
+		}
 		if _, noted := s.rd.walks[p]; !noted {
 			s.rd.walks[p] = *pt.orphans
 		}

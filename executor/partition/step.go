@@ -44,7 +44,7 @@ func (c *Core) Step(now time.Time, b *Batch) (*Ready, error) {
 	// start one call: room for that up front spares the regrowth.
 	n := len(b.Inputs) + len(c.unrecorded)
 	t := &stepper{c: c, now: now, nowMs: now.UnixMilli(), batch: b, done: map[string]bool{},
-		rd: &Ready{Overlay: overlay.New(c.view, overlay.Strict()), Verdicts: map[string]int{}, walks: map[int32]orphanWalk{},
+		rd: &Ready{Overlay: overlay.New(c.view, overlay.Strict()), Verdicts: map[string]int{},
 			Events: make([]Event, 0, n), Answers: make([]Answer, 0, n), Calls: make([]Call, 0, len(b.Inputs))}}
 	for _, cm := range c.unrecorded {
 		t.origin = CallOrigin(cm.Call.RK, cm.Call.CallID)
