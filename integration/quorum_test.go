@@ -275,7 +275,8 @@ func (s *lateSender) wait(t *testing.T) {
 }
 
 // checkQuorumOutcome: one terminal answer per intent, pendings only
-// before it; each key settled as its tool saw it (succeeded with one
+// before it (and at least one for the intents that waited on a call
+// whose member lost its partition); each key settled as its tool saw it (succeeded with one
 // request under its downstream key, or not_executed with none); one
 // downstream key per key at most.
 func checkQuorumOutcome(t *testing.T, e *env, l *ledger, res *collector, keys []string, intents map[string][]string) {
@@ -302,6 +303,13 @@ func checkQuorumOutcome(t *testing.T, e *env, l *ledger, res *collector, keys []
 			continue
 		}
 		statuses[last.Status.String()+" by "+or(last.By, "its member")]++
+		if last.By == "executor" {
+			// Its member lost the partition: the call's own intent and the
+			// duplicate that joined it are told pending before the fact.
+			for _, id := range intents[k][:2] {
+				wantPendingThenTerminal(t, id, res.results(id))
+			}
+		}
 		calls := l.requestsOf(wire.DefaultTenant, k)
 		switch {
 		case last.Status == saga.StatusSucceeded && calls != 1:
