@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -103,8 +104,8 @@ func TestLostOutcomeReachesItsOwnerAsAFact(t *testing.T) {
 	u.ledger.waitArrivals(t, 2, 60*time.Second) // lf-0, then lf-1 inside its tool
 	fence := &sessionFence{cluster: u.cluster}
 	u.cluster.ControlKey(int16(kmsg.Heartbeat), fence.control)
-	waitFor(t, 60*time.Second, "the partition released with the call running", func() bool {
-		return metricValue(t, u.ex.Metrics().OutcomesLost) >= 1
+	waitFor(t, 60*time.Second, "the member back in the group under a new session (its partition released on the way)", func() bool {
+		return fence.rejoined(u)
 	})
 	u.ledger.releaseAll()
 	res := results.waitResult(t, in.ID, 90*time.Second)
@@ -155,6 +156,22 @@ type sessionFence struct {
 
 	mu     sync.Mutex
 	member string
+}
+
+// rejoined reports whether the group's one member is a session other than
+// the fenced one: the member lost its partitions and joined again.
+func (f *sessionFence) rejoined(u *unconfirmed) bool {
+	f.mu.Lock()
+	fenced := f.member
+	f.mu.Unlock()
+	ctx, cancel := context.WithTimeout(u.ctx, 5*time.Second)
+	defer cancel()
+	gs, err := u.adm.DescribeGroups(ctx, u.cfg.Group)
+	if err != nil || fenced == "" {
+		return false
+	}
+	g := gs[u.cfg.Group]
+	return g.State == "Stable" && len(g.Members) == 1 && g.Members[0].MemberID != fenced
 }
 
 func (f *sessionFence) control(req kmsg.Request) (kmsg.Response, error, bool) {
