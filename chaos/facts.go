@@ -2,11 +2,9 @@ package chaos
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atmostonce/toolexec/topics"
@@ -82,39 +80,14 @@ const escalationPoll = time.Second
 // member delivered a fact about: resolves by the executor that name a
 // downstream key.
 func readFacts(ctx context.Context, brokers []string, names topics.Names, opts ...kgo.Opt) (map[callRef]bool, error) {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(names.Control),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, names.Control)
-	if err != nil {
-		return nil, fmt.Errorf("chaos: end of %s: %w", names.Control, err)
-	}
-	left := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
-			left[o.Partition] = o.Offset
-		}
-	})
 	out := map[callRef]bool{}
-	for len(left) > 0 {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("chaos: reading %s: %w", names.Control, err)
+	err := readToEnd(ctx, brokers, names.Control, func(r *kgo.Record) {
+		in, rej := wire.DecodeIntent(r.Value, r.Key, wire.FromControl)
+		if rej == nil && in.Type == wire.TypeResolve && in.By == "executor" && in.DownstreamKey != "" {
+			out[callRef{RK: in.RoutingKey(), DK: in.DownstreamKey}] = true
 		}
-		fs.EachRecord(func(r *kgo.Record) {
-			in, rej := wire.DecodeIntent(r.Value, r.Key, wire.FromControl)
-			if rej == nil && in.Type == wire.TypeResolve && in.By == "executor" && in.DownstreamKey != "" {
-				out[callRef{RK: in.RoutingKey(), DK: in.DownstreamKey}] = true
-			}
-			if end, ok := left[r.Partition]; ok && r.Offset+1 >= end {
-				delete(left, r.Partition)
-			}
-		})
-	}
-	return out, nil
+	}, opts...)
+	return out, err
 }
 
 // checkKnownEscalations counts the escalated calls a member delivered a
