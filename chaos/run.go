@@ -166,7 +166,12 @@ func (rn *run) setup(ctx context.Context) error {
 	rn.rec = &Proc{Name: "reconciler", DataDir: filepath.Join(rn.dir, "rec-data"), HTTP: freeAddr(), Log: filepath.Join(rn.dir, "reconciler.log"), bin: recBin}
 	rn.rec.args = []string{"--brokers", strings.Join(rn.brokers, ","), "--tools", toolsFile, "--data-dir", rn.rec.DataDir, "--http-addr", rn.rec.HTTP,
 		"--topic-prefix", tag + ".", "--group", tag + "-rec", "--scan-interval", "1s", "--backoff", "1s", "--backoff-cap", "10s",
-		"--session-timeout", "6s", "--command-timeout", "30s"}
+		"--session-timeout", "6s", "--command-timeout", "30s",
+		// Over the recovery bound of the run's executors (12 s rebalance and
+		// 10 s transaction timeouts, the broker's 1 s abort cleanup: 24 s,
+		// docs/DESIGN.md) plus their facts' 5 s delivery backoff: what the
+		// members know lands first, and the settle waits less.
+		"--fact-grace", "40s"}
 	rn.rec.args = append(rn.rec.args, rn.kafkaArgs()...)
 	if err := rn.rec.Start(); err != nil {
 		return err
