@@ -51,11 +51,11 @@ func startCompensation(rec *Record, in Input, env Env) Decision {
 // decideResolve settles a key in doubt by an operator's or the
 // reconciler's word. It arrives only on the control topic.
 func decideResolve(rec *Record, in Input, env Env) Decision {
-	if rec == nil {
-		return rejectInput(in, codes.ReasonInvalidCommand, "no such key")
-	}
 	if in.DownstreamKey != "" {
 		return decideFact(rec, in, env)
+	}
+	if rec == nil {
+		return rejectInput(in, codes.ReasonInvalidCommand, "no such key")
 	}
 	if env.InFlight {
 		return rejectInput(in, codes.ReasonInvalidCommand, "a call for this key is in flight in the executor; it settles by itself")

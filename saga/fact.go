@@ -28,25 +28,34 @@ import (
 // sending the call again (Policy.Resent), decided once its pending_ttl may
 // have passed: the reconciler may have sent it since, so "its member never
 // sent it" no longer means "it never ran" (as for a completion,
-// notExecutedTooLate). Refused, the key stays in doubt and the reconciler
-// settles it with the tool's own answer.
+// notExecutedTooLate). The key stays in doubt and the reconciler settles
+// it with the tool's own answer.
+//
+// A fact that does not apply is stale, not rejected: it is no bad input
+// but a fact the key has moved past (its started event never committed,
+// the attempt settled, or a fact delivered again), and nobody waits for
+// an answer to it. A member keeps a not_executed fact for every call of a
+// transaction whose end it could not learn, most of which aborted: a
+// broker bounce in the middle of a large tick makes hundreds, which would
+// otherwise be as many dead letters and answers. A resolve that names a
+// downstream key and no call is malformed: rejected.
 func decideFact(rec *Record, in Input, env Env) Decision {
+	if in.CallID == "" {
+		return rejectInput(in, codes.ReasonInvalidCommand, "a resolve that names a downstream key must name its call (call_id)")
+	}
+	if rec == nil {
+		return stale("no such key: the call's started event never committed")
+	}
 	comp, current := factAttempt(rec, in)
 	switch {
-	case in.CallID == "":
-		return rejectInput(in, codes.ReasonInvalidCommand, "a resolve that names a downstream key must name its call (call_id)")
 	case !current && factApplied(rec, in):
-		// Delivered again (its producer retried after a lost
-		// acknowledgement, or its member stopped before forgetting it).
-		a := settledAnswer(rec, in.waiter(env.Now))
-		a.Status, a.WasReplay = codes.StatusResolved, true
-		return Decision{Verdict: VerdictReplay, Answers: []Answer{a}}
+		return stale("the key holds this fact already: delivered again")
 	case !current:
-		return rejectInput(in, codes.ReasonInvalidCommand, factMovedOn(rec, in))
+		return stale(factMovedOn(rec, in))
 	case env.InFlight:
-		return rejectInput(in, codes.ReasonInvalidCommand, "a call for this key is in flight in the executor; it settles by itself")
+		return stale("a call for this key is in flight in the executor")
 	case in.Outcome == StatusNotExecuted && resentTooLate(rec, comp, env):
-		return rejectInput(in, codes.ReasonInvalidCommand, "a not_executed fact that arrived once the call's pending_ttl may have passed: "+
+		return stale("a not_executed fact that arrived once the call's pending_ttl may have passed: " +
 			"the reconciler may have sent the call since, and settles it with the tool's answer")
 	}
 	if comp {
@@ -54,6 +63,8 @@ func decideFact(rec *Record, in Input, env Env) Decision {
 	}
 	return resolveCall(rec, in, env)
 }
+
+func stale(detail string) Decision { return Decision{Verdict: VerdictStale, Detail: detail} }
 
 // factAttempt reports whether the fact in names the key's current call or
 // compensation in doubt, and which of the two (comp).

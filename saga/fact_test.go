@@ -71,17 +71,15 @@ func TestMemberFacts(t *testing.T) {
 					{to: "A", status: codes.StatusSucceeded, orig: "A", calledAt: t0, completedAt: t0 + 50, attempt: 1, result: "r"}},
 				after: saga.StatusSucceeded},
 		}},
-		{name: "a fact about an earlier attempt of the same call is refused", steps: []step{
+		{name: "a fact about an earlier attempt of the same call is stale", steps: []step{
 			// The started event of the attempt at 0 was aborted; the same
 			// intent, polled again, started the attempt at 10.
 			startA10,
-			{at: 20, in: ptr(fact("F", "A", dkA, saga.StatusNotExecuted, "")), verdict: saga.VerdictReject,
-				reason: codes.ReasonInvalidCommand, answers: []ans{rejected("F", codes.ReasonInvalidCommand)}, after: saga.StatusStarted},
+			{at: 20, in: ptr(fact("F", "A", dkA, saga.StatusNotExecuted, "")), verdict: saga.VerdictStale, after: saga.StatusStarted},
 		}},
-		{name: "a fact of a key that moved on is refused", steps: []step{
+		{name: "a fact of a key that moved on is stale", steps: []step{
 			startA, succeedA,
-			{at: 20, in: ptr(fact("F", "A", dkA, saga.StatusNotExecuted, "")), verdict: saga.VerdictReject,
-				reason: codes.ReasonInvalidCommand, answers: []ans{rejected("F", codes.ReasonInvalidCommand)}, after: saga.StatusSucceeded},
+			{at: 20, in: ptr(fact("F", "A", dkA, saga.StatusNotExecuted, "")), verdict: saga.VerdictStale, after: saga.StatusSucceeded},
 		}},
 		{name: "a fact delivered twice is applied once", steps: []step{
 			startA,
@@ -90,9 +88,7 @@ func TestMemberFacts(t *testing.T) {
 				answers: []ans{resolvedAck("F", 50),
 					{to: "A", status: codes.StatusFailed, orig: "A", calledAt: t0, completedAt: t0 + 50, attempt: 1}},
 				after: saga.StatusFailed},
-			{at: 60, in: ptr(fact("F", "A", dkA, saga.StatusFailed, "")), verdict: saga.VerdictReplay,
-				answers: []ans{{to: "F", status: codes.StatusResolved, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 50, attempt: 1}},
-				after:   saga.StatusFailed},
+			{at: 60, in: ptr(fact("F", "A", dkA, saga.StatusFailed, "")), verdict: saga.VerdictStale, after: saga.StatusFailed},
 		}},
 		{name: "an orphaned key tells its waiters, then a not_executed fact answers them", steps: []step{
 			startA, coalesceB, orphanA,
@@ -101,12 +97,11 @@ func TestMemberFacts(t *testing.T) {
 				answers: []ans{resolvedAck("F", 30), notSent("A", 30, false), notSent("B", 30, true)},
 				after:   saga.StatusNotExecuted},
 		}},
-		{name: "a fact while a call of the key runs here is refused", steps: []step{
+		{name: "a fact while a call of the key runs here is stale", steps: []step{
 			startA,
-			{at: 50, inFlight: true, in: ptr(fact("F", "A", dkA, saga.StatusSucceeded, "")), verdict: saga.VerdictReject,
-				reason: codes.ReasonInvalidCommand, answers: []ans{rejected("F", codes.ReasonInvalidCommand)}, after: saga.StatusStarted},
+			{at: 50, inFlight: true, in: ptr(fact("F", "A", dkA, saga.StatusSucceeded, "")), verdict: saga.VerdictStale, after: saga.StatusStarted},
 		}},
-		{name: "a fact without its call is refused", steps: []step{
+		{name: "a fact without its call is rejected", steps: []step{
 			startA,
 			{at: 50, in: ptr(fact("F", "", dkA, saga.StatusSucceeded, "")), verdict: saga.VerdictReject,
 				reason: codes.ReasonInvalidCommand, answers: []ans{rejected("F", codes.ReasonInvalidCommand)}, after: saga.StatusStarted},
@@ -118,12 +113,11 @@ func TestMemberFacts(t *testing.T) {
 				answers: []ans{resolvedAck("F", 1000), notSent("A", 1000, false)},
 				after:   saga.StatusNotExecuted},
 		}},
-		{name: "a late not_executed of a resent tool is refused", steps: []step{
+		{name: "a late not_executed of a resent tool is stale", steps: []step{
 			// 30 s pending_ttl, 5 s margin: from 25 s the reconciler may
 			// have sent the call again.
 			startNative,
-			{at: 25_000, in: ptr(fact("F", "A", dkNative, saga.StatusNotExecuted, "")), verdict: saga.VerdictReject,
-				reason: codes.ReasonInvalidCommand, answers: []ans{rejected("F", codes.ReasonInvalidCommand)}, after: saga.StatusStarted},
+			{at: 25_000, in: ptr(fact("F", "A", dkNative, saga.StatusNotExecuted, "")), verdict: saga.VerdictStale, after: saga.StatusStarted},
 		}},
 		{name: "a late outcome of a resent tool applies", steps: []step{
 			startNative,
@@ -138,16 +132,16 @@ func TestMemberFacts(t *testing.T) {
 			{at: 15, orphan: true, verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvCompensationOutcome},
 				answers: []ans{{to: "K", status: codes.StatusCompensationPending, orig: "A", calledAt: t0, attempt: 1, code: codes.ErrInDoubt}},
 				after:   saga.StatusCompensationUnknown},
-			{at: 20, in: ptr(fact("F", "A", dkK, saga.StatusCompensated, "")), verdict: saga.VerdictReject,
-				reason: codes.ReasonInvalidCommand, answers: []ans{rejected("F", codes.ReasonInvalidCommand)}, after: saga.StatusCompensationUnknown},
+			{at: 20, in: ptr(fact("F", "A", dkK, saga.StatusCompensated, "")), verdict: saga.VerdictStale, after: saga.StatusCompensationUnknown},
 			{at: 30, in: ptr(fact("F", "K", dkK, saga.StatusCompensated, "")), verdict: saga.VerdictResolve,
 				events: []saga.EventKind{saga.EvCompensationOutcome},
 				answers: []ans{resolvedAck("F", 30),
 					{to: "K", status: codes.StatusCompensated, orig: "A", calledAt: t0, completedAt: t0 + 30, attempt: 1, result: "ok"}},
 				after: saga.StatusCompensated},
-			{at: 40, in: ptr(fact("F", "K", dkK, saga.StatusCompensated, "")), verdict: saga.VerdictReplay,
-				answers: []ans{{to: "F", status: codes.StatusResolved, replay: true, orig: "A", calledAt: t0, completedAt: t0 + 30, attempt: 1, result: "ok"}},
-				after:   saga.StatusCompensated},
+			{at: 40, in: ptr(fact("F", "K", dkK, saga.StatusCompensated, "")), verdict: saga.VerdictStale, after: saga.StatusCompensated},
+		}},
+		{name: "a fact of a key that has no record is stale", steps: []step{
+			{at: 50, in: ptr(fact("F", "A", dkA, saga.StatusNotExecuted, "")), verdict: saga.VerdictStale},
 		}},
 		{name: "a settled key is not orphaned", steps: []step{
 			startA, succeedA,

@@ -147,6 +147,8 @@ func (s *stepper) act(i int, en *overlay.Entry, si saga.Input, d saga.Decision) 
 		return nil
 	case saga.VerdictReject:
 		s.deadLetter(i, d.Reason, d.Detail, si.IntentID, si.Tenant, si.Key)
+	case saga.VerdictStale: // a member's fact its key has moved past (saga/fact.go)
+		s.c.cfg.Logger.Info("a fact its key has moved past", "key", wire.RoutingKey(si.Tenant, si.Key), "id", si.IntentID, "detail", d.Detail)
 	}
 	s.emit(si.Owner, en, d, si.Traceparent)
 	if d.Call != nil {
