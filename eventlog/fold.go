@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"time"
@@ -53,6 +54,12 @@ const (
 // instead, or refuses with a *GapError (gap.go). Intermediate batches are
 // not synced; the last one is, with the final checkpoint, so a crash
 // mid-restore only repeats work.
+//
+// The log start can move after the gap check, before the read or while it
+// runs: the read then stops where it was (Read, ErrOffsetGone), and the
+// gap check decides again from the checkpoint the view reached, at most
+// maxReadAttempts times; a restore never folds past events it did not
+// read.
 func RestoreInto(ctx context.Context, st *state.Store, adm *kadm.Client, partition int32, o RestoreOptions) (RestoreStats, error) {
 	start := time.Now()
 	if o.SettleWait <= 0 {
@@ -61,6 +68,17 @@ func RestoreInto(ctx context.Context, st *state.Store, adm *kadm.Client, partiti
 	if o.FlushEvery <= 0 {
 		o.FlushEvery = DefaultFlushEvery
 	}
+	for attempt := 1; ; attempt++ {
+		stats, err := restoreOnce(ctx, st, adm, partition, o)
+		if !errors.Is(err, ErrOffsetGone) || attempt == maxReadAttempts {
+			stats.Duration = time.Since(start)
+			return stats, err
+		}
+	}
+}
+
+// restoreOnce is one attempt of RestoreInto.
+func restoreOnce(ctx context.Context, st *state.Store, adm *kadm.Client, partition int32, o RestoreOptions) (RestoreStats, error) {
 	from, err := st.Checkpoint(o.Topic, partition)
 	if err != nil {
 		return RestoreStats{}, err
@@ -81,7 +99,7 @@ func RestoreInto(ctx context.Context, st *state.Store, adm *kadm.Client, partiti
 	if err := f.flush(max(next, from), state.Sync); err != nil {
 		return RestoreStats{}, err
 	}
-	return RestoreStats{From: from, To: next, Events: f.events, Duration: time.Since(start)}, nil
+	return RestoreStats{From: from, To: next, Events: f.events}, nil
 }
 
 // folder folds a partition of the log through an overlay and writes it

@@ -47,7 +47,7 @@ func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 	if err != nil {
 		return err
 	}
-	if err := e.keepLost(rd.Lost); err != nil {
+	if err := e.releasedOutcomes(rd.Lost); err != nil {
 		return err
 	}
 	tt.decided(pr, rd)
@@ -98,10 +98,9 @@ func (e *Executor) step(ctx context.Context, pr *prepared) (*partition.Ready, er
 }
 
 // stepped counts what the core decided before the transaction (as the
-// decisions themselves were counted before): outcomes lost to a moved
-// partition, snapshot work.
+// decisions themselves were counted before): snapshot work. (Outcomes of
+// a moved partition are the tick's, releasedOutcomes.)
 func (e *Executor) stepped(rd *partition.Ready) {
-	e.m.OutcomesLost.Add(float64(len(rd.Lost)))
 	e.m.SnapshotEvents.Add(float64(rd.Snapshots))
 	e.m.SnapshotRounds.Add(float64(rd.Rounds))
 }
