@@ -21,6 +21,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	watched := make(chan struct{})
 	go func() { defer close(watched); e.watchDurability(wctx) }()
 	defer func() { stopWatch(); <-watched }()
+	defer e.runCourier()()
 	e.ready.Store(true)
 	defer e.ready.Store(false)
 	defer e.allowRebalances() // leaving the group (Close) waits for the gate

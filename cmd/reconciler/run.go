@@ -22,7 +22,7 @@ type runFlags struct {
 	toolsFile, dataDir, httpAddr, group, by string
 	operators, consoleURL, consoleKafka     string
 	policy                                  reconciler.Policy
-	scan, session, outage                   time.Duration
+	scan, session, outage, factGrace        time.Duration
 	maxConcurrent, maxScan                  int
 	allowWeak                               bool
 }
@@ -45,6 +45,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.DurationVar(&f.policy.CommandTimeout, "command-timeout", time.Minute, "how long a sent command may take to show in the event log")
 	fs.DurationVar(&f.scan, "scan-interval", time.Second, "how often keys in doubt are examined")
 	fs.DurationVar(&f.session, "session-timeout", 10*time.Second, "group session timeout")
+	fs.DurationVar(&f.factGrace, "fact-grace", 90*time.Second, "how long after a key's deadline, and after the end of an outage, an escalation waits for the executors' facts (the call's outcome, or that it was never sent): at least the recovery bound of docs/DESIGN.md plus 5 s")
 	fs.DurationVar(&f.outage, "broker-outage", 2*time.Minute, "how long one start attempt waits for a broker that does not answer and for the executor's topics; the reconciler tries again until they are there (up, not ready)")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent", 16, "retries and probes running at once")
 	cli.AllowWeakDurabilityFlag(fs, &f.allowWeak)
@@ -104,7 +105,7 @@ func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry
 			rc, err = reconciler.New(ctx, reconciler.Config{
 				Brokers: conn.Seeds, Names: f.kafka.Names(), Group: f.group, DataDir: f.dataDir,
 				Tools: reg, By: f.by, Policy: f.policy, ScanInterval: f.scan, SessionTimeout: f.session, MaxConcurrent: f.maxConcurrent,
-				MaxScan: f.maxScan, AllowWeakDurability: f.allowWeak,
+				MaxScan: f.maxScan, AllowWeakDurability: f.allowWeak, FactGrace: f.factGrace,
 				Logger: log, Registerer: r, ClientOpts: conn.Opts, TracerProvider: tp, Turned: func() { web.Live.Beat(reconcilerLoop) },
 			})
 			return err
