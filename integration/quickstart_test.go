@@ -28,7 +28,7 @@ import (
 // the key that goes from in doubt to settled (refund-9: the reconciler's
 // retry after the tool's 10 s pending_ttl), and the console's scripted
 // sign-in, run side by side; then the restart the README promises the
-// keys survive. The escalation of page-7 is not run: it waits 30 s.
+// keys survive. The escalation of page-7 is not run: it waits its pending_ttl and the fact grace (2 min).
 func TestReadmeQuickStart(t *testing.T) {
 	firstHour(t)
 	n := newNetns(t)

@@ -138,6 +138,7 @@ type step struct {
 	in     *saga.Input      // Decide
 	done   *saga.Completion // Complete
 	expire bool             // Expire
+	orphan bool             // Orphaned
 
 	verdict saga.Verdict
 	reason  string
@@ -170,6 +171,8 @@ func (h history) run(t *testing.T) *saga.Record {
 			d, what = saga.Complete(rec, *s.done, env), fmt.Sprintf("Complete(%s %s)", s.done.CallID, s.done.Status)
 		case s.expire:
 			d, what = saga.Expire(rec, env), "Expire"
+		case s.orphan:
+			d, what = saga.Orphaned(rec, env), "Orphaned"
 		default:
 			t.Fatalf("step %d: no input", i)
 		}

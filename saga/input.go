@@ -52,6 +52,13 @@ type Input struct {
 	// (the call settled meanwhile) is refused instead of undoing a success
 	// or settling a newer call. Empty means unconditional (operators).
 	CallID string
+	// DownstreamKey, on a resolve, makes it a member's fact about one
+	// attempt (fact.go): the member that started the call under this
+	// downstream key got its outcome, or never sent it. It applies only
+	// while that attempt is the key's call (or compensation) in doubt,
+	// and, the attempt having ended, before its pending_ttl too. CallID
+	// is required with it.
+	DownstreamKey string
 	// Force (resolve, compensate; the control topic only) settles or
 	// undoes a call that may still reach its tool. Without it such a
 	// command is refused until the call's PendingUntil (command.go).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"time"
@@ -38,7 +39,7 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.prefix, "topic-prefix", topics.DefaultPrefix, "prefix of the topic names")
 	fs.StringVar(&f.instanceID, "instance-id", gateway.InstanceIDFrom(host), "names this instance's reply topic <prefix>gateway.<id>; keep it stable across restarts (a StatefulSet's pod name; default: the host name)")
 	fs.StringVar(&f.clientID, "client-id", "toolexec-gateway", "Kafka client id")
-	fs.DurationVar(&f.outage, "broker-outage", 2*time.Minute, "how long the gateway waits at start for a broker that does not answer and for the executor's topics, before it exits")
+	fs.DurationVar(&f.outage, "broker-outage", 2*time.Minute, "how long one start attempt waits for a broker that does not answer and for the executor's topics; the gateway tries again until they are there (up, not ready)")
 	fs.DurationVar(&f.replyIdle, "reply-topic-idle", gateway.DefaultReplyTopicIdle, "delete the reply topics of other instances whose newest answer or heartbeat is older than this (instances gone for good); 0: never")
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
@@ -68,7 +69,7 @@ func runMain(args []string) error {
 	log := cli.Logger()
 	ctx, stop := cli.SignalContext()
 	defer stop()
-	web, api, err := listen(f, log)
+	api, web, err := listen(f, log)
 	if err != nil {
 		return err
 	}
@@ -91,21 +92,23 @@ func runMain(args []string) error {
 	defer stopTracing()
 	reg := web.Registry
 	var g *gateway.Gateway
-	err = cli.StartPatiently(ctx, f.outage, "gateway start", log, reg, func(ctx context.Context, r prometheus.Registerer) (err error) {
-		g, err = gateway.New(ctx, gateway.Config{
-			Brokers: conn.Seeds, KafkaOpts: conn.Opts, Prefix: f.prefix, Tools: cfg.Tools, Tenants: gateway.NewTenantStore(tenants),
-			InstanceID: f.instanceID, ClientID: f.clientID, ReplyTopicIdle: replyIdle(f.replyIdle), Logger: log, Registerer: r, TracerProvider: tp,
-			CallerTrace: gateway.CallerTrace(f.callerTrace),
+	_, err = cli.StartPatiently(ctx, cli.Start{What: "gateway start", Attempt: f.outage, Log: log, Reg: reg, Live: api.Live,
+		Passing: func(err error) bool { return !cli.Lasting(err, gateway.ErrConfig, gateway.ErrTenants) }},
+		func(ctx context.Context, r prometheus.Registerer) (err error) {
+			g, err = gateway.New(ctx, gateway.Config{
+				Brokers: conn.Seeds, KafkaOpts: conn.Opts, Prefix: f.prefix, Tools: cfg.Tools, Tenants: gateway.NewTenantStore(tenants),
+				InstanceID: f.instanceID, ClientID: f.clientID, ReplyTopicIdle: replyIdle(f.replyIdle), Logger: log, Registerer: r, TracerProvider: tp,
+				CallerTrace: gateway.CallerTrace(f.callerTrace),
+			})
+			return err
 		})
-		return err
-	}, func(err error) bool { return !cli.Lasting(err, gateway.ErrConfig, gateway.ErrTenants) })
 	if err != nil {
 		return err
 	}
 	defer g.Close()
 	stopHUP := g.ReloadOn(f.tenantsFile, hup)
 	defer stopHUP()
-	kafkaUp := httpserve.Watch(ctx, "gateway: kafka", readyInterval, readyTimeout, g.Ping, log)
+	kafkaUp := httpserve.WatchLive(ctx, api.Live, "gateway: kafka", readyInterval, readyTimeout, g.Ping, log)
 	mux := httpserve.Health(nil, kafkaUp)
 	mux.Handle("/", g.Handler())
 	api.Serve(mux)
@@ -124,28 +127,24 @@ func runMain(args []string) error {
 
 // listen binds --http-addr and --metrics-addr before anything slow
 // starts (cli.Listen: a busy port names its flag) and serves, from the
-// process's first moment, /metrics (with /healthz and /readyz) on
-// --metrics-addr, and the agents' port on --http-addr, which never serves
-// /metrics: its exemplars carry the trace ids of calls, and its series
-// name the tenants. Both answer as a starting process until the gateway
-// runs.
-func listen(f *flags, log *slog.Logger) (web, api *httpserve.Process, err error) {
+// process's first moment, the agents' port on --http-addr, which never
+// serves /metrics (its exemplars carry the trace ids of calls, and its
+// series name the tenants), and /metrics on --metrics-addr. Both answer
+// as a starting process until the gateway runs.
+func listen(f *flags, log *slog.Logger) (api, web *httpserve.Process, err error) {
 	apiLn, err := cli.Listen("--http-addr", f.httpAddr, "")
 	if err != nil {
 		return nil, nil, err
 	}
-	web = &httpserve.Process{Registry: httpserve.ProcessRegistry()}
+	var metricsLn net.Listener
 	if f.metricsAddr != "" {
-		metricsLn, err := cli.Listen("--metrics-addr", f.metricsAddr, "or --metrics-addr= to serve no /metrics")
-		if err != nil {
+		if metricsLn, err = cli.Listen("--metrics-addr", f.metricsAddr, "or --metrics-addr= to serve no /metrics"); err != nil {
 			apiLn.Close()
 			return nil, nil, err
 		}
-		web = httpserve.ServeProcess(metricsLn, log)
 	}
-	api = &httpserve.Process{Handoff: httpserve.Starting(nil)}
-	api.Server = httpserve.Serve(apiLn, api.Handoff, log)
-	return web, api, nil
+	api, web = httpserve.ServeProcessApart(apiLn, metricsLn, log)
+	return api, web, nil
 }
 
 // The gateway is ready while a broker answers: without one, no call is

@@ -50,6 +50,10 @@ type View interface {
 	Checkpoint(p int32) (int64, error)
 	// CountInDoubt counts the keys of p in doubt in the view.
 	CountInDoubt(p int32) (int, error)
+	// InDoubtAfter lists up to limit (tenant, key) of p in doubt in the
+	// view, in the doubt index's order, after (afterTenant, afterKey); an
+	// empty afterTenant starts from the first.
+	InDoubtAfter(p int32, afterTenant, afterKey string, limit int) ([][2]string, error)
 }
 
 // Core is the decision state of every partition a member owns. Not safe
