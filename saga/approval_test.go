@@ -88,7 +88,7 @@ func TestApprovalHistories(t *testing.T) {
 				events: []saga.EventKind{saga.EvOutcome}, answers: []ans{okA, okB}, after: saga.StatusSucceeded},
 			{at: 300, in: ptr(transfer("D", "x")), verdict: saga.VerdictReplay, events: []saga.EventKind{saga.EvReplayed},
 				answers: []ans{{to: "D", status: codes.StatusSucceeded, replay: true, orig: "A", calledAt: t0 + 100, completedAt: t0 + 200, attempt: 1, result: "ok"}},
-				after: saga.StatusSucceeded},
+				after:   saga.StatusSucceeded},
 		}},
 		{name: "an approve delivered twice has one effect and is answered twice", steps: []step{
 			requestA, approveA,
@@ -103,7 +103,7 @@ func TestApprovalHistories(t *testing.T) {
 				answers: []ans{awaiting("B", 1)}, after: saga.StatusAwaitingApproval},
 			{at: 100, in: ptr(denyCmd("N")), verdict: saga.VerdictDeny, events: []saga.EventKind{saga.EvDenied},
 				answers: []ans{{to: "N", status: codes.StatusDenied, orig: "A", completedAt: t0 + 100, attempt: 1}, denied("A"), denied("B")},
-				after: saga.StatusFailed, check: func(t *testing.T, rec *saga.Record) {
+				after:   saga.StatusFailed, check: func(t *testing.T, rec *saga.Record) {
 					if rec.Err.Message != "alice denied the call: checked the invoice" || rec.ResolvedBy != "alice" || rec.ExpiresAt != t0+100+retention {
 						t.Errorf("record %+v", rec)
 					}
@@ -124,7 +124,7 @@ func TestApprovalHistories(t *testing.T) {
 			refused(approvalTTL+1, approveCmd("P"), saga.StatusNotExecuted),
 			{at: approvalTTL + 2, in: ptr(transfer("E", "y")), verdict: saga.VerdictAwaitApproval, events: []saga.EventKind{saga.EvAwaitingApproval},
 				answers: []ans{{to: "E", status: codes.StatusPending, orig: "E", attempt: 2, prev: codes.StatusNotExecuted, code: codes.ErrAwaitingApproval}},
-				after: saga.StatusAwaitingApproval, check: func(t *testing.T, rec *saga.Record) {
+				after:   saga.StatusAwaitingApproval, check: func(t *testing.T, rec *saga.Record) {
 					if rec.Approval.Decision != saga.ApprovalUndecided || rec.Approval.Until != t0+approvalTTL+2+approvalTTL || string(rec.Args) != "y" {
 						t.Errorf("the new request %+v, approval %+v", rec, rec.Approval)
 					}
