@@ -7,10 +7,13 @@
 //	reconciler [flags]                                 run the reconciler
 //	reconciler pending [--json]                        list the keys in doubt
 //	reconciler resolve --key K --outcome O [flags]     settle a key by hand
+//	reconciler approve --key K --reason TEXT [flags]   approve a key awaiting approval
+//	reconciler deny --key K --reason TEXT [flags]      deny it
 package main
 
 import "github.com/atmostonce/toolexec/internal/cli"
 
 func main() {
-	cli.Main("reconciler", runMain, map[string]func([]string) error{"pending": pendingMain, "resolve": resolveMain})
+	cli.Main("reconciler", runMain, map[string]func([]string) error{"pending": pendingMain, "resolve": resolveMain,
+		"approve": approveMain, "deny": denyMain})
 }
