@@ -57,6 +57,10 @@ func send(kafka *cli.Kafka, in wire.Intent, wait time.Duration) error {
 	if res != nil && (err == nil || !errors.Is(err, client.ErrInDoubt)) {
 		printJSON(res)
 	}
+	if errors.Is(err, client.ErrApprovalPending) {
+		return fmt.Errorf("%w: nothing ran. Approve it (it then runs once, with these arguments): reconciler approve --key %s --tenant %s --reason TEXT, "+
+			"or deny it; send the same key and arguments again for the outcome", err, in.Key, in.Tenant)
+	}
 	return err
 }
 
