@@ -13,6 +13,10 @@ import (
 // wait): a 202 whose body is that answer (who was asked, until when), its
 // Location the key's GET, which answers the same until someone decides.
 
+// approvalNote ends the MCP description of a tool that needs approval, so
+// that a model expects the wait before it calls.
+const approvalNote = "Every call waits for a person's approval of this key with these arguments before it runs: the first answer says so; call again later with the same key and arguments for the outcome."
+
 // retryApproval is the Retry-After of a key awaiting approval: a person
 // decides, not the executor, so there is no point asking every second.
 const retryApproval = 30

@@ -140,6 +140,9 @@ func mcpDescription(t *tool) string {
 	if t.requiresKey() {
 		d = strings.TrimSpace(d + "\n\nRuns at most once per idempotency_key: send the same key with the same arguments on every retry of this action.")
 	}
+	if t.spec.NeedsApproval() {
+		d += " " + approvalNote
+	}
 	return d
 }
 

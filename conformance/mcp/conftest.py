@@ -89,12 +89,17 @@ TOOLS = """tools:
     class: native_key
     url: {url}/ok
     tenants: [acme]
+  - name: shop.transfer
+    class: native_key
+    url: {url}/ok
+    approval: required
 """
 
 
 class Gateway:
     def __init__(self, binary, workdir, tools_url):
         prefix = f"mcp{uuid.uuid4().hex[:8]}."
+        self.prefix = prefix
         with open(os.path.join(workdir, "tools.yaml"), "w") as f:
             f.write(TOOLS.format(url=tools_url))
         with open(os.path.join(workdir, "tenants.yaml"), "w") as f:
@@ -125,6 +130,13 @@ class Gateway:
                 pass
             time.sleep(0.2)
         raise RuntimeError("executor not ready")
+
+    def approve(self, tenant, key, reason):
+        """An operator's approval of the key's request, by the reconciler's
+        CLI (it reads the request from the log and binds to its arguments)."""
+        subprocess.run([os.environ["MCP_RECONCILER"], "approve", "--brokers", os.environ["KAFKA_BROKERS"],
+                        "--topic-prefix", self.prefix, "--tenant", tenant, "--key", key, "--by", "conformance",
+                        "--reason", reason], check=True, capture_output=True, timeout=120)
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)

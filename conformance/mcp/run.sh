@@ -32,10 +32,10 @@ fi
 PY="$VENV/bin/python"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcp-conformance.XXXXXX")"
-say "building the executor into $WORK"
-(cd "$ROOT" && go build -o "$WORK/executor" ./cmd/executor)
+say "building the executor and the reconciler into $WORK"
+(cd "$ROOT" && go build -o "$WORK/executor" ./cmd/executor && go build -o "$WORK/reconciler" ./cmd/reconciler)
 
-export MCP_EXECUTOR="$WORK/executor" MCP_WORKDIR="$WORK" PYTHONDONTWRITEBYTECODE=1
+export MCP_EXECUTOR="$WORK/executor" MCP_RECONCILER="$WORK/reconciler" MCP_WORKDIR="$WORK" PYTHONDONTWRITEBYTECODE=1
 set +e
 (cd "$HERE" && "$PY" -m pytest -p no:cacheprovider -rfEs "$@" test_mcp.py)
 rc=$?
