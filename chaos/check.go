@@ -71,7 +71,15 @@ type Report struct {
 	// AbortedBehindOffsets counts the failed ends whose offsets the group
 	// showed committed while their records were aborted; their inputs
 	// were decided again.
-	AbortedBehindOffsets int            `json:"aborted_behind_offsets"`
+	AbortedBehindOffsets int `json:"aborted_behind_offsets"`
+	// Approver counts what the run's approver sent (approve, deny, twice,
+	// forged, left_to_lapse); Approvals what the log says became of the
+	// requests (requested, approved, denied, lapsed); CallsWithoutApproval
+	// the calls of ToolApproval started without an approved event of
+	// their request and digest (each a violation).
+	Approver             map[string]int `json:"approver"`
+	Approvals            map[string]int `json:"approvals"`
+	CallsWithoutApproval int            `json:"calls_without_approval"`
 	Violations           []string       `json:"violations"`
 	kinds                map[string]int // violations by kind
 }
@@ -115,6 +123,7 @@ func check(in checkInput, r *Report) {
 		r.violate("hanging_transaction: %s (the log was read up to its last stable offset)", s)
 	}
 	checkLedger(in, r)
+	checkApprovals(in, r)
 	checkIntents(in, r)
 	checkKeys(in, r)
 	checkHostile(in, r)
