@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -56,5 +57,49 @@ func TestAnswerMatchesTenantAndKey(t *testing.T) {
 	res, err := p.Wait(ctx)
 	if err != nil || res.Status != codes.StatusSucceeded || res.Tenant != "acme" || res.Key != "order-1" {
 		t.Fatalf("got %+v, %v; want the intent's own answer", res, err)
+	}
+}
+
+// A pending answer that says the key awaits a person's approval ends the
+// wait at once with ErrApprovalPending (waiting longer would not help);
+// an in-doubt pending answer does not.
+func TestAwaitingApprovalEndsTheWait(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "tool.intents", "tool.reply.x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := client.New(ctx, client.Config{Brokers: c.ListenAddrs(), ReplyTo: "tool.reply.x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	wait := func(code string) (*wire.Result, error) {
+		p, err := cl.Start(ctx, wire.Intent{Tenant: "acme", Key: "k-" + code, Tool: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		b, _ := wire.EncodeResult(&wire.Result{IntentID: p.Intent().ID, Tenant: "acme", Key: "k-" + code, Tool: "t", Status: codes.StatusPending,
+			Error: &wire.ErrorInfo{Code: code}})
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "tool.reply.x", Value: b}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		wctx, wcancel := context.WithTimeout(ctx, time.Second)
+		defer wcancel()
+		return p.Wait(wctx)
+	}
+	if res, err := wait(codes.ErrAwaitingApproval); !errors.Is(err, client.ErrApprovalPending) || !res.AwaitingApproval() {
+		t.Fatalf("awaiting approval: %+v, %v", res, err)
+	}
+	if res, err := wait(codes.ErrInDoubt); !errors.Is(err, client.ErrInDoubt) || res == nil || res.Status != codes.StatusPending {
+		t.Fatalf("in doubt: %+v, %v (want the wait to run out with ErrInDoubt)", res, err)
 	}
 }
