@@ -66,7 +66,7 @@ func TestApprovalInBrowser(t *testing.T) {
 		return err == nil && status == "succeeded"
 	})
 	screenshot(t, ctx, "console-approved.png")
-	if got := waitTerminal(t, res, first, 30*time.Second); got.Status != codes.StatusSucceeded || got.WasReplay {
+	if got := res.waitResult(t, first, 30*time.Second); got.Status != codes.StatusSucceeded || got.WasReplay {
 		t.Fatalf("the agent's final answer: %+v", got)
 	}
 	if n := l.total(); n != 1 {

@@ -128,7 +128,7 @@ func TestApprovalDeniedAndLapsed(t *testing.T) {
 		t.Fatalf("deny: %+v %v", ans, err)
 	}
 	for _, id := range []string{a, b} {
-		got := waitTerminal(t, res, id, 30*time.Second)
+		got := res.waitResult(t, id, 30*time.Second)
 		if got.Status != codes.StatusFailed || got.Error == nil || got.Error.Code != codes.ErrApprovalDenied || !strings.Contains(got.Error.Message, "wrong account") {
 			t.Fatalf("%s after the deny: %+v", id, got)
 		}
@@ -143,7 +143,7 @@ func TestApprovalDeniedAndLapsed(t *testing.T) {
 	if got := waitFirst(t, res, w, 30*time.Second); !got.AwaitingApproval() || got.ApprovalUntil-time.Now().UnixMilli() > 3_000 {
 		t.Fatalf("the request: %+v", got)
 	}
-	got := waitTerminal(t, res, w, 30*time.Second)
+	got := res.waitResult(t, w, 30*time.Second)
 	if got.Status != codes.StatusNotExecuted || got.Error == nil || got.Error.Code != codes.ErrApprovalLapsed {
 		t.Fatalf("after the approval_ttl: %+v", got)
 	}
@@ -208,7 +208,7 @@ func TestApprovalCrashes(t *testing.T) {
 				}
 			}
 			for _, id := range []string{first, dup} {
-				if got := waitTerminal(t, res, id, 60*time.Second); got.Status != codes.StatusSucceeded {
+				if got := res.waitResult(t, id, 60*time.Second); got.Status != codes.StatusSucceeded {
 					t.Fatalf("%s: %+v", id, got)
 				}
 			}
@@ -251,21 +251,5 @@ func waitFirst(t *testing.T, c *collector, intentID string, within time.Duration
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("no answer to %s within %s", intentID, within)
-	return nil
-}
-
-// waitTerminal waits for intentID's terminal answer.
-func waitTerminal(t *testing.T, c *collector, intentID string, within time.Duration) *wire.Result {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		for _, r := range c.results(intentID) {
-			if codes.Terminal(r.Status) {
-				return r
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("no terminal answer to %s within %s: %+v", intentID, within, c.results(intentID))
 	return nil
 }

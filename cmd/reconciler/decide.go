@@ -45,18 +45,13 @@ func decideMain(typ string, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	conn, err := kafka.Connect(ctx)
-	if err != nil {
+	if err := connect(ctx, kafka, &req); err != nil {
 		return err
 	}
-	req.Brokers, req.Names, req.ClientOpts = conn.Seeds, kafka.Names(), conn.Opts
 	if err := bindToRequest(ctx, &req); err != nil {
 		return err
 	}
-	res, err := reconciler.Resolve(ctx, req)
-	if res != nil {
-		_ = cli.PrintJSON(os.Stdout, res)
-	}
+	_, err := sendCommand(ctx, req)
 	if errors.Is(err, reconciler.ErrRejected) {
 		return fmt.Errorf("the executor refused the %s; its answer above says why", typ)
 	}
