@@ -253,3 +253,34 @@ func waitFirst(t *testing.T, c *collector, intentID string, within time.Duration
 	t.Fatalf("no answer to %s within %s", intentID, within)
 	return nil
 }
+
+// TestApprovalTrace: the wait for a person is a span of the asking
+// intent's trace (toolexec.await_approval, with who decided), and the
+// approved call's spans follow in that trace.
+func TestApprovalTrace(t *testing.T) {
+	e := newEnv(t, 2)
+	recv := newOTLPReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.srv.URL)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+	l := newLedger(t)
+	yaml := approvalTools(l)
+	e.startProc(yaml, "")
+	gwp := e.startGatewayProc("gw-"+randHex(3), yaml, tenantsFile(t))
+	const trace, span = "5bf92f3577b34da6a3ce929d0e0e4737", "10f067aa0ba902b7"
+	key := "traced-" + randHex(3)
+	r := post(t, "http://"+gwp.http, "acme", "a.pay", key, `{"amount": 3}`, "traceparent", "00-"+trace+"-"+span+"-01").want(t, http.StatusAccepted, "")
+	if d := recv.one(t, trace, "toolexec.decide", nil); d.attrs["toolexec.decision"] != "await_approval" {
+		t.Fatalf("the request's decision %v", d.attrs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := reconciler.Resolve(ctx, reconciler.ResolveRequest{Brokers: brokers, Names: e.names, Type: wire.TypeApprove, Tenant: "acme",
+		Key: key, CallID: r.str("intent_id"), By: "alice", Reason: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	wait := recv.one(t, trace, "toolexec.await_approval", map[string]string{"toolexec.decision": "approved", "toolexec.approver": "alice", "toolexec.tool": "a.pay"})
+	if wait.service != "toolexec-executor" {
+		t.Fatalf("the wait's span %+v", wait)
+	}
+	recv.one(t, trace, "execute_tool a.pay", map[string]string{"gen_ai.tool.call.id": r.str("intent_id")})
+}
