@@ -1,5 +1,6 @@
 """The session fixture: a counting tool server, and the executor with its
-embedded gateway on a real Kafka, with two tenants."""
+embedded gateway on a real Kafka (or, with MCP_EMBEDDED=1, on its embedded
+broker), with two tenants."""
 
 import hashlib
 import http.server
@@ -110,8 +111,16 @@ class Gateway:
         self.gateway = f"127.0.0.1:{free_port()}"
         self.url = f"http://{self.gateway}/mcp"
         self.log = open(os.path.join(workdir, "executor.log"), "wb")
+        # MCP_EMBEDDED=1: the executor's embedded default (its in-process
+        # broker), instead of the real one at KAFKA_BROKERS.
+        if os.environ.get("MCP_EMBEDDED") == "1":
+            self.brokers = f"127.0.0.1:{free_port()}"
+            where = ["--embedded-addr", self.brokers]
+        else:
+            self.brokers = os.environ["KAFKA_BROKERS"]
+            where = ["--brokers", self.brokers]
         self.proc = subprocess.Popen(
-            [binary, "--brokers", os.environ["KAFKA_BROKERS"], "--data-dir", os.path.join(workdir, "data"),
+            [binary, *where, "--data-dir", os.path.join(workdir, "data"),
              "--tools", os.path.join(workdir, "tools.yaml"), "--tenants", os.path.join(workdir, "tenants.yaml"),
              "--http-addr", self.http, "--gateway-addr", self.gateway, "--topic-prefix", prefix,
              "--group", prefix + "g", "--partitions", "3", "--reconciler=false"],
@@ -134,7 +143,7 @@ class Gateway:
     def approve(self, tenant, key, reason):
         """An operator's approval of the key's request, by the reconciler's
         CLI (it reads the request from the log and binds to its arguments)."""
-        subprocess.run([os.environ["MCP_RECONCILER"], "approve", "--brokers", os.environ["KAFKA_BROKERS"],
+        subprocess.run([os.environ["MCP_RECONCILER"], "approve", "--brokers", self.brokers,
                         "--topic-prefix", self.prefix, "--tenant", tenant, "--key", key, "--by", "conformance",
                         "--reason", reason], check=True, capture_output=True, timeout=120)
 

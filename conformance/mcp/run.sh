@@ -4,15 +4,16 @@
 # executor, over a real Kafka (docs/gateway.md, "MCP").
 #
 #   KAFKA_BROKERS=127.0.0.1:19092 conformance/mcp/run.sh [pytest args...]
+#   MCP_EMBEDDED=1 conformance/mcp/run.sh      the executor on its embedded broker
 #
-# Needs a running broker (eval "$(deploy/kafka/start)"), Go and python3 with
-# venv. Creates conformance/mcp/.venv (git-ignored) once.
+# Needs a running broker (eval "$(deploy/kafka/start)") unless MCP_EMBEDDED=1,
+# Go and python3 with venv. Creates conformance/mcp/.venv (git-ignored) once.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 VENV="$HERE/.venv"
-export KAFKA_BROKERS="${KAFKA_BROKERS:-127.0.0.1:19092}"
+[[ "${MCP_EMBEDDED:-}" == 1 ]] || export KAFKA_BROKERS="${KAFKA_BROKERS:-127.0.0.1:19092}"
 # The versions this suite was tested with. mcp 2.x is the current line of
 # the official SDK (it brings httpx2 and anyio).
 MCP_VERSION="2.3.0"
