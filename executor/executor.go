@@ -45,8 +45,9 @@ type Executor struct {
 	crashed          atomic.Bool
 	runDone          chan struct{}
 	ready            atomic.Bool
-	assigned         bool        // an assignment was applied (loop goroutine)
-	warm             atomic.Bool // the partitions of an assignment were all restored (noteWarm)
+	assigned         bool         // an assignment was applied (loop goroutine)
+	warm             atomic.Bool  // the partitions of an assignment were all restored (noteWarm)
+	restores         restoreTally // what an assignment's restores did, logged once (restorelog.go)
 	wakeMu           sync.Mutex
 	wakeFn           context.CancelFunc
 }

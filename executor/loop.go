@@ -28,6 +28,7 @@ func (e *Executor) Run(ctx context.Context) error {
 			return err
 		}
 		e.noteWarm()
+		e.noteRestored()
 	}
 	if e.crashed.Load() {
 		return nil

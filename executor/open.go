@@ -83,7 +83,7 @@ func (e *Executor) open(ctx context.Context) error {
 
 func (e *Executor) coreConfig() partition.Config {
 	return partition.Config{
-		Partitions: e.layout.Partitions, MaxWaiters: e.cfg.MaxWaiters, Policy: toolPolicy(e.cfg.Tools),
+		Partitions: e.layout.Partitions, MaxWaiters: e.cfg.MaxWaiters, Policy: toolPolicy(e.cfg.Tools), NearestTool: e.cfg.Tools.Nearest,
 		SweepInterval: e.cfg.SweepInterval, SnapshotInterval: snapshotInterval(e.cfg.SnapshotInterval, e.layout.EventRetention),
 		CheckSnapshot: checkSnapshot, Logger: e.cfg.Logger,
 	}

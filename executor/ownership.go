@@ -13,6 +13,7 @@ func (e *Executor) applyOwnershipChanges() {
 			e.guard.checkAssignment(ch.byTopic)
 			e.core.Assign(e.cfg.Now(), ch.partitions...)
 			e.assigned = true
+			e.restores.assigned(e.cfg.Now())
 			continue
 		}
 		for _, p := range ch.partitions {

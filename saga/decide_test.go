@@ -982,3 +982,19 @@ func TestDownstreamKeyIsPerCall(t *testing.T) {
 		t.Fatalf("the call after expiry reuses the first call's key: %+v", third.Call)
 	}
 }
+
+// An unknown tool's rejection suggests the tool the caller may have meant,
+// as the member's NearestTool finds it for the intent's tenant.
+func TestUnknownToolSuggestsTheNearest(t *testing.T) {
+	in := callTool("X", "chrage", "x")
+	bare := saga.Decide(nil, in, saga.Env{Now: t0, Policy: policies})
+	if bare.Verdict != saga.VerdictReject || bare.Answers[0].Err.Message != `tool "chrage" is not configured` {
+		t.Fatalf("without NearestTool: %+v", bare.Answers)
+	}
+	var asked string
+	near := func(tenant, tool string) (string, bool) { asked = tenant + "/" + tool; return "charge", true }
+	d := saga.Decide(nil, in, saga.Env{Now: t0, Policy: policies, NearestTool: near})
+	if got := d.Answers[0].Err.Message; got != `tool "chrage" is not configured: did you mean charge?` || asked != in.Tenant+"/chrage" {
+		t.Fatalf("with NearestTool: %q (asked %q)", got, asked)
+	}
+}

@@ -100,6 +100,9 @@ type Env struct {
 	MaxWaiters int
 	// Policy looks up a tool's policy; false means an unknown tool.
 	Policy func(tool string) (Policy, bool)
+	// NearestTool, when set, names the tool tenant may call whose name is
+	// nearest to an unknown one (a typo): the rejection suggests it.
+	NearestTool func(tenant, tool string) (string, bool)
 }
 
 func (e *Env) maxWaiters() int {

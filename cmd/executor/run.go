@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,7 +37,7 @@ type runFlags struct {
 
 func parseRunFlags(args []string) (*runFlags, error) {
 	f := &runFlags{}
-	fs := flag.NewFlagSet("executor", flag.ContinueOnError)
+	fs := cli.FlagSet("executor", usage)
 	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka seed brokers; empty (and no --kafka-config) starts the embedded broker")
 	cli.KafkaConfigFlag(fs, &f.kafkaConfig)
 	fs.StringVar(&f.embeddedAddr, "embedded-addr", "127.0.0.1:9092", "listen address of the embedded broker")
@@ -59,7 +59,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.DurationVar(&f.snapshot, "snapshot-interval", 0, "how often every record is restated in the event log (default: a quarter of the event log's retention, at most 24h)")
 	f.rec = addReconcilerFlags(fs)
 	f.gw = addGatewayFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -72,16 +72,23 @@ func runMain(args []string) error {
 	}
 	hup, stopHup := cli.Hangups()
 	defer stopHup()
+	if err := f.gw.check(); err != nil {
+		return err
+	}
+	ls, err := bindListeners(f)
+	if err != nil {
+		return err
+	}
+	defer ls.close()
 	log := cli.Logger()
 	log.Info("go collector", "gogc", gctune.Apply())
 	ctx, stop := cli.SignalContext()
 	defer stop()
-	web, err := httpserve.ListenProcess(f.httpAddr, log)
-	if err != nil {
-		return err
-	}
+	web := httpserve.ServeProcess(ls.http, log)
 	defer web.Server.Close()
-	conn, closeBroker, err := connectOrEmbedded(ctx, f, log)
+	fronts := serveStarting(ls, log)
+	defer fronts.close()
+	conn, closeBroker, err := connectOrEmbedded(ctx, f, ls.embedded, log)
 	if err != nil {
 		return err
 	}
@@ -90,18 +97,22 @@ func runMain(args []string) error {
 	if err != nil {
 		return err
 	}
-	return serve(ctx, f, conn, reg, web, hup, log)
+	return serve(ctx, f, conn, reg, web, fronts, hup, log)
 }
+
+// embedded reports whether the process runs the embedded broker: neither
+// --brokers nor --kafka-config names a cluster.
+func (f *runFlags) embedded() bool { return f.brokers == "" && f.kafkaConfig == "" }
 
 // connectOrEmbedded reaches the cluster of --brokers and --kafka-config
 // (checked at once: a TLS or SASL failure ends the start), or starts the
-// embedded broker when neither is given.
-func connectOrEmbedded(ctx context.Context, f *runFlags, log *slog.Logger) (*cli.Conn, func(), error) {
-	if f.brokers != "" || f.kafkaConfig != "" {
+// embedded broker on ln when neither is given.
+func connectOrEmbedded(ctx context.Context, f *runFlags, ln net.Listener, log *slog.Logger) (*cli.Conn, func(), error) {
+	if !f.embedded() {
 		conn, err := cli.Connect(ctx, f.brokers, f.kafkaConfig, "", log)
 		return conn, func() {}, err
 	}
-	seeds, closeBroker, err := startEmbedded(f.embeddedAddr, filepath.Join(f.dataDir, "kafka"), int32(f.partitions), f.embeddedSync, log)
+	seeds, closeBroker, err := startEmbedded(ln, filepath.Join(f.dataDir, "kafka"), int32(f.partitions), f.embeddedSync, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -121,7 +132,7 @@ func loadTools(path string, log *slog.Logger) (*tools.Registry, error) {
 	return tools.FromConfig(cfg, nil, nil)
 }
 
-func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry, web *httpserve.Process, hup <-chan os.Signal, log *slog.Logger) error {
+func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry, web *httpserve.Process, fronts *fronts, hup <-chan os.Signal, log *slog.Logger) error {
 	tp, stopTracing, err := cli.Tracing(ctx, "toolexec-executor", log)
 	if err != nil {
 		return err
@@ -149,12 +160,12 @@ func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry
 	watchRepairAuthorization(ctx, conn, promReg, log)
 	defer ex.Close()
 	web.Serve(httpserve.Health(promReg, ex.Ready))
-	stopReconciler, err := startReconciler(ctx, f, conn, reg, log)
+	stopReconciler, err := startReconciler(ctx, f, conn, reg, fronts.reconciler, log)
 	if err != nil {
 		return err
 	}
 	defer stopReconciler()
-	stopGateway, err := startGateway(ctx, f, conn, reg, promReg, hup, log)
+	stopGateway, err := startGateway(ctx, f, conn, reg, promReg, fronts.gateway, hup, log)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -27,7 +26,7 @@ type flags struct {
 func parseFlags(args []string) (*flags, error) {
 	f := &flags{}
 	host, _ := os.Hostname()
-	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs := cli.FlagSet("gateway", usage)
 	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka seed brokers (default: bootstrap.servers of --kafka-config, else "+cli.DefaultBrokers+")")
 	fs.StringVar(&f.kafkaConfig, "kafka-config", "", "Kafka client properties file (TLS, SASL), as for the other commands")
 	fs.StringVar(&f.toolsFile, "tools", "", "the executor's tool file (required)")
@@ -38,7 +37,7 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.clientID, "client-id", "toolexec-gateway", "Kafka client id")
 	fs.DurationVar(&f.outage, "broker-outage", 2*time.Minute, "how long the gateway waits at start for a broker that does not answer and for the executor's topics, before it exits")
 	fs.DurationVar(&f.replyIdle, "reply-topic-idle", gateway.DefaultReplyTopicIdle, "delete the reply topics of other instances whose newest answer or heartbeat is older than this (instances gone for good); 0: never")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}
 	switch {
@@ -62,10 +61,11 @@ func runMain(args []string) error {
 	log := cli.Logger()
 	ctx, stop := cli.SignalContext()
 	defer stop()
-	web, err := httpserve.ListenProcess(f.httpAddr, log)
+	ln, err := cli.Listen("--http-addr", f.httpAddr, "")
 	if err != nil {
 		return err
 	}
+	web := httpserve.ServeProcess(ln, log)
 	cfg, err := tools.Load(f.toolsFile)
 	if err != nil {
 		return err
@@ -129,7 +129,7 @@ func shutdown(srv *http.Server, log *slog.Logger) error {
 // hashTokenMain prints the tenants-file form of a token.
 func hashTokenMain(args []string) error {
 	if len(args) != 1 || args[0] == "" {
-		return errors.New("usage: gateway hash-token TOKEN")
+		return cli.Usagef("usage: gateway hash-token TOKEN")
 	}
 	fmt.Println(gateway.HashToken(args[0]))
 	return nil

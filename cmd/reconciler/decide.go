@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"time"
@@ -29,7 +28,10 @@ func denyMain(args []string) error { return decideMain(wire.TypeDeny, args) }
 // the command bound to that request and its arguments' digest, so that it
 // cannot decide another request of the key.
 func decideMain(typ string, args []string) error {
-	fs := flag.NewFlagSet("reconciler "+typ, flag.ContinueOnError)
+	fs := cli.FlagSet("reconciler "+typ, fmt.Sprintf("Usage: reconciler %s --key K --reason TEXT [--tenant T] [--by NAME] [flags]\n\n"+
+		"Reads the key's request for approval from the event log, prints the tool and the arguments (stderr), "+
+		"sends the %s bound to that request and its arguments' digest, and prints the executor's answer "+
+		"(exit 1 when it is refused).", typ, typ))
 	kafka := cli.KafkaFlags(fs)
 	req := reconciler.ResolveRequest{Type: typ}
 	fs.StringVar(&req.Key, "key", "", "idempotency key (required)")
@@ -37,11 +39,11 @@ func decideMain(typ string, args []string) error {
 	fs.StringVar(&req.Reason, "reason", "", "why (required; recorded in the event log with your name)")
 	fs.StringVar(&req.By, "by", currentUser(), "who decides (recorded in the event log)")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the key's events and the executor's answer")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if req.Key == "" || req.Reason == "" {
-		return fmt.Errorf("%s: --key and --reason are required", typ)
+		return cli.Usagef("%s: --key and --reason are required", typ)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()

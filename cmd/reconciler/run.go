@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"log/slog"
 	"strings"
 	"time"
@@ -30,7 +29,7 @@ type runFlags struct {
 
 func parseRunFlags(args []string) (*runFlags, error) {
 	f := &runFlags{}
-	fs := flag.NewFlagSet("reconciler", flag.ContinueOnError)
+	fs := cli.FlagSet("reconciler", usage)
 	f.kafka = cli.KafkaFlags(fs)
 	fs.StringVar(&f.toolsFile, "tools", "", "the executor's tool configuration YAML (required)")
 	fs.StringVar(&f.dataDir, "data-dir", "./data-reconciler", "directory of the reconciler's Pebble view")
@@ -50,7 +49,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.IntVar(&f.maxConcurrent, "max-concurrent", 16, "retries and probes running at once")
 	cli.AllowWeakDurabilityFlag(fs, &f.allowWeak)
 	fs.IntVar(&f.maxScan, "max-scan", 100_000, "keys in doubt examined per partition per scan; each scan goes on after the last key the previous one examined")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}
 	if f.toolsFile == "" {
@@ -70,10 +69,11 @@ func runMain(args []string) error {
 	log := cli.Logger()
 	ctx, stop := cli.SignalContext()
 	defer stop()
-	web, err := httpserve.ListenProcess(f.httpAddr, log)
+	ln, err := cli.Listen("--http-addr", f.httpAddr, "")
 	if err != nil {
 		return err
 	}
+	web := httpserve.ServeProcess(ln, log)
 	defer web.Server.Close()
 	conn, err := cli.Connect(ctx, f.kafka.Brokers, f.kafka.ConfigFile, cli.DefaultBrokers, log)
 	if err != nil {

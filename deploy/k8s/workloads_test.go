@@ -43,7 +43,7 @@ func binaryFlags(t *testing.T) map[string]map[string]bool {
 		flagSets = map[string]map[string]bool{}
 		for _, cmd := range [][]string{{"executor"}, {"executor", "topics"}, {"reconciler"}, {"gateway"}} {
 			args := append(cmd[1:], "-h")
-			usage, _ := exec.Command(filepath.Join(dir, cmd[0]), args...).CombinedOutput() // -h exits 1 with the usage
+			usage, _ := exec.Command(filepath.Join(dir, cmd[0]), args...).CombinedOutput() // -h prints the usage (exit status 0)
 			set := map[string]bool{}
 			for _, m := range flagLine.FindAllStringSubmatch(string(usage), -1) {
 				set[m[1]] = true

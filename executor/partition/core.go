@@ -16,6 +16,8 @@ type Config struct {
 	MaxWaiters int
 	// Policy looks up a tool's policy; false for an unknown tool.
 	Policy func(tool string) (saga.Policy, bool)
+	// NearestTool suggests a tool for an unknown one (saga.Env.NearestTool).
+	NearestTool func(tenant, tool string) (string, bool)
 	// SweepInterval is how often expired keys are swept.
 	SweepInterval time.Duration
 	// SnapshotInterval is how often a snapshot round starts.
@@ -88,5 +90,5 @@ func (c *Core) partitionOf(tenant, key string) int32 {
 }
 
 func (c *Core) env(now int64, rk string, done map[string]bool) saga.Env {
-	return saga.Env{Now: now, InFlight: c.calls.keyInFlight(rk) && !done[rk], MaxWaiters: c.cfg.MaxWaiters, Policy: c.cfg.Policy}
+	return saga.Env{Now: now, InFlight: c.calls.keyInFlight(rk) && !done[rk], MaxWaiters: c.cfg.MaxWaiters, Policy: c.cfg.Policy, NearestTool: c.cfg.NearestTool}
 }

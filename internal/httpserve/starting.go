@@ -2,6 +2,7 @@ package httpserve
 
 import (
 	"log/slog"
+	"net"
 	"net/http"
 	"sync/atomic"
 
@@ -53,15 +54,11 @@ type Process struct {
 	Server   *http.Server
 }
 
-// ListenProcess makes a ProcessRegistry and listens on addr with a
-// Starting handler over it. Close the Server when the process ends.
-func ListenProcess(addr string, log *slog.Logger) (*Process, error) {
+// ServeProcess makes a ProcessRegistry and serves a Starting handler over
+// it on ln. Close the Server when the process ends.
+func ServeProcess(ln net.Listener, log *slog.Logger) *Process {
 	p := &Process{Registry: ProcessRegistry()}
 	p.Handoff = Starting(p.Registry)
-	srv, err := Listen(addr, p.Handoff, log)
-	if err != nil {
-		return nil, err
-	}
-	p.Server = srv
-	return p, nil
+	p.Server = Serve(ln, p.Handoff, log)
+	return p
 }
