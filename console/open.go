@@ -18,8 +18,8 @@ type Options struct {
 	OperatorsFile string // --operators; empty: Operators, else the console is off
 	// Operators are the operators in force when OperatorsFile is empty
 	// (SingleOperator); nil with no file: the console is off.
-	Operators *OperatorStore
-	ExternalURL   string // --console-url
+	Operators   *OperatorStore
+	ExternalURL string // --console-url
 	// KafkaConfigFile (--console-kafka-config) is the Kafka client file the
 	// console's own clients take (the key pages' reads of the event log,
 	// the actions and the wait for their answers on the results topic):

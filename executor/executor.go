@@ -41,6 +41,7 @@ type Executor struct {
 	guard            layoutGuard  // the partition-count guard (layout.go)
 	gapCount         atomic.Int32 // partitions with a gap in their log, for Ready (restore.go)
 	rebalancePending atomic.Bool
+	gate             rebalanceGate // the loop's hold on the group's rebalance gate (gate.go)
 	changes          ownershipChanges
 	crashed          atomic.Bool
 	runDone          chan struct{}

@@ -55,6 +55,14 @@ const (
 	// up for longer; an unsettled one is tried again later.
 	backgroundSettle = time.Second
 
+	// maxHeldPolls bounds the polls the loop makes while it holds the
+	// rebalance gate (gate.go): each adds one to franz-go's count of
+	// pollers, a 32-bit field whose overflow would block polls and
+	// rebalances for good. A quarter of it is weeks of polls at a
+	// thousand a second; a member that gets there stops polling until
+	// its calls are done, then opens the gate.
+	maxHeldPolls = 1 << 30
+
 	// drainPoll is how often a drain re-checks for calls that finished: a
 	// call's slot is released just after its completion is sent.
 	drainPoll = 50 * time.Millisecond

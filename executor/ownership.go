@@ -1,5 +1,11 @@
 package executor
 
+import (
+	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/executor/partition"
+	"github.com/atmostonce/toolexec/tools"
+)
+
 // The loop applies what the group's callbacks queued (callbacks.go).
 
 // applyOwnershipChanges runs on the loop goroutine after each poll. A new
@@ -19,6 +25,7 @@ func (e *Executor) applyOwnershipChanges() {
 		for _, p := range ch.partitions {
 			e.release(p)
 		}
+		e.notStarted(ch.cancelled)
 	}
 }
 
@@ -30,10 +37,30 @@ func (e *Executor) release(p int32) {
 		e.client.ResumeFetchPartitions(coPartitions(e.cfg.Names, p))
 	}
 	for _, rk := range rel.Lost {
-		e.m.OutcomesLost.Inc()
 		e.cfg.Logger.Warn("partition released with a call running; its key is in doubt for the next owner", "key", rk, "partition", p)
 	}
 	e.m.KeysInDoubt.DeleteLabelValues(partitionLabel(p))
+}
+
+// notStarted hands calls taken out of the dispatcher before they started
+// to the core as not executed: they never reached their tool. A drain's
+// are recorded in its next tick; a revocation's partitions are released
+// by then, and the core gives their outcomes back as lost
+// (releasedOutcomes).
+func (e *Executor) notStarted(jobs []job) {
+	for _, j := range jobs {
+		e.finished(completion{job: j, outcome: tools.Outcome{Status: tools.NotExecuted, Code: codes.ErrDrained,
+			Message: "the executor released the key before the call started"}})
+	}
+}
+
+// releasedOutcomes is where an outcome of a partition this member no
+// longer owns ends: a call that finished after its partition was released
+// (or re-assigned), or one that never started. Its key's next owner finds
+// it in doubt. Today the outcome is counted and dropped; the member cannot
+// write it to a partition it does not own.
+func (e *Executor) releasedOutcomes(lost []partition.Completion) {
+	e.m.OutcomesLost.Add(float64(len(lost)))
 }
 
 // noteWarm marks the member warm, once and for good, at the end of the

@@ -95,7 +95,7 @@ func (e *Executor) step(ctx context.Context, pr *prepared) (*partition.Ready, er
 // decisions themselves were counted before): outcomes lost to a moved
 // partition, snapshot work.
 func (e *Executor) stepped(rd *partition.Ready) {
-	e.m.OutcomesLost.Add(float64(len(rd.Lost)))
+	e.releasedOutcomes(rd.Lost)
 	e.m.SnapshotEvents.Add(float64(rd.Snapshots))
 	e.m.SnapshotRounds.Add(float64(rd.Rounds))
 }

@@ -44,6 +44,10 @@ type Config struct {
 	Registerer prometheus.Registerer // default: none (metrics kept, not exported)
 	Now        func() time.Time      // default time.Now; tests move time
 	Hooks      Hooks                 // fault points for tests
+	// Turned, when set, is called once per turn of the loop: a liveness
+	// probe's evidence that the reconciler is not stuck
+	// (httpserve.Liveness). It must not block.
+	Turned func()
 	// TracerProvider makes a span per retry or probe, linked to the call's
 	// trace; nil: no spans.
 	TracerProvider trace.TracerProvider

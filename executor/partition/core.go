@@ -22,6 +22,9 @@ type Config struct {
 	SweepInterval time.Duration
 	// SnapshotInterval is how often a snapshot round starts.
 	SnapshotInterval time.Duration
+	// SnapshotStep bounds the records one tick restates; 0 means
+	// SnapshotStep (tests take rounds over a few records in many ticks).
+	SnapshotStep int
 	// CheckSnapshot says why a snapshot event cannot be produced (too
 	// large), or nil: such a record is not restated, and its partition
 	// gets no round event this time.
@@ -72,6 +75,9 @@ type Core struct {
 func New(cfg Config, v View, now time.Time) *Core {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.SnapshotStep <= 0 {
+		cfg.SnapshotStep = SnapshotStep
 	}
 	return &Core{cfg: cfg, view: v, parts: map[int32]*part{}, calls: newInflight(), poison: newPoisoned(), lastRound: now}
 }
