@@ -77,10 +77,18 @@ type Report struct {
 	AbortedBehindOffsets int `json:"aborted_behind_offsets"`
 	// FactsKept and FactsDelivered are the executors' facts: outcomes and
 	// unsent calls they could not record, delivered to the keys' owners.
-	FactsKept      int            `json:"facts_kept"`
-	FactsDelivered int            `json:"facts_delivered"`
-	Violations     []string       `json:"violations"`
-	kinds          map[string]int // violations by kind
+	FactsKept      int `json:"facts_kept"`
+	FactsDelivered int `json:"facts_delivered"`
+	// Approver counts what the run's approver sent (approve, deny, twice,
+	// forged, left_to_lapse); Approvals what the log says became of the
+	// requests (requested, approved, denied, lapsed); CallsWithoutApproval
+	// the calls of ToolApproval started without an approved event of
+	// their request and digest (each a violation).
+	Approver             map[string]int `json:"approver"`
+	Approvals            map[string]int `json:"approvals"`
+	CallsWithoutApproval int            `json:"calls_without_approval"`
+	Violations           []string       `json:"violations"`
+	kinds                map[string]int // violations by kind
 }
 
 // maxPerKind bounds the violations listed per kind (the word before the
@@ -126,6 +134,7 @@ func check(in checkInput, r *Report) {
 		r.violate("hanging_transaction: %s (the log was read up to its last stable offset)", s)
 	}
 	checkLedger(in, r)
+	checkApprovals(in, r)
 	checkIntents(in, r)
 	checkKeys(in, r)
 	checkHostile(in, r)

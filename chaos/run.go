@@ -325,7 +325,10 @@ func (rn *run) execute(ctx context.Context) (*Report, error) {
 	wctx, stopWatching := context.WithCancel(ctx)
 	defer stopWatching()
 	go watch.run(wctx)
-	load := newLoad(rn.cfg.Seed, rn.cfg.Rate, rn.prod, rn.names, int32(rn.cfg.Partitions), rn.tr, fmt.Sprintf("s%d", rn.cfg.Seed))
+	ap := newApprover(rn.cfg.Seed, rn.prod, rn.names, int32(rn.cfg.Partitions))
+	approverDone := make(chan struct{})
+	go func() { defer close(approverDone); ap.Run(ctx) }()
+	load := newLoad(rn.cfg.Seed, rn.cfg.Rate, rn.prod, rn.names, int32(rn.cfg.Partitions), rn.tr, fmt.Sprintf("s%d", rn.cfg.Seed), ap)
 	lctx, cancel := context.WithTimeout(ctx, rn.cfg.Duration)
 	defer cancel()
 	stopWatch := rn.watchReconciler(lctx)
@@ -338,6 +341,8 @@ func (rn *run) execute(ctx context.Context) (*Report, error) {
 	go func() { defer wg.Done(); in.Run(lctx) }()
 	go rn.progress(lctx, in)
 	wg.Wait()
+	ap.Close()
+	<-approverDone // its last decisions are sent before the settle
 	rn.hostile.Wait()
 	stopWatch()
 	rn.logf("load and faults stopped; %v; settling (at most %s)", in, rn.cfg.Settle)
@@ -349,6 +354,7 @@ func (rn *run) execute(ctx context.Context) (*Report, error) {
 	rep, err := rn.verdict(ctx, in, load, escalated)
 	if rep != nil {
 		rep.LeaderElections, rep.ISRShrinks = watch.Counts()
+		rep.Approver = ap.Counts()
 	}
 	return rep, err
 }

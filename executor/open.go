@@ -169,7 +169,8 @@ func toolPolicy(reg *tools.Registry) func(tool string) (saga.Policy, bool) {
 		return saga.Policy{
 			ReadOnly: spec.Class.ReadOnly(), PendingTTLMs: spec.PendingTTL.Milliseconds(),
 			RetentionMs: spec.Retention.Milliseconds(), CompensateWith: spec.CompensateWith, MaxArgsBytes: spec.MaxArgsBytes,
-			Resent: spec.Class.Investigation() == tools.InvestigateRetry,
+			Resent:        spec.Class.Investigation() == tools.InvestigateRetry,
+			ApprovalTTLMs: spec.ApprovalWindow().Milliseconds(), Approvers: spec.ApproversText(),
 		}, true
 	}
 }

@@ -67,7 +67,7 @@ func (a *admission) admit(tenant string, l Limits) (release func(), err error) {
 	}
 	if wait, ok := a.rates.take(tenant, l, a.now()); !ok {
 		release()
-		ra := retryAfter(wait)
+		ra := retrySeconds(wait)
 		return nil, &limitError{Limit: limitRate, RetryAfter: ra, Detail: fmt.Sprintf(
 			"the tenant's calls are over its calls_per_second limit (%g a second, bursts of %d); nothing was sent: retry with the same key after %d s",
 			l.CallsPerSecond, l.Burst, ra)}

@@ -145,7 +145,7 @@ func TestRates(t *testing.T) {
 		}
 	}
 	wait, ok := r.take("a", l, t0)
-	if ok || wait != 500*time.Millisecond || retryAfter(wait) != 1 {
+	if ok || wait != 500*time.Millisecond || retrySeconds(wait) != 1 {
 		t.Fatalf("fourth call: %v %s, want refused for 500ms", ok, wait)
 	}
 	if _, ok := r.take("b", l, t0); !ok {
@@ -157,8 +157,8 @@ func TestRates(t *testing.T) {
 	if _, ok := r.take("a", Limits{CallsPerSecond: 0.5, Burst: 1}, t0.Add(500*time.Millisecond)); !ok {
 		t.Fatal("new limits start with a full bucket")
 	}
-	if wait, ok := r.take("a", Limits{CallsPerSecond: 0.5, Burst: 1}, t0.Add(500*time.Millisecond)); ok || retryAfter(wait) != 2 {
-		t.Fatalf("at 0.5 a second: %v, Retry-After %d, want 2", ok, retryAfter(wait))
+	if wait, ok := r.take("a", Limits{CallsPerSecond: 0.5, Burst: 1}, t0.Add(500*time.Millisecond)); ok || retrySeconds(wait) != 2 {
+		t.Fatalf("at 0.5 a second: %v, Retry-After %d, want 2", ok, retrySeconds(wait))
 	}
 	for range 100 {
 		if _, ok := r.take("c", Limits{}, t0); !ok {

@@ -61,7 +61,7 @@ func (r *rates) bucketLocked(tenant string, l Limits, now time.Time) *bucket {
 	return b
 }
 
-// retryAfter is a wait as a Retry-After: whole seconds, at least 1.
-func retryAfter(d time.Duration) int {
+// retrySeconds is a wait as a Retry-After: whole seconds, at least 1.
+func retrySeconds(d time.Duration) int {
 	return max(1, int(math.Ceil(d.Seconds())))
 }

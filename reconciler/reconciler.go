@@ -65,9 +65,10 @@ type Reconciler struct {
 
 	mu struct {
 		sync.Mutex
-		rows    []Row          // the last scan's, for /pending
-		started map[string]int // by tool: keys started and within their pending_ttl at the last scan
-		owned   []int32        // the partitions the last scan covered
+		rows      []Row          // the last scan's, for /pending
+		started   map[string]int // by tool: keys started and within their pending_ttl at the last scan
+		owned     []int32        // the partitions the last scan covered
+		approvals []ApprovalRow  // the last scan's keys awaiting approval (approvals.go)
 	}
 }
 

@@ -60,6 +60,9 @@ func decideResolve(rec *Record, in Input, env Env) Decision {
 	if env.InFlight {
 		return rejectInput(in, codes.ReasonInvalidCommand, "a call for this key is in flight in the executor; it settles by itself")
 	}
+	if rec.Status == StatusAwaitingApproval {
+		return rejectInput(in, codes.ReasonInvalidCommand, "the key awaits a person's approval and nothing ran: approve or deny it")
+	}
 	if mayStillLand(rec, env) && !in.Force {
 		return rejectInput(in, codes.ReasonInvalidCommand, stillLanding(rec, env, "resolve"))
 	}

@@ -107,8 +107,13 @@ func compensationNotExecuted(rec *Record, to Waiter, cause *Error) Answer {
 }
 
 // Expire removes a settled key whose retention has passed, so the key is
-// free again. Keys in doubt never expire: they wait to be settled.
+// free again, and ends a request for approval past its deadline
+// not_executed (approval.go). Keys in doubt never expire: they wait to be
+// settled.
 func Expire(rec *Record, env Env) Decision {
+	if rec.approvalLapsed(env.Now) {
+		return lapse(rec, env, "")
+	}
 	if !rec.expired(env.Now) {
 		return Decision{Verdict: VerdictStale}
 	}

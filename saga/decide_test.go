@@ -37,6 +37,9 @@ func policies(tool string) (saga.Policy, bool) {
 		return saga.Policy{PendingTTLMs: pendingTTL, RetentionMs: retention, MaxArgsBytes: maxArgs}, true
 	case "native": // native_key: the reconciler sends a call in doubt again
 		return saga.Policy{PendingTTLMs: pendingTTL, RetentionMs: retention, MaxArgsBytes: maxArgs, Resent: true}, true
+	case "transfer": // approval: required (approval_test.go)
+		return saga.Policy{PendingTTLMs: pendingTTL, RetentionMs: retention, MaxArgsBytes: maxArgs,
+			ApprovalTTLMs: approvalTTL, Approvers: "alice, group:payments"}, true
 	}
 	return saga.Policy{}, false
 }
@@ -906,7 +909,7 @@ func TestStartedEventCarriesTheCall(t *testing.T) {
 
 // TestStatusNames: the wire names of the statuses round-trip.
 func TestStatusNames(t *testing.T) {
-	for s := saga.StatusNone; s <= saga.StatusCompensationUnknown; s++ {
+	for s := saga.StatusNone; s <= saga.StatusAwaitingApproval; s++ {
 		got, ok := saga.ParseStatus(s.String())
 		if !ok || got != s {
 			t.Errorf("ParseStatus(%q) = %v, %v", s.String(), got, ok)

@@ -16,21 +16,29 @@ const (
 	VerdictRecord // a completion or an expiry was recorded
 	VerdictStale  // nothing to do: the input no longer matches the key
 	VerdictLookup // answered what the key's record says, nothing else
+	// VerdictAwaitApproval: the first intent of a key whose tool needs a
+	// person's approval was recorded awaiting it; nothing is called.
+	VerdictAwaitApproval
+	VerdictApprove // an approve was applied: the call starts
+	VerdictDeny    // a deny was applied: the key ends failed
 )
 
 var verdictNames = [...]string{
-	VerdictExecute:    "execute",
-	VerdictReplay:     "replay",
-	VerdictCoalesce:   "coalesce",
-	VerdictPending:    "pending",
-	VerdictConflict:   "conflict",
-	VerdictReject:     "reject",
-	VerdictForward:    "forward",
-	VerdictResolve:    "resolve",
-	VerdictCompensate: "compensate",
-	VerdictRecord:     "record",
-	VerdictStale:      "stale",
-	VerdictLookup:     "lookup",
+	VerdictExecute:       "execute",
+	VerdictReplay:        "replay",
+	VerdictCoalesce:      "coalesce",
+	VerdictPending:       "pending",
+	VerdictConflict:      "conflict",
+	VerdictReject:        "reject",
+	VerdictForward:       "forward",
+	VerdictResolve:       "resolve",
+	VerdictCompensate:    "compensate",
+	VerdictRecord:        "record",
+	VerdictStale:         "stale",
+	VerdictLookup:        "lookup",
+	VerdictAwaitApproval: "await_approval",
+	VerdictApprove:       "approve",
+	VerdictDeny:          "deny",
 }
 
 func (v Verdict) String() string {
@@ -93,4 +101,7 @@ type Answer struct {
 	CompletedAt      int64
 	PreviousStatus   string
 	Attempt          int
+	// ApprovalUntil (unix ms), on an answer of a key awaiting approval:
+	// when its request lapses unless a person decides first.
+	ApprovalUntil int64
 }

@@ -13,6 +13,7 @@ import (
 //	'c' <topic> 0x00 <partition u32>               -> next offset to apply (u64)
 //	'x' <expires_at u64> <tenant> 0x00 <key>      -> empty: expiry index
 //	'd' <partition u32> <tenant> 0x00 <key>        -> pending_until (u64): keys in doubt
+//	'w' <partition u32> <tenant> 0x00 <key>        -> requested_at, until (u64 each), tool: keys awaiting approval
 //	'a' <caller's key>                             -> caller's bytes: see Batch.PutAux
 //
 // The auxiliary space 'a' is shared by the packages that commit state of
@@ -24,6 +25,7 @@ const (
 	spaceCheckpoint = 'c'
 	spaceExpiry     = 'x'
 	spaceDoubt      = 'd'
+	spaceApproval   = 'w'
 	spaceAux        = 'a'
 )
 

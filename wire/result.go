@@ -1,5 +1,7 @@
 package wire
 
+import "github.com/atmostonce/toolexec/codes"
+
 // ErrorInfo is a machine-readable code and a human message.
 type ErrorInfo struct {
 	Code    string `msgpack:"code" json:"code"`
@@ -29,6 +31,17 @@ type Result struct {
 	// the intent's reply_to (the topic does not exist, or was deleted
 	// while the answer was owed).
 	ReplyToError string `msgpack:"reply_to_error,omitempty" json:"reply_to_error,omitempty"`
+	// ApprovalUntil (unix ms), on a pending answer whose error code is
+	// awaiting_approval: the key's request for a person's approval lapses
+	// then (the key ends not_executed) unless someone decides first.
+	ApprovalUntil int64 `msgpack:"approval_until,omitempty" json:"approval_until,omitempty"`
+}
+
+// AwaitingApproval reports whether r says its key waits for a person's
+// approval: pending, with the error code awaiting_approval. Nothing ran;
+// the same key and arguments get the final answer once it is decided.
+func (r *Result) AwaitingApproval() bool {
+	return r.Status == codes.StatusPending && r.Error != nil && r.Error.Code == codes.ErrAwaitingApproval
 }
 
 // DeadLetter is what lands on the dead-letter topic: the reason and the

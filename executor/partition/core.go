@@ -42,7 +42,8 @@ type View interface {
 	ReadPending(id overlay.ReadID) (bool, error)
 	// PendingReads lists up to limit pending reads of partition p.
 	PendingReads(p int32, limit int) ([]*saga.Event, error)
-	// Expired lists up to limit (tenant, key) whose retention passed.
+	// Expired lists up to limit (tenant, key) whose retention passed, or
+	// whose request for approval lapsed (saga.Record.SweepAt).
 	Expired(now int64, limit int) ([][2]string, error)
 	// ScanRecords walks records in key order after (afterTenant, afterKey).
 	ScanRecords(afterTenant, afterKey string, limit int, fn func(*saga.Record) error) (int, error)

@@ -46,7 +46,7 @@ func (v *memView) Expired(now int64, limit int) ([][2]string, error) {
 	var out [][2]string
 	for _, k := range v.keys() {
 		r := v.records[k]
-		if r.ExpiresAt > 0 && now >= r.ExpiresAt && (r.Status.Settled() || r.Status == saga.StatusNotExecuted) && len(out) < limit {
+		if at := r.SweepAt(); at > 0 && now >= at && len(out) < limit {
 			out = append(out, [2]string{k.Tenant, k.Key})
 		}
 	}

@@ -4,6 +4,7 @@
 //	<list>:
 //	  - name: <name>
 //	    tokens: ["sha256:<64 hex digits>"]
+//	    groups: [<group>, ...]     # a Kind with Groups only (operators)
 //
 // Only SHA-256 hashes of tokens are stored, and a token is checked against
 // every hash in constant time (Set.Lookup), so neither the file nor the
@@ -45,8 +46,8 @@ type Hash = [sha256.Size]byte
 // every hash, so MaxHashes bounds the work of each request.
 //
 // A kind may allow fields of its own (ParseWith): TopFields beside the
-// list, EntryFields beside name and tokens. Any other field is an error,
-// as is a field given twice.
+// list, EntryFields beside name, tokens and groups. Any other field is an
+// error, as is a field given twice.
 type Kind struct {
 	List      string // the top-level field: "tenants", "operators"
 	Item      string // one entry, in messages: "tenant", "operator"
@@ -56,9 +57,16 @@ type Kind struct {
 	MaxTokens int // per name
 	MaxHashes int
 	Err       error
+	// Groups allows an entry's optional groups list (names of the same
+	// grammar, at most MaxGroups): who may approve a tool's calls names
+	// operators or their groups.
+	Groups bool
 	// TopFields and EntryFields are the extra fields a Fields reader takes.
 	TopFields, EntryFields []string
 }
+
+// MaxGroups bounds an entry's groups.
+const MaxGroups = 32
 
 // Fields reads a kind's extra fields as Parse meets them, each once: Top
 // a top-level field beside the list, Entry a field of the named entry
@@ -84,6 +92,15 @@ type Set struct {
 	owners  []string // owners[i] is the name of hashes[i]
 	names   []string // in file order
 	present map[string]bool
+	groups  map[string][]string // by name, when the kind has groups
+}
+
+// GroupsOf lists the groups of name, in file order; nil when none.
+func (s *Set) GroupsOf(name string) []string {
+	if s == nil {
+		return nil
+	}
+	return append([]string(nil), s.groups[name]...)
 }
 
 // Lookup returns the name whose token is token, and the token's hash. It
@@ -164,7 +181,7 @@ func HashToken(token string) string {
 // line.
 func Load(kind Kind, path string) (*Set, error) { return LoadWith(kind, path, nil) }
 
-// LoadWith is Load for a kind with fields of its own, which f reads.
+// LoadWith is Load for a kind with fields of its own, which fields reads.
 func LoadWith(kind Kind, path string, fields Fields) (*Set, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -292,7 +309,7 @@ func (p *parser) entry(i int, n *yaml.Node) error {
 	if n.Kind != yaml.MappingNode {
 		return p.lineErr(n, where, "must be a mapping with name and tokens")
 	}
-	name, tokens, extras, err := p.entryFields(where, n)
+	name, tokens, groups, extras, err := p.entryFields(where, n)
 	if err != nil {
 		return err
 	}
@@ -312,6 +329,9 @@ func (p *parser) entry(i int, n *yaml.Node) error {
 	if err := p.tokens(where, name.Value, tokens); err != nil {
 		return err
 	}
+	if err := p.groupList(where, name.Value, groups); err != nil {
+		return err
+	}
 	for i := 0; i+1 < len(extras); i += 2 {
 		k, v := extras[i], extras[i+1]
 		if err := p.extra(v, where+": "+k.Value, p.fields.Entry(name.Value, k.Value, v)); err != nil {
@@ -323,27 +343,54 @@ func (p *parser) entry(i int, n *yaml.Node) error {
 	return nil
 }
 
-// entryFields finds an entry's name and tokens, and its extra fields as
-// key and value pairs.
-func (p *parser) entryFields(where string, n *yaml.Node) (name, tokens *yaml.Node, extras []*yaml.Node, err error) {
+// entryFields finds an entry's name, tokens and groups, and its extra
+// fields as key and value pairs.
+func (p *parser) entryFields(where string, n *yaml.Node) (name, tokens, groups *yaml.Node, extras []*yaml.Node, err error) {
+	want := []string{"name", "tokens"}
+	if p.kind.Groups {
+		want = append(want, "groups")
+	}
+	want = append(want, p.kind.EntryFields...)
 	seen := map[string]bool{}
 	for j := 0; j+1 < len(n.Content); j += 2 {
 		k, v := n.Content[j], n.Content[j+1]
 		switch {
 		case seen[k.Value]:
-			return nil, nil, nil, p.lineErr(k, where, "duplicate field %s", k.Value)
+			return nil, nil, nil, nil, p.lineErr(k, where, "duplicate field %s", k.Value)
 		case k.Value == "name":
 			name = v
 		case k.Value == "tokens":
 			tokens = v
+		case k.Value == "groups" && p.kind.Groups:
+			groups = v
 		case slices.Contains(p.kind.EntryFields, k.Value) && p.fields != nil:
 			extras = append(extras, k, v)
 		default:
-			return nil, nil, nil, p.lineErr(k, where, "unknown field %s (want %s)", quote(k.Value), strings.Join(append([]string{"name", "tokens"}, p.kind.EntryFields...), ", "))
+			return nil, nil, nil, nil, p.lineErr(k, where, "unknown field %s (want %s)", quote(k.Value), strings.Join(want, ", "))
 		}
 		seen[k.Value] = true
 	}
-	return name, tokens, extras, nil
+	return name, tokens, groups, extras, nil
+}
+
+// groupList reads an entry's groups (none when the node is nil).
+func (p *parser) groupList(where, name string, list *yaml.Node) error {
+	if list == nil {
+		return nil
+	}
+	if list.Kind != yaml.SequenceNode || len(list.Content) > MaxGroups {
+		return p.lineErr(list, where, "groups: must be a list of at most %d names", MaxGroups)
+	}
+	for i, item := range list.Content {
+		if item.Kind != yaml.ScalarNode || !p.kind.ValidName(item.Value) {
+			return p.lineErr(item, fmt.Sprintf("%s: groups[%d]", where, i), "%s must match %s", quote(item.Value), p.kind.NameRule)
+		}
+		if p.s.groups == nil {
+			p.s.groups = map[string][]string{}
+		}
+		p.s.groups[name] = append(p.s.groups[name], item.Value)
+	}
+	return nil
 }
 
 func (p *parser) tokens(where, name string, list *yaml.Node) error {
