@@ -24,6 +24,7 @@ import (
 // AllowRebalance, so a tick always sees one stable assignment.
 type ownershipChanges struct {
 	names topics.Names
+	hooks Hooks
 	dirty atomic.Bool // a callback ran: reset the session before the next transaction
 
 	mu struct {
@@ -38,7 +39,7 @@ type ownershipChange struct {
 	byTopic    map[string][]int32 // as the group gave them (layout.go checks them)
 }
 
-func (c *ownershipChanges) push(assigned bool, parts map[string][]int32) {
+func (c *ownershipChanges) push(assigned bool, parts map[string][]int32) []int32 {
 	seen := map[int32]bool{}
 	var ps []int32
 	for _, list := range parts {
@@ -52,6 +53,7 @@ func (c *ownershipChanges) push(assigned bool, parts map[string][]int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.list = append(c.mu.list, ownershipChange{assigned: assigned, partitions: ps, byTopic: parts})
+	return ps
 }
 
 func (c *ownershipChanges) take() []ownershipChange {
@@ -62,21 +64,24 @@ func (c *ownershipChanges) take() []ownershipChange {
 	return l
 }
 
-// The group's callbacks: each queues the change for the loop and marks
-// the session dirty.
+// The group's callbacks: each queues the change for the loop, marks the
+// session dirty, and then tells Hooks.Ownership.
 func (c *ownershipChanges) onAssigned(_ context.Context, _ *kgo.Client, parts map[string][]int32) {
-	c.push(true, c.ours(parts))
+	ps := c.push(true, c.ours(parts))
 	c.dirty.Store(true)
+	c.hooks.ownership(true, ps)
 }
 
 func (c *ownershipChanges) onRevoked(_ context.Context, _ *kgo.Client, parts map[string][]int32) {
-	c.push(false, c.ours(parts))
+	ps := c.push(false, c.ours(parts))
 	c.dirty.Store(true)
+	c.hooks.ownership(false, ps)
 }
 
 func (c *ownershipChanges) onLost(_ context.Context, _ *kgo.Client, parts map[string][]int32) {
-	c.push(false, c.ours(parts))
+	ps := c.push(false, c.ours(parts))
 	c.dirty.Store(true)
+	c.hooks.ownership(false, ps)
 }
 
 // ours keeps the intents and control partitions of parts.
