@@ -32,15 +32,22 @@ type Report struct {
 	Escalated        int            `json:"escalated"`
 	EscalatedIntents int            `json:"escalated_intents"`
 	EscalatedKeys    []string       `json:"escalated_keys"` // the first 20, sorted
-	ProduceFailed    int            `json:"produce_failed"`
-	Answers          int            `json:"answers"`
-	Statuses         map[string]int `json:"statuses"`
-	Load             map[string]int `json:"load"`
-	ExecutorExits    int            `json:"executor_exits"`
-	ReconcilerExits  int            `json:"reconciler_exits"`
-	LedgerCalls      int            `json:"ledger_calls"`
-	LedgerEffects    int            `json:"ledger_effects"`
-	LedgerDrops      int            `json:"ledger_drops"`
+	// Undecided counts the intents left unanswered, and UndecidedKeys the
+	// keys left in doubt, on partitions the run made undecidable on
+	// purpose (a log start moved past every snapshot round: the executor
+	// must refuse them, docs/DESIGN.md "Gaps"); only the simulation sets
+	// them.
+	Undecided       int            `json:"undecided,omitempty"`
+	UndecidedKeys   int            `json:"undecided_keys,omitempty"`
+	ProduceFailed   int            `json:"produce_failed"`
+	Answers         int            `json:"answers"`
+	Statuses        map[string]int `json:"statuses"`
+	Load            map[string]int `json:"load"`
+	ExecutorExits   int            `json:"executor_exits"`
+	ReconcilerExits int            `json:"reconciler_exits"`
+	LedgerCalls     int            `json:"ledger_calls"`
+	LedgerEffects   int            `json:"ledger_effects"`
+	LedgerDrops     int            `json:"ledger_drops"`
 	// LedgerFenced counts downstream keys a probe fenced (the probe tool
 	// never saw them), LedgerRefused the requests refused for a fence:
 	// each one a late request that would have acted after its key was
@@ -99,7 +106,10 @@ type checkInput struct {
 	ledger    LedgerStats
 	hist      map[string]*keyHistory // by routing key
 	escalated map[string]bool        // routing keys the reconciler escalated
-	stuck     []string               // events partitions whose open transaction never ended
+	// undecided says whether a routing key lies on a partition the run
+	// made undecidable on purpose; nil: none.
+	undecided func(rk string) bool
+	stuck     []string // events partitions whose open transaction never ended
 	// The hostile waves' records, the dead letters by the record they are
 	// about, the executors' aborted transactions and the faults injected.
 	hostile     []hostileRec
@@ -250,6 +260,8 @@ func checkIntents(in checkInput, r *Report) {
 			r.violate("multiple_terminal_answers: intent %s of %s (%s): %v", it.ID, rk, it.Tool, it.Terminal)
 		case in.escalated[rk]:
 			r.EscalatedIntents++
+		case in.undecided != nil && in.undecided(rk):
+			r.Undecided++
 		case it.Pending > 0:
 			r.Unanswered++
 			r.violate("unanswered: intent %s of %s (%s): %d pending answers, no terminal one, key not escalated", it.ID, rk, it.Tool, it.Pending)
@@ -321,6 +333,9 @@ func checkInDoubt(in checkInput, r *Report, rk string, h *keyHistory) {
 	switch {
 	case !settled && in.escalated[rk]:
 		return // counted as escalated
+	case !settled && in.undecided != nil && in.undecided(rk):
+		r.UndecidedKeys++
+		return
 	case !settled:
 		r.violate("unsettled: %s (%s, %s) still %s, not escalated", rk, h.Tool, class, final)
 		return

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -48,6 +49,7 @@ import (
 // Safe for concurrent use.
 type Ledger struct {
 	dropEvery uint32
+	latency   atomic.Int64 // the bound of SetLatency, in nanoseconds
 	ln        net.Listener
 	srv       *http.Server
 
@@ -104,6 +106,21 @@ func NewLedger(dropEvery uint32) (*Ledger, error) {
 	return l, nil
 }
 
+// SetLatency makes every request that is not a slow key's take a while
+// before its effect: up to max, the same for every request of one
+// downstream key (a hash of it), so that calls overlap and queue behind a
+// tool's max_in_flight as in a real downstream. 0 (the default) answers
+// at once.
+func (l *Ledger) SetLatency(max time.Duration) { l.latency.Store(int64(max)) }
+
+func (l *Ledger) latencyOf(dk string) time.Duration {
+	max := l.latency.Load()
+	if max <= 0 {
+		return 0
+	}
+	return time.Duration(int64(hash32(dk+"/latency")) % max)
+}
+
 // Addr is the host:port the ledger listens on.
 func (l *Ledger) Addr() string { return l.ln.Addr().String() }
 
@@ -124,6 +141,8 @@ func (l *Ledger) serve(w http.ResponseWriter, r *http.Request) {
 	key := r.Header.Get("X-Tool-Key")
 	if slow(r.URL.Path, key) {
 		time.Sleep(slowEffect) // the caller gives up meanwhile; the effect still comes
+	} else if d := l.latencyOf(dk); d > 0 {
+		time.Sleep(d)
 	}
 	res, drop := l.record(r.URL.Path, dk, r.Header.Get("X-Tool-Tenant"), key, body)
 	if res == nil && !drop {

@@ -142,6 +142,9 @@ func (e *Executor) resumeReads(p int32, calls []partition.Call) {
 	}
 	e.cfg.Logger.Info("calling again the reads a previous owner left unanswered", "partition", p, "reads", len(calls))
 	e.m.ReadsResumed.Add(float64(len(calls)))
+	for _, c := range calls {
+		e.cfg.Hooks.at(PointAfterStartedCommit, c.RK) // their read_started events are committed
+	}
 	e.disp.submit(calls...)
 }
 

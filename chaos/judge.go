@@ -1,0 +1,160 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/eventlog"
+	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
+)
+
+// The verdict as a library, for the seeded simulation (chaos/sim), which
+// runs the product in its own process and judges it with the same checks
+// as Run: the ledger, the answers, the event log, the hostile records.
+
+// History is what the committed event log says of each key, folded as a
+// reader of the events topic delivers it. Run scans the log once at the
+// end; the simulation moves the log start during a run and so folds each
+// event before the log may lose it. Safe for concurrent use.
+type History struct {
+	mu   sync.Mutex
+	keys map[string]*keyHistory // by routing key
+}
+
+// NewHistory returns an empty History.
+func NewHistory() *History { return &History{keys: map[string]*keyHistory{}} }
+
+// Fold adds one record of the events topic (read-committed). A round
+// event is about its partition, not a key, and is skipped.
+func (h *History) Fold(r *kgo.Record) error {
+	ev, err := eventlog.Decode(r.Value)
+	if err != nil {
+		return fmt.Errorf("chaos: undecodable event at %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+	}
+	if ev.Kind == saga.EvRound {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	foldEvent(h.keys, string(r.Key), ev)
+	return nil
+}
+
+// Keys is how many keys have events.
+func (h *History) Keys() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.keys)
+}
+
+// Trail describes a key's calls as the log tells them, for a person
+// diagnosing a violation: each call's intent id, downstream key and
+// status, and its last status.
+func (h *History) Trail(rk string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	k := h.keys[rk]
+	if k == nil {
+		return "no event"
+	}
+	return fmt.Sprintf("tool %s, %d started, %d unknown, resolved %v, last %s, calls %+v", k.Tool, k.Started, k.Unknown, k.ResolvedBy, k.LastStatus, k.Calls)
+}
+
+// NewTracker returns a Tracker of intents whose answers come on the
+// results topic (and on reply_to topics it is told to Follow).
+func NewTracker(results string) *Tracker { return newTracker(results) }
+
+// Add tracks an intent about to be produced.
+func (t *Tracker) Add(in *wire.Intent) { t.add(in) }
+
+// Produced records the outcome of an intent's produce (err nil: in the log).
+func (t *Tracker) Produced(tenant, id string, err error) { t.produced(tenant, id, err) }
+
+// Follow feeds every answer on topic to the tracker, from the topic's
+// start, until ctx ends.
+func (t *Tracker) Follow(ctx context.Context, brokers []string, topic string, opts ...kgo.Opt) error {
+	return t.follow(ctx, brokers, topic, nil, opts...)
+}
+
+// OpenKeys returns the routing key of every produced intent that has no
+// terminal answer yet, one entry per intent.
+func (t *Tracker) OpenKeys() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for _, r := range t.mu.intents {
+		if r.Produced && len(r.Terminal) == 0 {
+			out = append(out, wire.RoutingKey(r.Tenant, r.Key))
+		}
+	}
+	return out
+}
+
+// Counts returns how many intents were tracked and how many answers read.
+func (t *Tracker) Counts() (intents, answers int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.mu.intents), t.mu.answers
+}
+
+// NewHostile returns the sender of hostile waves (Start, Wait, Close),
+// tracking what it sends in tr; opts go to every client it makes.
+func NewHostile(brokers []string, names topics.Names, partitions int32, tr *Tracker, logf func(string, ...any), opts ...kgo.Opt) (*Hostile, error) {
+	return newHostile(brokers, names, partitions, tr, logf, opts...)
+}
+
+// OnSent sets the function told the kind of every poison record sent.
+// Call it before the first wave.
+func (h *Hostile) OnSent(count func(kind string)) { h.count = count }
+
+// Evidence is everything the verdict is computed from.
+type Evidence struct {
+	Tracker   *Tracker
+	Ledger    LedgerStats
+	History   *History
+	Escalated map[string]bool // routing keys the reconciler escalated
+	// Undecided says whether a routing key lies on a partition the run
+	// made undecidable on purpose; nil: none.
+	Undecided func(rk string) bool
+	Stuck     []string // events partitions whose open transaction never ended
+	Hostile   *Hostile // nil: no hostile waves
+	// DeadLetters read after the run (ReadDeadLetters); needed with Hostile.
+	DeadLetters DeadLetters
+	Aborted     int // transactions the executors aborted
+	Faults      int // faults injected
+}
+
+// DeadLetters are the dead letters of intents records, by where the
+// record was.
+type DeadLetters map[deadLetterAt]*wire.DeadLetter
+
+// ReadDeadLetters reads the dead-letter topic to its stable end.
+func ReadDeadLetters(ctx context.Context, brokers []string, names topics.Names) (DeadLetters, error) {
+	return readDeadLetters(ctx, brokers, names)
+}
+
+// Judge computes the verdict with Run's checks. Pure, apart from copying
+// what the tracker, the history and the hostile sender hold.
+func Judge(ev Evidence) *Report {
+	intents, answers, _ := ev.Tracker.snapshot()
+	ev.History.mu.Lock()
+	hist := make(map[string]*keyHistory, len(ev.History.keys))
+	for rk, k := range ev.History.keys {
+		c := *k
+		hist[rk] = &c
+	}
+	ev.History.mu.Unlock()
+	in := checkInput{intents: intents, ledger: ev.Ledger, hist: hist, escalated: ev.Escalated, undecided: ev.Undecided,
+		stuck: ev.Stuck, deadLetters: ev.DeadLetters, aborted: ev.Aborted, faults: ev.Faults}
+	if ev.Hostile != nil {
+		in.hostile = ev.Hostile.Records()
+	}
+	rep := &Report{Answers: answers}
+	check(in, rep)
+	return rep
+}

@@ -1,0 +1,442 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/chaos"
+	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/eventlog"
+	"github.com/atmostonce/toolexec/tools"
+	"github.com/atmostonce/toolexec/topicadmin"
+	"github.com/atmostonce/toolexec/topics"
+	"github.com/atmostonce/toolexec/wire"
+)
+
+// world is one run's everything: the broker, the tools, the members, the
+// reconciler, the agents, the harness's readers, the faults.
+type world struct {
+	cfg     Config
+	p       params
+	dir     string
+	logFile *os.File
+	log     *slog.Logger
+	logMu   sync.Mutex
+
+	names   topics.Names
+	group   string
+	cluster *kfake.Cluster
+	brokers []string
+	net     *network
+
+	ledger *chaos.Ledger
+	reg    *tools.Registry
+
+	harness    *kgo.Client // the raw agents' producer and the harness's admin requests
+	harnessAdm *kadm.Client
+	moverCl    *kgo.Client
+	agents     *client.Client
+
+	tr      *chaos.Tracker
+	hist    *chaos.History
+	tail    *tail
+	owners  *owners
+	fleet   *fleet
+	rec     *recon
+	mover   *mover
+	hostile *chaos.Hostile
+
+	undo []func() // in reverse order at the end
+	keep bool     // a violation: keep the run's dir
+}
+
+// logf writes a line to the run's log.
+func (w *world) logf(format string, a ...any) {
+	w.log.Info(fmt.Sprintf(format, a...), "member", "sim")
+}
+
+// Run runs one seed: it builds the world, runs the load and the faults
+// for Duration, heals every fault, waits (up to Settle) until every
+// intent is answered or its key escalated, and judges. An error means
+// the run could not be judged.
+func Run(ctx context.Context, cfg Config) (*RunReport, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	w := &world{cfg: cfg, p: choose(cfg)}
+	defer w.cleanup()
+	if err := w.setup(ctx); err != nil {
+		return nil, err
+	}
+	rep, err := w.execute(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	if len(rep.Violations) > 0 || cfg.Keep {
+		rep.Dir = w.dir
+		if b, err := json.MarshalIndent(rep, "", "  "); err == nil {
+			_ = os.WriteFile(filepath.Join(w.dir, "report.json"), b, 0o644)
+		}
+	}
+	return rep, nil
+}
+
+func (w *world) cleanup() {
+	for i := len(w.undo) - 1; i >= 0; i-- {
+		w.undo[i]()
+	}
+}
+
+func (w *world) setup(ctx context.Context) error {
+	if err := w.workDir(); err != nil {
+		return err
+	}
+	w.names, w.group = topics.NamesWithPrefix("sim."), "sim-executor"
+	w.net = newNetwork()
+	c, err := kfake.NewCluster(kfake.NumBrokers(w.p.Brokers), kfake.ListenFn(w.net.ip.Listen),
+		kfake.GroupMinSessionTimeout(500*time.Millisecond), kfake.SeedTopics(1, "sim.placeholder"))
+	if err != nil {
+		return fmt.Errorf("sim: kfake: %w", err)
+	}
+	w.cluster, w.brokers = c, c.ListenAddrs()
+	w.undo = append(w.undo, c.Close)
+	if err := w.startTools(); err != nil {
+		return err
+	}
+	if err := w.startHarness(ctx); err != nil {
+		return err
+	}
+	w.owners = newOwners(w.p.Partitions)
+	w.fleet = newFleet(w)
+	w.undo = append(w.undo, w.fleet.stopAll)
+	for i := 0; i < w.p.Members; i++ {
+		if err := w.fleet.start(ctx, ""); err != nil {
+			return fmt.Errorf("sim: start member: %w", err)
+		}
+	}
+	w.rec = newRecon(w)
+	w.undo = append(w.undo, w.rec.stop)
+	if err := w.rec.start(ctx); err != nil {
+		return fmt.Errorf("sim: start reconciler: %w", err)
+	}
+	w.net.start(c)
+	return nil
+}
+
+// workDir makes the run's directory and its log.
+func (w *world) workDir() error {
+	dir := w.cfg.WorkDir
+	if dir == "" {
+		d, err := os.MkdirTemp("", fmt.Sprintf("toolexec-sim-%d-", w.cfg.Seed))
+		if err != nil {
+			return err
+		}
+		dir = d
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	w.dir = dir
+	f, err := os.Create(filepath.Join(dir, "run.log"))
+	if err != nil {
+		return err
+	}
+	w.logFile = f
+	w.log = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	w.undo = append(w.undo, func() {
+		_ = f.Close()
+		if w.cfg.Keep || w.keep {
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
+	return nil
+}
+
+// startTools starts the ledger (the tools' downstream and the judge of
+// effects) and the registry the members and the reconciler share.
+func (w *world) startTools() error {
+	l, err := chaos.NewLedger(7)
+	if err != nil {
+		return err
+	}
+	w.ledger = l
+	w.undo = append(w.undo, l.Close)
+	l.SetLatency(w.p.ToolLatency)
+	yaml := chaos.ToolsYAML(l.Addr(), func(tool string) string {
+		if n := w.p.ToolMaxInFlight[tool]; n > 0 {
+			return fmt.Sprintf("    max_in_flight: %d\n", n)
+		}
+		return ""
+	})
+	cfg, err := tools.Parse([]byte(yaml))
+	if err != nil {
+		return fmt.Errorf("sim: tools: %w", err)
+	}
+	if w.reg, err = tools.FromConfig(cfg, nil, nil); err != nil {
+		return fmt.Errorf("sim: tools: %w", err)
+	}
+	return nil
+}
+
+// startHarness creates the topics and starts the harness's clients: the
+// raw agents' producer, the answers' tracker, the events' tail, the log
+// mover, the agents' client (package client: product code, faulted), and
+// the hostile sender.
+func (w *world) startHarness(ctx context.Context) error {
+	var err error
+	if w.harness, err = kgo.NewClient(kgo.SeedBrokers(w.brokers...), kgo.ClientID(harnessID), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(5*time.Millisecond)); err != nil {
+		return err
+	}
+	w.undo = append(w.undo, w.harness.Close)
+	w.harnessAdm = kadm.NewClient(w.harness)
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := topicadmin.Ensure(cctx, w.harnessAdm, w.names, topicadmin.Settings{Partitions: w.p.Partitions, MinEventRetention: 48 * time.Hour}); err != nil {
+		return fmt.Errorf("sim: topics: %w", err)
+	}
+	rctx, stop := context.WithCancel(context.Background())
+	w.undo = append(w.undo, stop)
+	w.tr = chaos.NewTracker(w.names.Results)
+	if err := w.tr.Follow(rctx, w.brokers, w.names.Results, kgo.ClientID(harnessID+"-answers")); err != nil {
+		return err
+	}
+	w.hist = chaos.NewHistory()
+	w.tail = newTail(w.hist)
+	tailDone := make(chan struct{})
+	if err := w.tail.run(rctx, w.brokers, w.names.Events, tailDone); err != nil {
+		return err
+	}
+	w.undo = append(w.undo, func() { stop(); <-tailDone })
+	if w.moverCl, err = kgo.NewClient(kgo.SeedBrokers(w.brokers...), kgo.ClientID("sim-logstart")); err != nil {
+		return err
+	}
+	w.undo = append(w.undo, w.moverCl.Close)
+	w.mover = newMover(w, w.moverCl)
+	if w.agents, err = client.New(cctx, client.Config{Brokers: w.brokers, Prefix: "sim.", ClientOpts: []kgo.Opt{kgo.ClientID("agents")}}); err != nil {
+		return fmt.Errorf("sim: agents' client: %w", err)
+	}
+	w.undo = append(w.undo, w.agents.Close)
+	if slices.Contains(w.p.Faults, FaultHostile) {
+		if w.hostile, err = chaos.NewHostile(w.brokers, w.names, w.p.Partitions, w.tr, w.logf, kgo.ClientID(harnessID+"-hostile")); err != nil {
+			return err
+		}
+		w.undo = append(w.undo, w.hostile.Close)
+	}
+	return nil
+}
+
+// execute runs the load and the faults, heals, settles and judges.
+func (w *world) execute(ctx context.Context) (*RunReport, error) {
+	in := newInjector(w)
+	if w.hostile != nil {
+		w.hostile.OnSent(func(kind string) { in.note(FaultHostile, kind) })
+	}
+	load := newWorkload(w, w.harness, w.agents)
+	lctx, cancel := context.WithTimeout(ctx, w.cfg.Duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); load.run(lctx) }()
+	go func() { defer wg.Done(); in.run(lctx) }()
+	go w.watch(lctx, in)
+	wg.Wait()
+	if w.hostile != nil {
+		w.hostile.Wait()
+	}
+	w.logf("load and faults stopped: %v; healing", in.snapshot())
+	w.net.heal()
+	w.fleet.reap()
+	w.fleet.heal(ctx, w.p.Members)
+	if err := w.rec.start(ctx); err != nil {
+		w.logf("reconciler start during the heal: %v", err)
+	}
+	escalated, settled := w.settle(ctx)
+	return w.verdict(ctx, in, load, escalated, settled)
+}
+
+// watch reaps members whose Run ended on its own, and restarts a
+// reconciler that exited, until ctx ends.
+func (w *world) watch(ctx context.Context, in *injector) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			w.fleet.reap()
+			if _, ok := w.rec.rows(); !ok {
+				_ = w.rec.start(ctx)
+			}
+		}
+	}
+}
+
+// undecided reports whether a routing key lies on a partition whose log
+// start was moved past its snapshot rounds.
+func (w *world) undecided(rk string) bool {
+	return w.mover.movedPast(wire.Partition(rk, w.p.Partitions))
+}
+
+// settle waits until every intent has its terminal answer, except those
+// of escalated keys and of undecided partitions, and the reconciler has
+// nothing left but escalations; it returns the escalated keys and
+// whether it settled in time.
+func (w *world) settle(ctx context.Context) (map[string]bool, bool) {
+	deadline := time.Now().Add(w.cfg.Settle)
+	for {
+		w.fleet.reap()
+		if w.fleet.count() < w.p.Members {
+			w.fleet.heal(ctx, w.p.Members)
+		}
+		rows, ok := w.rec.rows()
+		if !ok {
+			_ = w.rec.start(ctx)
+		}
+		escalated, busy := map[string]bool{}, 0
+		for _, r := range rows {
+			switch rk := r.RoutingKey(); {
+			case r.State == "escalated":
+				escalated[rk] = true
+			case !w.undecided(rk):
+				busy++
+			}
+		}
+		open := 0
+		for _, rk := range w.tr.OpenKeys() {
+			if !escalated[rk] && !w.undecided(rk) {
+				open++
+			}
+		}
+		if ok && busy == 0 && open == 0 {
+			w.logf("settled: nothing open, %d keys escalated", len(escalated))
+			return escalated, true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			w.logf("settle timeout: %d intents open, %d keys under investigation; goroutines in %s", open, busy, w.dumpGoroutines())
+			return escalated, false
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// dumpGoroutines writes every goroutine's stack into the run's dir, to
+// see where a run that did not settle waits.
+func (w *world) dumpGoroutines() string {
+	path := filepath.Join(w.dir, "goroutines.txt")
+	f, err := os.Create(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	_ = pprof.Lookup("goroutine").WriteTo(f, 2)
+	for _, m := range w.fleet.members() {
+		w.logf("%s at the settle timeout: ready %v, in flight %d", m.name, m.ex.Ready(), int(gaugeValue(m.ex.Metrics().InFlight)))
+	}
+	return path
+}
+
+// verdict reads the rest of the log and the dead letters and judges.
+func (w *world) verdict(ctx context.Context, in *injector, load *workload, escalated map[string]bool, settled bool) (*RunReport, error) {
+	vctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var stuck []string
+	ends := map[int32]int64{}
+	for p := int32(0); p < w.p.Partitions; p++ {
+		end, err := eventlog.Target(vctx, w.harnessAdm, w.names.Events, p, 20*time.Second)
+		if err != nil {
+			stuck = append(stuck, err.Error())
+			continue
+		}
+		ends[p] = end
+	}
+	if !w.tail.caughtUp(vctx, ends, 30*time.Second) {
+		return nil, fmt.Errorf("sim: the harness's tail of %s did not reach its end", w.names.Events)
+	}
+	dead, err := chaos.ReadDeadLetters(vctx, w.brokers, w.names)
+	if err != nil {
+		return nil, err
+	}
+	aborted := 0
+	for _, m := range w.fleet.members() {
+		aborted += int(counterValue(m.ex.Metrics().Txns.WithLabelValues("aborted")))
+	}
+	verdict := chaos.Judge(chaos.Evidence{Tracker: w.tr, Ledger: w.ledger.Stats(), History: w.hist, Escalated: escalated,
+		Undecided: w.undecided, Stuck: stuck, Hostile: w.hostile, DeadLetters: dead, Aborted: aborted, Faults: in.total()})
+	rep := w.report(in, load, verdict)
+	if !settled {
+		rep.Notes = append(rep.Notes, "the run did not settle within the settle time")
+	}
+	return rep, nil
+}
+
+func gaugeValue(g interface{ Write(*dto.Metric) error }) float64 {
+	var m dto.Metric
+	if err := g.Write(&m); err != nil || m.Gauge == nil {
+		return 0
+	}
+	return m.Gauge.GetValue()
+}
+
+// counterValue reads a counter's value.
+func counterValue(c interface{ Write(*dto.Metric) error }) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil || m.Counter == nil {
+		return 0
+	}
+	return m.Counter.GetValue()
+}
+
+func (w *world) report(in *injector, load *workload, v *chaos.Report) *RunReport {
+	hits, seen := w.net.counts()
+	starts, released := w.owners.result()
+	rep := &RunReport{Seed: w.cfg.Seed, Params: w.p, Injected: hits, Requests: seen, Faults: in.snapshot(),
+		Exits: w.fleet.exitCounts(), CallStarts: starts, Verdict: v}
+	load.mu.Lock()
+	rep.Load = load.counts
+	load.mu.Unlock()
+	rep.Violations = append(append([]string(nil), v.Violations...), released...)
+	if w.tail.errs > 0 {
+		rep.Violations = append(rep.Violations, fmt.Sprintf("undecodable_event: %d events the harness could not decode", w.tail.errs))
+	}
+	sort.Strings(rep.Violations)
+	if len(rep.Violations) > 0 {
+		w.keep = true
+		for _, v := range rep.Violations {
+			w.logf("VIOLATION %s", v)
+			if rk := routingKeyIn(v); rk != "" {
+				w.logf("  log of %s: %s", rk, w.hist.Trail(rk))
+			}
+		}
+	}
+	return rep
+}
+
+// routingKeyIn finds the first "<tenant>/<key>" word of a violation.
+func routingKeyIn(v string) string {
+	for _, f := range strings.Fields(v) {
+		f = strings.Trim(f, ",:()")
+		if strings.Count(f, "/") == 1 && strings.HasPrefix(f, "t") {
+			return f
+		}
+	}
+	return ""
+}
