@@ -54,6 +54,19 @@ func TestCheckFlagsEachViolation(t *testing.T) {
 			in.hist["t0/k1"].LastStatus = saga.StatusUnknown
 		}, ""},
 		{"unsettled", func(in *checkInput) { in.hist["t0/k1"].LastStatus = saga.StatusUnknown }, "unsettled"},
+		{"undecided partition: neither lost nor unsettled", func(in *checkInput) {
+			r := in.intents["i1"]
+			r.Terminal = nil
+			in.intents["i1"] = r
+			in.hist["t0/k1"].LastStatus = saga.StatusUnknown
+			in.undecided = func(rk string) bool { return rk == "t0/k1" }
+		}, ""},
+		{"undecided partition: a duplicate effect still counts", func(in *checkInput) {
+			k := in.ledger.Keys[dk]
+			k.Effects = 2
+			in.ledger.Keys[dk] = k
+			in.undecided = func(string) bool { return true }
+		}, "duplicate_effect"},
 		{"not executed but effect", func(in *checkInput) {
 			h := in.hist["t0/k1"]
 			h.LastStatus, h.ResolvedSt, h.Calls[0].Status = saga.StatusNotExecuted, []saga.Status{saga.StatusNotExecuted}, saga.StatusNotExecuted

@@ -161,10 +161,14 @@ func (w *world) workDir() error {
 	w.log = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	w.undo = append(w.undo, func() {
 		_ = f.Close()
-		if w.cfg.Keep || w.keep {
-			return
+		switch {
+		case w.cfg.Keep:
+		case w.keep: // a violation: the log and the report stay, the data dirs (Pebble's preallocated logs) go
+			_ = os.RemoveAll(filepath.Join(dir, "data"))
+			_ = os.RemoveAll(filepath.Join(dir, "reconciler"))
+		default:
+			_ = os.RemoveAll(dir)
 		}
-		_ = os.RemoveAll(dir)
 	})
 	return nil
 }
