@@ -106,9 +106,10 @@ type checkInput struct {
 	ledger    LedgerStats
 	hist      map[string]*keyHistory // by routing key
 	escalated map[string]bool        // routing keys the reconciler escalated
-	// undecided says whether a routing key lies on a partition the run
-	// made undecidable on purpose; nil: none.
-	undecided func(rk string) bool
+	// undecided says whether an intent (tenant and id; "" for a key's
+	// record) of a routing key lies on a partition the run made
+	// undecidable on purpose; nil: none.
+	undecided func(tenant, id, rk string) bool
 	stuck     []string // events partitions whose open transaction never ended
 	// The hostile waves' records, the dead letters by the record they are
 	// about, the executors' aborted transactions and the faults injected.
@@ -260,7 +261,7 @@ func checkIntents(in checkInput, r *Report) {
 			r.violate("multiple_terminal_answers: intent %s of %s (%s): %v", it.ID, rk, it.Tool, it.Terminal)
 		case in.escalated[rk]:
 			r.EscalatedIntents++
-		case in.undecided != nil && in.undecided(rk):
+		case in.undecided != nil && in.undecided(it.Tenant, it.ID, rk):
 			r.Undecided++
 		case it.Pending > 0:
 			r.Unanswered++
@@ -333,7 +334,7 @@ func checkInDoubt(in checkInput, r *Report, rk string, h *keyHistory) {
 	switch {
 	case !settled && in.escalated[rk]:
 		return // counted as escalated
-	case !settled && in.undecided != nil && in.undecided(rk):
+	case !settled && in.undecided != nil && in.undecided("", "", rk):
 		r.UndecidedKeys++
 		return
 	case !settled:

@@ -59,13 +59,13 @@ func TestCheckFlagsEachViolation(t *testing.T) {
 			r.Terminal = nil
 			in.intents["i1"] = r
 			in.hist["t0/k1"].LastStatus = saga.StatusUnknown
-			in.undecided = func(rk string) bool { return rk == "t0/k1" }
+			in.undecided = func(_, _, rk string) bool { return rk == "t0/k1" }
 		}, ""},
 		{"undecided partition: a duplicate effect still counts", func(in *checkInput) {
 			k := in.ledger.Keys[dk]
 			k.Effects = 2
 			in.ledger.Keys[dk] = k
-			in.undecided = func(string) bool { return true }
+			in.undecided = func(string, string, string) bool { return true }
 		}, "duplicate_effect"},
 		{"not executed but effect", func(in *checkInput) {
 			h := in.hist["t0/k1"]

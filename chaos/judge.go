@@ -81,15 +81,17 @@ func (t *Tracker) Follow(ctx context.Context, brokers []string, topic string, op
 	return t.follow(ctx, brokers, topic, nil, opts...)
 }
 
-// OpenKeys returns the routing key of every produced intent that has no
-// terminal answer yet, one entry per intent.
-func (t *Tracker) OpenKeys() []string {
+// OpenIntent names an intent without a terminal answer yet.
+type OpenIntent struct{ Tenant, Key, ID string }
+
+// Open returns every produced intent that has no terminal answer yet.
+func (t *Tracker) Open() []OpenIntent {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var out []string
+	var out []OpenIntent
 	for _, r := range t.mu.intents {
 		if r.Produced && len(r.Terminal) == 0 {
-			out = append(out, wire.RoutingKey(r.Tenant, r.Key))
+			out = append(out, OpenIntent{Tenant: r.Tenant, Key: r.Key, ID: r.ID})
 		}
 	}
 	return out
@@ -118,9 +120,12 @@ type Evidence struct {
 	Ledger    LedgerStats
 	History   *History
 	Escalated map[string]bool // routing keys the reconciler escalated
-	// Undecided says whether a routing key lies on a partition the run
-	// made undecidable on purpose; nil: none.
-	Undecided func(rk string) bool
+	// Undecided says whether an intent (tenant and id, "" when the
+	// question is about a key) of a routing key lies on a partition the
+	// run made undecidable on purpose (it landed there, or its key's
+	// partition is one); nil: none. Their intents may stay unanswered and
+	// their keys in doubt, and hostile records there need no dead letter.
+	Undecided func(tenant, id, rk string) bool
 	Stuck     []string // events partitions whose open transaction never ended
 	Hostile   *Hostile // nil: no hostile waves
 	// DeadLetters read after the run (ReadDeadLetters); needed with Hostile.
@@ -152,7 +157,11 @@ func Judge(ev Evidence) *Report {
 	in := checkInput{intents: intents, ledger: ev.Ledger, hist: hist, escalated: ev.Escalated, undecided: ev.Undecided,
 		stuck: ev.Stuck, deadLetters: ev.DeadLetters, aborted: ev.Aborted, faults: ev.Faults}
 	if ev.Hostile != nil {
-		in.hostile = ev.Hostile.Records()
+		for _, h := range ev.Hostile.Records() {
+			if ev.Undecided == nil || !ev.Undecided("", "", wire.RoutingKey(h.Tenant, h.Key)) {
+				in.hostile = append(in.hostile, h)
+			}
+		}
 	}
 	rep := &Report{Answers: answers}
 	check(in, rep)

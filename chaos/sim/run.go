@@ -61,6 +61,9 @@ type world struct {
 	mover   *mover
 	hostile *chaos.Hostile
 
+	landedMu sync.Mutex
+	landedOn map[string]int32 // tenant\x00id -> partition, of misrouted raw intents
+
 	undo []func() // in reverse order at the end
 	keep bool     // a violation: keep the run's dir
 }
@@ -79,7 +82,7 @@ func Run(ctx context.Context, cfg Config) (*RunReport, error) {
 		return nil, err
 	}
 	start := time.Now()
-	w := &world{cfg: cfg, p: choose(cfg)}
+	w := &world{cfg: cfg, p: choose(cfg), landedOn: map[string]int32{}}
 	defer w.cleanup()
 	if err := w.setup(ctx); err != nil {
 		return nil, err
@@ -294,10 +297,31 @@ func (w *world) watch(ctx context.Context, in *injector) {
 	}
 }
 
-// undecided reports whether a routing key lies on a partition whose log
-// start was moved past its snapshot rounds.
-func (w *world) undecided(rk string) bool {
-	return w.mover.movedPast(wire.Partition(rk, w.p.Partitions))
+// landed notes the partition a raw intent was produced to, when it is
+// not its key's (another client's partitioner: the executor forwards it).
+func (w *world) landed(in *wire.Intent, p int32) {
+	if p == wire.Partition(in.RoutingKey(), w.p.Partitions) {
+		return
+	}
+	w.landedMu.Lock()
+	w.landedOn[in.Tenant+"\x00"+in.ID] = p
+	w.landedMu.Unlock()
+}
+
+// undecided reports whether an intent (or, with no id, a key) lies on a
+// partition whose log start was moved past its snapshot rounds: its key's
+// partition, or the one it landed on.
+func (w *world) undecided(tenant, id, rk string) bool {
+	if w.mover.movedPast(wire.Partition(rk, w.p.Partitions)) {
+		return true
+	}
+	if id == "" {
+		return false
+	}
+	w.landedMu.Lock()
+	p, ok := w.landedOn[tenant+"\x00"+id]
+	w.landedMu.Unlock()
+	return ok && w.mover.movedPast(p)
 }
 
 // settle waits until every intent has its terminal answer, except those
@@ -320,13 +344,13 @@ func (w *world) settle(ctx context.Context) (map[string]bool, bool) {
 			switch rk := r.RoutingKey(); {
 			case r.State == "escalated":
 				escalated[rk] = true
-			case !w.undecided(rk):
+			case !w.undecided("", "", rk):
 				busy++
 			}
 		}
 		open := 0
-		for _, rk := range w.tr.OpenKeys() {
-			if !escalated[rk] && !w.undecided(rk) {
+		for _, o := range w.tr.Open() {
+			if rk := wire.RoutingKey(o.Tenant, o.Key); !escalated[rk] && !w.undecided(o.Tenant, o.ID, rk) {
 				open++
 			}
 		}

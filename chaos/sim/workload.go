@@ -182,6 +182,7 @@ func (l *workload) emit(k *agentKey, typ string, args map[string]any, why string
 		p = (p + 1 + l.rng.Int32N(l.w.p.Partitions)) % l.w.p.Partitions
 		l.count("misrouted")
 	}
+	l.w.landed(in, p)
 	l.w.tr.Add(in)
 	l.wg.Add(1)
 	l.prod.Produce(context.Background(), &kgo.Record{Topic: l.w.names.Intents, Partition: p, Key: []byte(rk), Value: b},

@@ -70,7 +70,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.cfg.Partitions, "partitions", 0, "partitions of the topics (0: 2 to 6, from the seed)")
 	fs.Float64Var(&o.cfg.Rate, "rate", 0, "intents a second (0: 15 to 40, from the seed)")
 	fs.DurationVar(&o.cfg.FaultGap, "fault-gap", 300*time.Millisecond, "mean pause between two faults")
-	faults := fs.String("faults", "", "comma-separated fault kinds allowed ("+strings.Join(sim.FaultKinds, ", ")+"); empty: all; each run injects a subset chosen by its seed")
+	faults := fs.String("faults", "", "comma-separated fault kinds allowed ("+strings.Join(sim.FaultKinds, ", ")+"); empty: all but leader_move (a kfake artefact, see chaos/sim DefaultFaults); each run injects a subset chosen by its seed")
 	codes := fs.String("codes", string(sim.CodesAny), "error codes of the network faults: documented (Kafka's per-request lists) or any (those and the codes any request may get)")
 	fs.StringVar(&o.cfg.WorkDir, "work-dir", "", "a run's data dirs and log (default: a temp dir, kept only when the run fails)")
 	fs.BoolVar(&o.cfg.Keep, "keep", false, "keep every run's dir")
