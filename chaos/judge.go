@@ -3,7 +3,9 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -22,12 +24,15 @@ import (
 // end; the simulation moves the log start during a run and so folds each
 // event before the log may lose it. Safe for concurrent use.
 type History struct {
-	mu   sync.Mutex
-	keys map[string]*keyHistory // by routing key
+	mu     sync.Mutex
+	keys   map[string]*keyHistory // by routing key
+	trails map[string][]string    // by routing key: the key's events, as Trail prints them
 }
 
 // NewHistory returns an empty History.
-func NewHistory() *History { return &History{keys: map[string]*keyHistory{}} }
+func NewHistory() *History {
+	return &History{keys: map[string]*keyHistory{}, trails: map[string][]string{}}
+}
 
 // Fold adds one record of the events topic (read-committed). A round
 // event is about its partition, not a key, and is skipped.
@@ -41,9 +46,17 @@ func (h *History) Fold(r *kgo.Record) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	foldEvent(h.keys, string(r.Key), ev)
+	rk := string(r.Key)
+	foldEvent(h.keys, rk, ev)
+	if t := h.trails[rk]; len(t) < maxTrail {
+		h.trails[rk] = append(t, fmt.Sprintf("%d@%d %s intent=%s call=%s status=%s by=%s at=%s", r.Partition, r.Offset, ev.Kind, ev.IntentID, ev.CallID,
+			ev.Status, ev.By, time.UnixMilli(ev.At).UTC().Format("15:04:05.000")))
+	}
 	return nil
 }
+
+// maxTrail bounds the events kept per key for Trail.
+const maxTrail = 32
 
 // Keys is how many keys have events.
 func (h *History) Keys() int {
@@ -62,7 +75,7 @@ func (h *History) Trail(rk string) string {
 	if k == nil {
 		return "no event"
 	}
-	return fmt.Sprintf("tool %s, %d started, %d unknown, resolved %v, last %s, calls %+v", k.Tool, k.Started, k.Unknown, k.ResolvedBy, k.LastStatus, k.Calls)
+	return fmt.Sprintf("tool %s, last %s, calls %+v; events: %s", k.Tool, k.LastStatus, k.Calls, strings.Join(h.trails[rk], "; "))
 }
 
 // NewTracker returns a Tracker of intents whose answers come on the

@@ -62,7 +62,8 @@ type world struct {
 	hostile *chaos.Hostile
 
 	landedMu sync.Mutex
-	landedOn map[string]int32 // tenant\x00id -> partition, of misrouted raw intents
+	landedOn map[string]int32     // tenant\x00id -> partition, of misrouted raw intents
+	placedAt map[string]placement // tenant\x00id -> where it was produced (raw and hostile intents)
 
 	undo []func() // in reverse order at the end
 	keep bool     // a violation: keep the run's dir
@@ -82,7 +83,7 @@ func Run(ctx context.Context, cfg Config) (*RunReport, error) {
 		return nil, err
 	}
 	start := time.Now()
-	w := &world{cfg: cfg, p: choose(cfg), landedOn: map[string]int32{}}
+	w := &world{cfg: cfg, p: choose(cfg), landedOn: map[string]int32{}, placedAt: map[string]placement{}}
 	defer w.cleanup()
 	if err := w.setup(ctx); err != nil {
 		return nil, err
@@ -424,6 +425,35 @@ func gaugeValue(g interface{ Write(*dto.Metric) error }) float64 {
 	return m.Gauge.GetValue()
 }
 
+// explain logs each violation with the event log of its key and, for an
+// intent without an answer, where it is on the intents topic.
+func (w *world) explain(vs []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if w.hostile != nil {
+		for _, h := range w.hostile.Records() {
+			if h.ID != "" {
+				w.placed(h.Tenant, h.ID, h.Partition, h.Offset)
+			}
+		}
+	}
+	committed, err := w.harnessAdm.FetchOffsets(ctx, w.group)
+	if err != nil {
+		w.logf("committed offsets of %s: %v", w.group, err)
+	}
+	for _, v := range vs {
+		w.logf("VIOLATION %s", v)
+		rk := routingKeyIn(v)
+		if rk == "" {
+			continue
+		}
+		w.logf("  log of %s: %s", rk, w.hist.Trail(rk))
+		if id := intentIn(v); id != "" {
+			w.logf("  intent %s: %s", id, w.whereIs(ctx, rk, id, committed))
+		}
+	}
+}
+
 // counterValue reads a counter's value.
 func counterValue(c interface{ Write(*dto.Metric) error }) float64 {
 	var m dto.Metric
@@ -448,12 +478,7 @@ func (w *world) report(in *injector, load *workload, v *chaos.Report) *RunReport
 	sort.Strings(rep.Violations)
 	if len(rep.Violations) > 0 {
 		w.keep = true
-		for _, v := range rep.Violations {
-			w.logf("VIOLATION %s", v)
-			if rk := routingKeyIn(v); rk != "" {
-				w.logf("  log of %s: %s", rk, w.hist.Trail(rk))
-			}
-		}
+		w.explain(rep.Violations)
 	}
 	return rep
 }
@@ -462,9 +487,48 @@ func (w *world) report(in *injector, load *workload, v *chaos.Report) *RunReport
 func routingKeyIn(v string) string {
 	for _, f := range strings.Fields(v) {
 		f = strings.Trim(f, ",:()")
-		if strings.Count(f, "/") == 1 && strings.HasPrefix(f, "t") {
+		if strings.Count(f, "/") == 1 && !strings.HasPrefix(f, "/") && !strings.HasSuffix(f, "/") {
 			return f
 		}
 	}
 	return ""
+}
+
+// intentIn finds the intent id of a violation that names one ("intent
+// <id> of").
+func intentIn(v string) string {
+	f := strings.Fields(v)
+	for i := 0; i+2 < len(f); i++ {
+		if f[i] == "intent" && f[i+2] == "of" {
+			return f[i+1]
+		}
+	}
+	return ""
+}
+
+// placed remembers where an intent was produced on the intents topic.
+func (w *world) placed(tenant, id string, p int32, offset int64) {
+	w.landedMu.Lock()
+	w.placedAt[tenant+"\x00"+id] = placement{p, offset}
+	w.landedMu.Unlock()
+}
+
+type placement struct {
+	p      int32
+	offset int64
+}
+
+// whereIs says where an unanswered intent is on the intents topic and
+// whether the group has consumed past it (then a member decided it, or
+// dropped it), for a person diagnosing a violation.
+func (w *world) whereIs(ctx context.Context, rk, id string, committed kadm.OffsetResponses) string {
+	tenant, _, _ := strings.Cut(rk, "/")
+	w.landedMu.Lock()
+	pl, ok := w.placedAt[tenant+"\x00"+id]
+	w.landedMu.Unlock()
+	if !ok {
+		return "sent through package client (no offset known)"
+	}
+	c, found := committed.Lookup(w.names.Intents, pl.p)
+	return fmt.Sprintf("produced to %s/%d@%d; the group's committed offset there is %d (found %v)", w.names.Intents, pl.p, pl.offset, c.At, found)
 }

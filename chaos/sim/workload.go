@@ -191,8 +191,11 @@ func (l *workload) emit(k *agentKey, typ string, args map[string]any, why string
 	l.w.tr.Add(in)
 	l.wg.Add(1)
 	l.prod.Produce(context.Background(), &kgo.Record{Topic: l.w.names.Intents, Partition: p, Key: []byte(rk), Value: b},
-		func(_ *kgo.Record, err error) {
+		func(r *kgo.Record, err error) {
 			l.w.tr.Produced(in.Tenant, in.ID, err)
+			if err == nil {
+				l.w.placed(in.Tenant, in.ID, r.Partition, r.Offset)
+			}
 			l.wg.Done()
 		})
 }
