@@ -99,6 +99,22 @@ func TestCheckFlagsEachViolation(t *testing.T) {
 			in.hist["t0/k1"].Comps = []generation{{ID: "c1", DK: undo, Status: saga.StatusCompensated}}
 			in.ledger.Keys[undo] = keyLedger{Path: "/undo", Tenant: "t0", Key: "k1", Calls: 1, Effects: 1, FirstEffect: at.Add(-time.Second)}
 		}, "undo_before_effect"},
+		{"an undo before an effect whose request came within the call's budget: the documented limit", func(in *checkInput) {
+			in.hist["t0/k1"].Calls[0].Deadline = at.Add(-2 * time.Second).UnixMilli()
+			k := in.ledger.Keys[dk]
+			k.FirstRequest = at.Add(-3 * time.Second)
+			in.ledger.Keys[dk] = k
+			in.hist["t0/k1"].Comps = []generation{{ID: "c1", DK: undo, Status: saga.StatusCompensated}}
+			in.ledger.Keys[undo] = keyLedger{Path: "/undo", Tenant: "t0", Key: "k1", Calls: 1, Effects: 1, FirstEffect: at.Add(-time.Second)}
+		}, ""},
+		{"an undo before an effect whose request came after the call's deadline", func(in *checkInput) {
+			in.hist["t0/k1"].Calls[0].Deadline = at.Add(-2 * time.Second).UnixMilli()
+			k := in.ledger.Keys[dk]
+			k.FirstRequest = at.Add(-1500 * time.Millisecond)
+			in.ledger.Keys[dk] = k
+			in.hist["t0/k1"].Comps = []generation{{ID: "c1", DK: undo, Status: saga.StatusCompensated}}
+			in.ledger.Keys[undo] = keyLedger{Path: "/undo", Tenant: "t0", Key: "k1", Calls: 1, Effects: 1, FirstEffect: at.Add(-time.Second)}
+		}, "undo_before_effect"},
 		{"an undo after the effect", func(in *checkInput) {
 			in.hist["t0/k1"].Comps = []generation{{ID: "c1", DK: undo, Status: saga.StatusCompensated}}
 			in.ledger.Keys[undo] = keyLedger{Path: "/undo", Tenant: "t0", Key: "k1", Calls: 1, Effects: 1, FirstEffect: at.Add(time.Second)}

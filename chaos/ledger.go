@@ -89,7 +89,10 @@ type keyLedger struct {
 	Effects     int
 	Dropped     int
 	FirstEffect time.Time // zero without an effect
-	Result      map[string]any
+	// FirstRequest is when the first request reached the ledger (before
+	// a slow key's wait or the latency).
+	FirstRequest time.Time
+	Result       map[string]any
 }
 
 // NewLedger listens on 127.0.0.1 (a free port) and serves until Close.
@@ -139,12 +142,13 @@ func (l *Ledger) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := r.Header.Get("X-Tool-Key")
+	arrived := time.Now()
 	if slow(r.URL.Path, key) {
 		time.Sleep(slowEffect) // the caller gives up meanwhile; the effect still comes
 	} else if d := l.latencyOf(dk); d > 0 {
 		time.Sleep(d)
 	}
-	res, drop := l.record(r.URL.Path, dk, r.Header.Get("X-Tool-Tenant"), key, body)
+	res, drop := l.record(r.URL.Path, dk, r.Header.Get("X-Tool-Tenant"), key, body, arrived)
 	if res == nil && !drop {
 		w.WriteHeader(http.StatusConflict)
 		_, _ = io.WriteString(w, `{"error":{"code":"fenced","message":"a probe fenced this key"}}`)
@@ -161,7 +165,7 @@ func (l *Ledger) serve(w http.ResponseWriter, r *http.Request) {
 // record counts the request and performs the effect its class allows. It
 // returns the answer and whether to drop the connection instead; no answer
 // and no drop: the key is fenced, the request refused without an effect.
-func (l *Ledger) record(path, dk, tenant, key string, body []byte) (map[string]any, bool) {
+func (l *Ledger) record(path, dk, tenant, key string, body []byte, arrived time.Time) (map[string]any, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.fenced[dk] {
@@ -170,7 +174,7 @@ func (l *Ledger) record(path, dk, tenant, key string, body []byte) (map[string]a
 	}
 	k := l.mu.keys[dk]
 	if k == nil {
-		k = &keyLedger{Path: path, Tenant: tenant, Key: key}
+		k = &keyLedger{Path: path, Tenant: tenant, Key: key, FirstRequest: arrived}
 		l.mu.keys[dk] = k
 	}
 	k.Calls++
