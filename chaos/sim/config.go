@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -154,6 +155,7 @@ func choose(c Config) params {
 	if c.Rate > 0 {
 		p.Rate = c.Rate
 	}
+	p.boundQueues()
 	// Swarm testing: each run injects a random subset of the allowed
 	// kinds, each with a random weight, so that some runs are dense in
 	// one kind of trouble instead of every run thin in all of them.
@@ -173,4 +175,25 @@ func choose(c Config) params {
 		}
 	}
 	return p
+}
+
+// boundQueues raises a tool's max_in_flight where the run's load would
+// outgrow it: a queue that only grows holds every later call past its
+// pending_ttl and pauses the members' polls, and the run would end with
+// intents no member reached in time, an overload the run did not mean to
+// test. Each tool keeps room for twice its share of the rate at its mean
+// latency (with 50 ms for the request itself).
+func (p *params) boundQueues() {
+	perCall := p.ToolLatency.Seconds()/2 + 0.05
+	// One member may hold every partition: its overall bound alone must
+	// carry the load.
+	p.MaxInFlight = max(p.MaxInFlight, int(math.Ceil(2*p.Rate*perCall)))
+	for _, m := range toolMix {
+		n := p.ToolMaxInFlight[m.tool]
+		if n == 0 {
+			continue
+		}
+		need := int(math.Ceil(2 * p.Rate * float64(m.weight) / 100 * perCall))
+		p.ToolMaxInFlight[m.tool] = max(n, need)
+	}
 }
