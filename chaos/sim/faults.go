@@ -153,7 +153,10 @@ func (in *injector) inject(ctx context.Context, d draws) bool {
 		w.cluster.ShufflePartitionLeaders()
 		in.note(d.kind, "")
 	case FaultHostile:
-		if w.hostile == nil || !w.hostile.Start(ctx) {
+		// A wave outlives the load (it waits for its answers and its
+		// reply_to topic's follower reads on through the settle): it
+		// runs under the run's context, not the load's.
+		if w.hostile == nil || !w.hostile.Start(w.runCtx) {
 			return false
 		}
 		in.note(d.kind, "")

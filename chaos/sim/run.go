@@ -61,6 +61,8 @@ type world struct {
 	mover   *mover
 	hostile *chaos.Hostile
 
+	runCtx context.Context // the run's: ends after the verdict
+
 	landedMu sync.Mutex
 	landedOn map[string]int32     // tenant\x00id -> partition, of misrouted raw intents
 	placedAt map[string]placement // tenant\x00id -> where it was produced (raw and hostile intents)
@@ -84,6 +86,9 @@ func Run(ctx context.Context, cfg Config) (*RunReport, error) {
 	}
 	start := time.Now()
 	w := &world{cfg: cfg, p: choose(cfg), landedOn: map[string]int32{}, placedAt: map[string]placement{}}
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	w.runCtx = rctx
 	defer w.cleanup()
 	if err := w.setup(ctx); err != nil {
 		return nil, err
