@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"time"
@@ -95,4 +96,16 @@ func (rc *recon) rows() ([]reconciler.Row, bool) {
 	default:
 	}
 	return rc.r.Rows(), true
+}
+
+// describe says which partitions the reconciler scans, and whether it is
+// ready, for a run that did not settle.
+func (rc *recon) describe() string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.r == nil {
+		return "not running"
+	}
+	scanned, n := rc.r.Coverage()
+	return fmt.Sprintf("ready %v, scans partitions %v of %d, %d rows", rc.r.Ready(), scanned, n, len(rc.r.Rows()))
 }

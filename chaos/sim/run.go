@@ -385,6 +385,7 @@ func (w *world) dumpGoroutines() string {
 	for _, m := range w.fleet.members() {
 		w.logf("%s at the settle timeout: ready %v, in flight %d", m.name, m.ex.Ready(), int(gaugeValue(m.ex.Metrics().InFlight)))
 	}
+	w.logf("the reconciler at the settle timeout: %s", w.rec.describe())
 	return path
 }
 
