@@ -52,6 +52,7 @@ func newInjector(w *world) *injector {
 }
 
 func (in *injector) note(kind, detail string) {
+	in.w.logf("fault %s %s", kind, detail)
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.counts[kind]++
@@ -178,14 +179,13 @@ func (in *injector) network(d draws) {
 	switch d.kind {
 	case FaultRefused:
 		in.w.net.refuse(key, code, topLevel, count)
-		in.note(d.kind, key.Name())
 	case FaultErrored:
 		in.w.net.answer(key, code, kfakeresp.Errored, topLevel, count)
-		in.note(d.kind, key.Name())
 	case FaultLost:
 		in.w.net.answer(key, nil, kfakeresp.Lost, false, count)
-		in.note(d.kind, key.Name())
 	}
+	in.w.logf("armed: %s of the next %d %s requests (code %s, top level %v)", d.kind, count, key.Name(), code.Message, topLevel)
+	in.note(d.kind, key.Name())
 }
 
 func (in *injector) join(ctx context.Context, d draws) bool {

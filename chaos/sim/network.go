@@ -40,6 +40,7 @@ type network struct {
 	handles []refusal
 	hits    map[string]int // "Kind/CODE/way" -> requests it was injected on
 	seen    map[string]int // request kind -> requests from product clients
+	log     func(string, ...any)
 }
 
 // harnessID starts the client id of every harness client.
@@ -84,6 +85,9 @@ func (n *network) decide(r kfakeresp.Request) kfakeresp.Verdict {
 			n.arms = append(n.arms[:i], n.arms[i+1:]...)
 		}
 		n.hits[a.label]++
+		if n.log != nil {
+			n.log("injected %s on a request of %s", a.label, r.ClientID)
+		}
 		return a.v
 	}
 	return kfakeresp.Verdict{}

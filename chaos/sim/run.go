@@ -119,6 +119,7 @@ func (w *world) setup(ctx context.Context) error {
 	}
 	w.names, w.group = topics.NamesWithPrefix("sim."), "sim-executor"
 	w.net = newNetwork()
+	w.net.log = w.logf
 	c, err := kfake.NewCluster(kfake.NumBrokers(w.p.Brokers), kfake.ListenFn(w.net.ip.Listen),
 		kfake.GroupMinSessionTimeout(500*time.Millisecond), kfake.SeedTopics(1, "sim.placeholder"))
 	if err != nil {
