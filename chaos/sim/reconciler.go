@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -107,5 +108,13 @@ func (rc *recon) describe() string {
 		return "not running"
 	}
 	scanned, n := rc.r.Coverage()
-	return fmt.Sprintf("ready %v, scans partitions %v of %d, %d rows", rc.r.Ready(), scanned, n, len(rc.r.Rows()))
+	rows := rc.r.Rows()
+	var b strings.Builder
+	for i, r := range rows {
+		if i == 20 {
+			break
+		}
+		fmt.Fprintf(&b, "; %s %s %s attempts %d next %d reason %q", r.RoutingKey(), r.Status, r.State, r.Attempts, r.NextAt, r.Reason)
+	}
+	return fmt.Sprintf("ready %v, scans partitions %v of %d, %d rows%s", rc.r.Ready(), scanned, n, len(rows), b.String())
 }
