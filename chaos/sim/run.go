@@ -387,7 +387,29 @@ func (w *world) dumpGoroutines() string {
 		w.logf("%s at the settle timeout: ready %v, in flight %d", m.name, m.ex.Ready(), int(gaugeValue(m.ex.Metrics().InFlight)))
 	}
 	w.logf("the reconciler at the settle timeout: %s", w.rec.describe())
+	w.logf("the group at the settle timeout: %s", w.consumed())
 	return path
+}
+
+// consumed says, per partition of the intents and control topics, how far
+// the group committed against the log's end.
+func (w *world) consumed() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	committed, err := w.harnessAdm.FetchOffsets(ctx, w.group)
+	if err != nil {
+		return err.Error()
+	}
+	ends, err := w.harnessAdm.ListEndOffsets(ctx, w.names.Intents, w.names.Control)
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	ends.Each(func(o kadm.ListedOffset) {
+		c, _ := committed.Lookup(o.Topic, o.Partition)
+		fmt.Fprintf(&b, "%s/%d committed %d of %d; ", o.Topic, o.Partition, c.At, o.Offset)
+	})
+	return b.String()
 }
 
 // verdict reads the rest of the log and the dead letters and judges.
