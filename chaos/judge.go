@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -108,6 +109,15 @@ func (t *Tracker) Open() []OpenIntent {
 		}
 	}
 	return out
+}
+
+// Strays returns the answers to intents the tracker never saw produced
+// (the reconciler's commands) by status, and the reasons of those that
+// carried an error.
+func (t *Tracker) Strays() (byStatus, why map[string]int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return maps.Clone(t.mu.strays), maps.Clone(t.mu.strayWhy)
 }
 
 // Counts returns how many intents were tracked and how many answers read.

@@ -26,8 +26,12 @@ type RunReport struct {
 	Exits      map[string]int `json:"exits"`
 	CallStarts int            `json:"call_starts"`
 	Load       map[string]int `json:"load"`
-	Verdict    *chaos.Report  `json:"verdict"`
-	Dir        string         `json:"dir,omitempty"` // the run's data and log, kept when it failed
+	// Commands counts the answers to the reconciler's commands by
+	// status; CommandErrors the reasons of the refused ones.
+	Commands      map[string]int `json:"commands"`
+	CommandErrors map[string]int `json:"command_errors,omitempty"`
+	Verdict       *chaos.Report  `json:"verdict"`
+	Dir           string         `json:"dir,omitempty"` // the run's data and log, kept when it failed
 }
 
 // Summary is what a sequence of runs found: the last line of cmd/sim.

@@ -500,6 +500,7 @@ func (w *world) report(in *injector, load *workload, v *chaos.Report) *RunReport
 	load.mu.Lock()
 	rep.Load = load.counts
 	load.mu.Unlock()
+	rep.Commands, rep.CommandErrors = w.tr.Strays()
 	rep.Violations = append(append([]string(nil), v.Violations...), released...)
 	if w.tail.errs > 0 {
 		rep.Violations = append(rep.Violations, fmt.Sprintf("undecodable_event: %d events the harness could not decode", w.tail.errs))
