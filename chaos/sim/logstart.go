@@ -21,6 +21,7 @@ import (
 // latest complete snapshot round began. Its client is the harness's.
 type tail struct {
 	hist *chaos.History
+	logf func(string, ...any) // nil: quiet
 
 	mu     sync.Mutex
 	next   map[int32]int64 // offset after the last record read (markers included)
@@ -69,6 +70,9 @@ func (t *tail) record(r *kgo.Record) {
 		if ev, err := eventlog.Decode(r.Value); err == nil && ev.Kind == saga.EvRound {
 			if prev, ok := t.rounds[r.Partition]; !ok || ev.RoundFrom > prev {
 				t.rounds[r.Partition] = ev.RoundFrom
+			}
+			if t.logf != nil {
+				t.logf("round event at %s/%d@%d: the round began at %d", r.Topic, r.Partition, r.Offset, ev.RoundFrom)
 			}
 		}
 		return

@@ -234,6 +234,7 @@ func (w *world) startHarness(ctx context.Context) error {
 	}
 	w.hist = chaos.NewHistory()
 	w.tail = newTail(w.hist)
+	w.tail.logf = w.logf
 	tailDone := make(chan struct{})
 	if err := w.tail.run(rctx, w.brokers, w.names.Events, tailDone); err != nil {
 		return err
