@@ -50,8 +50,8 @@ func (h *History) Fold(r *kgo.Record) error {
 	rk := string(r.Key)
 	foldEvent(h.keys, rk, ev)
 	if t := h.trails[rk]; len(t) < maxTrail {
-		h.trails[rk] = append(t, fmt.Sprintf("%d@%d %s intent=%s call=%s status=%s by=%s at=%s", r.Partition, r.Offset, ev.Kind, ev.IntentID, ev.CallID,
-			ev.Status, ev.By, time.UnixMilli(ev.At).UTC().Format("15:04:05.000")))
+		h.trails[rk] = append(t, fmt.Sprintf("%d@%d %s intent=%s call=%s status=%s by=%s at=%s producer=%d", r.Partition, r.Offset, ev.Kind, ev.IntentID, ev.CallID,
+			ev.Status, ev.By, time.UnixMilli(ev.At).UTC().Format("15:04:05.000"), r.ProducerID))
 	}
 	return nil
 }
