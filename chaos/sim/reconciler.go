@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -116,5 +117,11 @@ func (rc *recon) describe() string {
 		}
 		fmt.Fprintf(&b, "; %s %s %s attempts %d next %d reason %q", r.RoutingKey(), r.Status, r.State, r.Attempts, r.NextAt, r.Reason)
 	}
-	return fmt.Sprintf("ready %v, scans partitions %v of %d, %d rows%s", rc.r.Ready(), scanned, n, len(rows), b.String())
+	m := rc.r.Metrics()
+	lag := map[int32]int{}
+	for p := int32(0); p < n; p++ {
+		lag[p] = int(gaugeValue(m.Lag.WithLabelValues(strconv.Itoa(int(p)))))
+	}
+	return fmt.Sprintf("ready %v, scans partitions %v of %d, lag %v, owned %d, view gaps %d, %d rows%s", rc.r.Ready(), scanned, n, lag,
+		int(gaugeValue(m.Owned)), int(counterValue(m.ViewGaps)), len(rows), b.String())
 }
