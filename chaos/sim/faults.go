@@ -84,6 +84,7 @@ func (in *injector) run(ctx context.Context) {
 		gap := time.Duration(in.rng.ExpFloat64() * float64(in.w.cfg.FaultGap))
 		select {
 		case <-ctx.Done():
+			in.w.net.dropTriggers()
 			in.wg.Wait()
 			return
 		case <-time.After(gap):
@@ -94,9 +95,12 @@ func (in *injector) run(ctx context.Context) {
 
 // draws are one step's random values, drawn whether or not they are used.
 type draws struct {
-	kind       string
-	a, b, c, d int
-	f          float64
+	kind          string
+	a, b, c, d, e int
+	f             float64
+	// at is the request a fault anchored to the protocol fired on; nil
+	// for a fault of the clock.
+	at *kfakeresp.Request
 }
 
 func (in *injector) draw() draws {
@@ -114,7 +118,8 @@ func (in *injector) draw() draws {
 		}
 		r -= p.Weights[f]
 	}
-	return draws{kind: kind, a: in.rng.IntN(1 << 20), b: in.rng.IntN(1 << 20), c: in.rng.IntN(1 << 20), d: in.rng.IntN(1 << 20), f: in.rng.Float64()}
+	return draws{kind: kind, a: in.rng.IntN(1 << 20), b: in.rng.IntN(1 << 20), c: in.rng.IntN(1 << 20), d: in.rng.IntN(1 << 20),
+		e: in.rng.IntN(1 << 20), f: in.rng.Float64()}
 }
 
 func (in *injector) step(ctx context.Context) {
@@ -122,9 +127,45 @@ func (in *injector) step(ctx context.Context) {
 	if d.kind == "" || time.Since(in.last[d.kind]) < cooldown[d.kind] {
 		return
 	}
+	if anchorable[d.kind] && d.f < anchoredShare {
+		in.anchor(ctx, d)
+		in.last[d.kind] = time.Now()
+		return
+	}
 	if in.inject(ctx, d) {
 		in.last[d.kind] = time.Now()
 	}
+}
+
+// Faults anchored to the protocol. A third of the faults that are not
+// themselves about requests wait for the next request of a kind (drawn
+// from the run's request kinds) from any product client, and then happen
+// at once, on their own goroutine, while that request is served: a
+// member crashes as some member sends its EndTxn, a member joins as one
+// heartbeats, the log start moves as one lists offsets or fetches. The
+// clock alone rarely lands a fault inside the few milliseconds between
+// two requests of one protocol step; these land in such gaps by
+// construction. A log move anchored to a request that names events
+// partitions moves one of them (the one that request is about).
+var anchorable = map[string]bool{FaultJoin: true, FaultLeave: true, FaultCrash: true, FaultWipe: true, FaultLogStart: true,
+	FaultLogStartPast: true, FaultPebble: true, FaultCoordinator: true, FaultLeaders: true, FaultReconciler: true}
+
+const anchoredShare = 1.0 / 3
+
+// anchor arms d to fire on the next request of a kind.
+func (in *injector) anchor(ctx context.Context, d draws) {
+	key := in.kinds[d.e%len(in.kinds)]
+	in.wg.Add(1)
+	in.w.logf("anchored: %s at the next %s request", d.kind, key.Name())
+	in.w.net.onNext(&trigger{key: key, drop: in.wg.Done, fire: func(r kfakeresp.Request) {
+		defer in.wg.Done()
+		if ctx.Err() != nil {
+			return
+		}
+		d.at = &r
+		in.w.logf("anchored %s fires on a %s request of %s", d.kind, key.Name(), r.ClientID)
+		in.inject(ctx, d)
+	}})
 }
 
 // inject carries one fault out; false when it does not apply now.
@@ -143,6 +184,9 @@ func (in *injector) inject(ctx context.Context, d draws) bool {
 		return in.stop(d)
 	case FaultLogStart, FaultLogStartPast:
 		p := int32(d.a % int(w.p.Partitions))
+		if ps := w.eventsPartitions(d.at); len(ps) > 0 {
+			p = ps[d.b%len(ps)]
+		}
 		what := w.mover.move(ctx, rand.New(rand.NewPCG(uint64(d.b), uint64(d.c))), p, d.kind == FaultLogStartPast)
 		in.note(d.kind, what)
 	case FaultPebble:
@@ -210,13 +254,20 @@ func (in *injector) join(ctx context.Context, d draws) bool {
 
 // stop takes a member away (gracefully, crashed, or crashed with its
 // disk), never the last one: the heal would bring it back, and a run with
-// no member decides nothing meanwhile.
+// no member decides nothing meanwhile. An anchored stop takes the member
+// whose request fired it, when a member sent it.
 func (in *injector) stop(d draws) bool {
 	w := in.w
 	if w.fleet.count() <= 1 {
 		return false
 	}
-	m := w.fleet.take(func(n int) int { return d.a % n })
+	var m *member
+	if d.at != nil { // anchored: the member that sent the request, if it is one
+		m = w.fleet.takeNamed(d.at.ClientID)
+	}
+	if m == nil {
+		m = w.fleet.take(func(n int) int { return d.a % n })
+	}
 	if m == nil {
 		return false
 	}

@@ -9,9 +9,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/atmostonce/toolexec/chaos"
 	"github.com/atmostonce/toolexec/eventlog"
+	"github.com/atmostonce/toolexec/internal/kfakeresp"
 	"github.com/atmostonce/toolexec/saga"
 )
 
@@ -218,4 +220,36 @@ func (m *mover) movedPast(p int32) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.past[p]
+}
+
+// eventsPartitions lists the events partitions a request is about (a
+// fetch or a listing of offsets); nil for any other request.
+func (w *world) eventsPartitions(r *kfakeresp.Request) []int32 {
+	if r == nil {
+		return nil
+	}
+	var id [16]byte
+	if ti := w.cluster.TopicInfo(w.names.Events); ti != nil {
+		id = ti.TopicID
+	}
+	var out []int32
+	switch req := r.Req.(type) {
+	case *kmsg.FetchRequest:
+		for _, t := range req.Topics {
+			if t.Topic == w.names.Events || t.TopicID == id {
+				for _, p := range t.Partitions {
+					out = append(out, p.Partition)
+				}
+			}
+		}
+	case *kmsg.ListOffsetsRequest:
+		for _, t := range req.Topics {
+			if t.Topic == w.names.Events {
+				for _, p := range t.Partitions {
+					out = append(out, p.Partition)
+				}
+			}
+		}
+	}
+	return out
 }

@@ -191,6 +191,19 @@ func (f *fleet) take(pick func(n int) int) *member {
 	return m
 }
 
+// takeNamed removes the running member of that name, if there is one.
+func (f *fleet) takeNamed(name string) *member {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, m := range f.running {
+		if m.name == name {
+			f.running = append(f.running[:i], f.running[i+1:]...)
+			return m
+		}
+	}
+	return nil
+}
+
 // leave shuts a member down gracefully, in the background: Run drains
 // and returns, Close leaves the group.
 func (f *fleet) leave(m *member) {

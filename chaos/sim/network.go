@@ -41,6 +41,36 @@ type network struct {
 	hits    map[string]int // "Kind/CODE/way" -> requests it was injected on
 	seen    map[string]int // request kind -> requests from product clients
 	log     func(string, ...any)
+	// triggers run a fault when the next request of their kind from a
+	// product client reaches the broker.
+	triggers []*trigger
+}
+
+// trigger anchors a fault to a moment of the protocol instead of the
+// clock: it fires, on its own goroutine, with the request that reached
+// the broker; drop is called instead when it never fires.
+type trigger struct {
+	key  kmsg.Key
+	fire func(kfakeresp.Request)
+	drop func()
+}
+
+// onNext arms a trigger.
+func (n *network) onNext(t *trigger) {
+	n.mu.Lock()
+	n.triggers = append(n.triggers, t)
+	n.mu.Unlock()
+}
+
+// dropTriggers disarms every trigger that has not fired.
+func (n *network) dropTriggers() {
+	n.mu.Lock()
+	ts := n.triggers
+	n.triggers = nil
+	n.mu.Unlock()
+	for _, t := range ts {
+		t.drop()
+	}
 }
 
 // harnessID starts the client id of every harness client.
@@ -77,6 +107,13 @@ func (n *network) decide(r kfakeresp.Request) kfakeresp.Verdict {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.seen[key.Name()]++
+	for i, t := range n.triggers {
+		if t.key == key {
+			n.triggers = append(n.triggers[:i], n.triggers[i+1:]...)
+			go t.fire(r)
+			break
+		}
+	}
 	for i, a := range n.arms {
 		if a.key != key {
 			continue
