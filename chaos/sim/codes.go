@@ -65,8 +65,23 @@ type documented struct {
 
 var anyRequest = []*kerr.Error{kerr.UnknownServerError}
 
-// documentedCodes is the table, by request key.
+// documentedCodes is the table, by request key. Client telemetry
+// (GetTelemetrySubscriptions, PushTelemetry: franz-go sends them when the
+// broker offers them, KIP-714) is documented in neither source: only lost
+// answers, delays and the any-request codes reach it.
 var documentedCodes = map[kmsg.Key][]documented{
+	kmsg.GetTelemetrySubscriptions: nil,
+	kmsg.PushTelemetry:             nil,
+	kmsg.OffsetForLeaderEpoch: {
+		{kerr.UnknownServerError, fromKafka},
+		{kerr.UnknownTopicOrPartition, fromBoth},
+		{kerr.NotLeaderForPartition, fromBoth},
+		{kerr.ReplicaNotAvailable, fromKafka},
+		{kerr.TopicAuthorizationFailed, fromBoth},
+		{kerr.KafkaStorageError, fromBoth},
+		{kerr.FencedLeaderEpoch, fromBoth},
+		{kerr.UnknownLeaderEpoch, fromBoth},
+	},
 	kmsg.Produce: {
 		{kerr.CorruptMessage, fromBoth},
 		{kerr.UnknownTopicOrPartition, fromBoth},

@@ -99,10 +99,15 @@ func (c *Config) defaults() error {
 // params are what the seed chooses for one run, beyond the workload and
 // the fault schedule. They are printed with the run's report.
 type params struct {
-	Members    int     `json:"members"`
-	Partitions int32   `json:"partitions"`
-	Brokers    int     `json:"brokers"`
-	Rate       float64 `json:"rate"`
+	Members    int   `json:"members"`
+	Partitions int32 `json:"partitions"`
+	Brokers    int   `json:"brokers"`
+	// Kafka is the broker version kfake advertises: "4.4" (its own, with
+	// transaction version 2: partitions join a transaction with their
+	// first produce, no AddPartitionsToTxn or AddOffsetsToTxn) or "3.9"
+	// (before KIP-890's second part: franz-go sends both).
+	Kafka string  `json:"kafka"`
+	Rate  float64 `json:"rate"`
 	// Faults is the run's subset of the allowed fault kinds, Weights
 	// their relative frequency.
 	Faults  []string       `json:"faults"`
@@ -139,6 +144,7 @@ func choose(c Config) params {
 		TxnTimeout:       time.Duration(5+rng.IntN(6)) * time.Second,
 		SnapshotInterval: time.Duration(2+rng.IntN(6)) * time.Second,
 		SlowPercent:      rng.IntN(8),
+		Kafka:            []string{"4.4", "3.9"}[rng.IntN(2)],
 		ClientPercent:    10 + rng.IntN(30),
 		ToolMaxInFlight:  map[string]int{},
 		Weights:          map[string]int{},

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/atmostonce/toolexec/internal/kfakeresp"
@@ -218,7 +219,13 @@ func (in *injector) inject(ctx context.Context, d draws) bool {
 func (in *injector) network(d draws) {
 	key := in.kinds[d.a%len(in.kinds)]
 	codes := codesFor(key, in.w.cfg.Codes)
-	code := codes[d.b%len(codes)].err
+	if len(codes) == 0 && d.kind != FaultLost {
+		return // no code to give it (client telemetry with --codes documented)
+	}
+	var code *kerr.Error
+	if len(codes) > 0 {
+		code = codes[d.b%len(codes)].err
+	}
 	count, topLevel := 1+d.c%3, d.d%2 == 0
 	switch d.kind {
 	case FaultRefused:
@@ -228,7 +235,7 @@ func (in *injector) network(d draws) {
 	case FaultLost:
 		in.w.net.answer(key, nil, kfakeresp.Lost, false, count)
 	}
-	in.w.logf("armed: %s of the next %d %s requests (code %s, top level %v)", d.kind, count, key.Name(), code.Message, topLevel)
+	in.w.logf("armed: %s of the next %d %s requests (code %v, top level %v)", d.kind, count, key.Name(), code, topLevel)
 	in.note(d.kind, key.Name())
 }
 

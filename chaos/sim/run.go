@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/atmostonce/toolexec/chaos"
 	"github.com/atmostonce/toolexec/client"
@@ -120,8 +121,11 @@ func (w *world) setup(ctx context.Context) error {
 	w.names, w.group = topics.NamesWithPrefix("sim."), "sim-executor"
 	w.net = newNetwork()
 	w.net.log = w.logf
-	c, err := kfake.NewCluster(kfake.NumBrokers(w.p.Brokers), kfake.ListenFn(w.net.ip.Listen),
-		kfake.GroupMinSessionTimeout(500*time.Millisecond), kfake.SeedTopics(1, "sim.placeholder"))
+	opts := []kfake.Opt{kfake.NumBrokers(w.p.Brokers), kfake.ListenFn(w.net.ip.Listen), kfake.GroupMinSessionTimeout(500 * time.Millisecond)}
+	if w.p.Kafka == "3.9" {
+		opts = append(opts, kfake.MaxVersions(kversion.V3_9_0()))
+	}
+	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		return fmt.Errorf("sim: kfake: %w", err)
 	}
