@@ -31,7 +31,10 @@ type Report struct {
 	SettledBy        map[string]int `json:"settled_by"`
 	Escalated        int            `json:"escalated"`
 	EscalatedIntents int            `json:"escalated_intents"`
-	EscalatedKeys    []string       `json:"escalated_keys"` // the first 20, sorted
+	// EscalatedKnown counts the calls escalated to a person although a
+	// member knew their answer (facts.go); each is a violation.
+	EscalatedKnown int      `json:"escalated_known"`
+	EscalatedKeys  []string `json:"escalated_keys"` // the first 20, sorted
 	// Undecided counts the intents left unanswered, and UndecidedKeys the
 	// keys left in doubt, on partitions the run made undecidable on
 	// purpose (a log start moved past every snapshot round: the executor
@@ -82,9 +85,13 @@ type Report struct {
 	// AbortedBehindOffsets counts the failed ends whose offsets the group
 	// showed committed while their records were aborted; their inputs
 	// were decided again.
-	AbortedBehindOffsets int            `json:"aborted_behind_offsets"`
-	Violations           []string       `json:"violations"`
-	kinds                map[string]int // violations by kind
+	AbortedBehindOffsets int `json:"aborted_behind_offsets"`
+	// FactsKept and FactsDelivered are the executors' facts: outcomes and
+	// unsent calls they could not record, delivered to the keys' owners.
+	FactsKept      int            `json:"facts_kept"`
+	FactsDelivered int            `json:"facts_delivered"`
+	Violations     []string       `json:"violations"`
+	kinds          map[string]int // violations by kind
 }
 
 // maxPerKind bounds the violations listed per kind (the word before the
@@ -114,7 +121,11 @@ type checkInput struct {
 	// record) of a routing key lies on a partition the run made
 	// undecidable on purpose; nil: none.
 	undecided func(tenant, id, rk string) bool
-	stuck     []string // events partitions whose open transaction never ended
+	// escalatedCalls are the calls the reconciler ever listed escalated,
+	// facts those a member delivered a fact about (facts.go).
+	escalatedCalls map[callRef]bool
+	facts          map[callRef]bool
+	stuck          []string // events partitions whose open transaction never ended
 	// The hostile waves' records, the dead letters by the record they are
 	// about, the executors' aborted transactions and the faults injected.
 	hostile     []hostileRec
@@ -133,6 +144,7 @@ func check(in checkInput, r *Report) {
 	checkIntents(in, r)
 	checkKeys(in, r)
 	checkHostile(in, r)
+	checkKnownEscalations(in, r)
 	r.Escalated = len(in.escalated)
 	r.EscalatedKeys = slices.Sorted(maps.Keys(in.escalated))
 	if len(r.EscalatedKeys) > 20 {
@@ -293,8 +305,8 @@ func checkIntents(in checkInput, r *Report) {
 }
 
 // checkKeys: every key that was in doubt was settled by its class's path
-// (or, irreversible, escalated), and what the log says agrees with the
-// ledger.
+// (or, irreversible, escalated), or by its member's fact, and what the log
+// says agrees with the ledger.
 func checkKeys(in checkInput, r *Report) {
 	rks := make([]string, 0, len(in.hist))
 	for rk := range in.hist {
@@ -361,6 +373,8 @@ func checkInDoubt(in checkInput, r *Report, rk string, h *keyHistory) {
 	path := "other"
 	investigation := class.Investigation()
 	switch {
+	case h.ResolvedBy["executor"] > 0 && resolvedByRec == 0 && h.CompInDoubt == 0:
+		path = "fact" // the call's member delivered what it knew: any class
 	case h.CompInDoubt > 0:
 		path = "compensate"
 	case h.Unknown == 0 && h.ResolvedComp > 0 && h.ResolvedComp == len(h.ResolvedSt):
@@ -374,10 +388,10 @@ func checkInDoubt(in checkInput, r *Report, rk string, h *keyHistory) {
 		path = "resolve"
 	}
 	r.SettledBy[label+":"+path]++
-	if want := wantPath(label, investigation); want != "" && path != want {
+	if want := wantPath(label, investigation); want != "" && path != want && path != "fact" {
 		r.violate("wrong_path: %s (%s) was in doubt and settled by %s (final %s), its class settles by %s", rk, label, path, final, want)
 	}
-	if label != "compensation" && investigation == tools.InvestigateEscalate {
+	if label != "compensation" && investigation == tools.InvestigateEscalate && path != "fact" {
 		r.violate("irreversible_settled: %s was in doubt and settled %s by %v, not by an operator", rk, final, h.ResolvedBy)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atmostonce/toolexec/eventlog"
+	"github.com/atmostonce/toolexec/reconciler"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/topics"
 	"github.com/atmostonce/toolexec/wire"
@@ -137,6 +138,29 @@ func NewHostile(brokers []string, names topics.Names, partitions int32, tr *Trac
 // Call it before the first wave.
 func (h *Hostile) OnSent(count func(kind string)) { h.count = count }
 
+// Escalations remembers every call the reconciler ever listed escalated
+// (a key escalated and settled later by a fact has left the list by the
+// end of a run). Safe for concurrent use.
+type Escalations struct{ w escalationWatch }
+
+// Note records the reconciler's rows of this moment.
+func (e *Escalations) Note(rows []reconciler.Row) {
+	pr := make([]pendingRow, len(rows))
+	for i, r := range rows {
+		pr[i] = pendingRow{Tenant: r.Tenant, Key: r.Key, Tool: r.Tool, State: r.State, Status: r.Status, DownstreamKey: r.DownstreamKey}
+	}
+	e.w.note(pr)
+}
+
+// Facts are the calls a member delivered a fact about (a resolve by the
+// executor naming the call's downstream key).
+type Facts map[callRef]bool
+
+// ReadFacts reads the control topic to its end for the members' facts.
+func ReadFacts(ctx context.Context, brokers []string, names topics.Names, opts ...kgo.Opt) (Facts, error) {
+	return readFacts(ctx, brokers, names, opts...)
+}
+
 // Evidence is everything the verdict is computed from.
 type Evidence struct {
 	Tracker   *Tracker
@@ -155,6 +179,10 @@ type Evidence struct {
 	DeadLetters DeadLetters
 	Aborted     int // transactions the executors aborted
 	Faults      int // faults injected
+	// Escalations and Facts: an escalated call a member knew the answer
+	// of is a violation; nil: not checked.
+	Escalations *Escalations
+	Facts       Facts
 }
 
 // DeadLetters are the dead letters of intents records, by where the
@@ -178,7 +206,10 @@ func Judge(ev Evidence) *Report {
 	}
 	ev.History.mu.Unlock()
 	in := checkInput{intents: intents, ledger: ev.Ledger, hist: hist, escalated: ev.Escalated, undecided: ev.Undecided,
-		stuck: ev.Stuck, deadLetters: ev.DeadLetters, aborted: ev.Aborted, faults: ev.Faults}
+		stuck: ev.Stuck, deadLetters: ev.DeadLetters, aborted: ev.Aborted, faults: ev.Faults, facts: ev.Facts}
+	if ev.Escalations != nil {
+		in.escalatedCalls = ev.Escalations.w.calls()
+	}
 	if ev.Hostile != nil {
 		for _, h := range ev.Hostile.Records() {
 			if ev.Undecided == nil || !ev.Undecided("", "", wire.RoutingKey(h.Tenant, h.Key)) {

@@ -65,6 +65,15 @@ const (
 	// ErrRunning: a lookup's pending answer for a call started within its
 	// pending_ttl: still running, not yet in doubt.
 	ErrRunning = "running"
+	// ErrNoCallRunning: the key's owner found its call (or compensation)
+	// started with no call of its own running: the member that started it
+	// lost the partition or stopped. Recorded as an unknown outcome, so
+	// that everyone waiting is told the key is in doubt.
+	ErrNoCallRunning = "no_call_running"
+	// ErrNotSent: a member started a call (its started event may have
+	// committed) and never sent it: the transaction's end was unknown, so
+	// the call was not made. Its not_executed fact carries this code.
+	ErrNotSent = "not_sent"
 )
 
 // Refusals of a command that a caller acts on. The wire has one code for

@@ -140,8 +140,13 @@ func (c *Console) signinForm(w http.ResponseWriter, r *http.Request) {
 	c.render(w, http.StatusOK, "signin", d)
 }
 
-// signin checks the token, starts a session and sets its cookie.
+// signin checks the token, starts a session and sets its cookie. The
+// token comes from the form, or as a bearer token (signinBearer).
 func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "" {
+		c.signinBearer(w, r)
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
 		c.fail(w, http.StatusBadRequest, "the form could not be read")
@@ -166,6 +171,28 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	c.setCookie(w, r, signinCookie, "", -1)
 	c.cfg.Logger.Info("console: operator signed in", "operator", name)
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// signinBearer signs in the operator whose token the request carries as
+// a bearer token: a script's sign-in, whose session cookie it can hand to
+// a browser (a headless one cannot send the header on every request by
+// itself). It needs no CSRF value: a browser never adds the header by
+// itself, so no other site can make one sign in this way.
+func (c *Console) signinBearer(w http.ResponseWriter, r *http.Request) {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		c.unauthorized(w)
+		return
+	}
+	name, h, ok := c.cfg.Operators.Current().Lookup(strings.TrimSpace(token))
+	if !ok {
+		c.unauthorized(w)
+		return
+	}
+	ss := c.sess.start(name, h, c.cfg.Now())
+	c.setCookie(w, r, sessionCookie, ss.id, int(sessionMax.Seconds()))
+	c.cfg.Logger.Info("console: operator signed in with a bearer token", "operator", name)
+	http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
 }
 
 func (c *Console) signout(w http.ResponseWriter, r *http.Request, op operator) {

@@ -450,3 +450,28 @@ func TestConsoleOff(t *testing.T) {
 		}
 	}
 }
+
+// A script signs in with the operator's token as a bearer token, without
+// the form's CSRF value, and gets a session cookie that alone opens the
+// console (what a headless browser is handed); a token that is no
+// operator's gets nothing.
+func TestScriptSignsInWithABearerToken(t *testing.T) {
+	w := newWorld(t)
+	c := w.browser()
+	p := w.do(c, "POST", "/console/signin?next=/console/tools", nil, "Authorization", "Bearer "+aliceToken)
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/tools" {
+		t.Fatalf("bearer sign-in: %d %s\n%s", p.status, p.header.Get("Location"), p.body)
+	}
+	if p := w.do(c, "GET", "/console", nil); p.status != http.StatusOK || !strings.Contains(p.body, "alice") {
+		t.Fatalf("with the session cookie alone: %d\n%s", p.status, p.body)
+	}
+	other := w.browser()
+	for _, h := range []string{"Bearer " + tenantToken, "Bearer nope", "Basic " + aliceToken} {
+		if p := w.do(other, "POST", "/console/signin", nil, "Authorization", h); p.status != http.StatusUnauthorized {
+			t.Errorf("%q: %d", h, p.status)
+		}
+	}
+	if p := w.do(other, "GET", "/console", nil); p.status != http.StatusSeeOther {
+		t.Fatalf("a refused sign-in left a session: %d", p.status)
+	}
+}

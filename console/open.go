@@ -15,8 +15,11 @@ import (
 // Options are what a process gives the console: its flags, the backend,
 // and the registry of its metrics.
 type Options struct {
-	OperatorsFile string // --operators; empty: the console is off
-	ExternalURL   string // --console-url
+	OperatorsFile string // --operators; empty: Operators, else the console is off
+	// Operators are the operators in force when OperatorsFile is empty
+	// (SingleOperator); nil with no file: the console is off.
+	Operators   *OperatorStore
+	ExternalURL string // --console-url
 	// KafkaConfigFile (--console-kafka-config) is the Kafka client file the
 	// console's own clients take (the key pages' reads of the event log,
 	// the actions and the wait for their answers on the results topic):
@@ -36,7 +39,7 @@ func Open(ctx context.Context, o Options) (c *Console, stop func(), err error) {
 	if err := o.kafka(ctx); err != nil {
 		return nil, nil, err
 	}
-	var ops *OperatorStore
+	ops := o.Operators
 	if o.OperatorsFile != "" {
 		if ops, err = NewOperatorStore(o.OperatorsFile); err != nil {
 			return nil, nil, err

@@ -55,12 +55,31 @@ func NewOperatorStore(path string) (*OperatorStore, error) {
 	return s, nil
 }
 
+// SingleOperator is a store of one operator with one token and no file
+// behind it (the executor's embedded default, whose token it generates in
+// its data dir); Reload keeps it as it is.
+func SingleOperator(name, token string) (*OperatorStore, error) {
+	ops, err := tokenfile.Single(operatorsFile, name, token)
+	if err != nil {
+		return nil, err
+	}
+	s := &OperatorStore{}
+	s.cur.Store(ops)
+	return s, nil
+}
+
+// ValidOperator reports whether name may name an operator.
+func ValidOperator(name string) bool { return validOperator(name) }
+
 // Current returns the operators in force.
 func (s *OperatorStore) Current() *Operators { return s.cur.Load() }
 
 // Reload reads the file again and puts it in force. On any error the
 // operators in force stay as they were.
 func (s *OperatorStore) Reload() error {
+	if s.path == "" {
+		return nil
+	}
 	ops, err := LoadOperators(s.path)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"time"
@@ -31,7 +32,15 @@ type RestoreOptions struct {
 	// PartitionOf names a key's partition; needed to clear a partition's
 	// stale view after a gap (gap.go).
 	PartitionOf func(tenant, key string) int32
+	// Progress, when set, is called every progressEvery records read: a
+	// long restore is a loop that turns (the executor's liveness). It
+	// must not block.
+	Progress func()
 }
+
+// progressEvery is how many records a restore reads between two calls of
+// RestoreOptions.Progress.
+const progressEvery = 1024
 
 const (
 	// DefaultSettleWait bounds the wait for the transactions open on the
@@ -53,6 +62,12 @@ const (
 // instead, or refuses with a *GapError (gap.go). Intermediate batches are
 // not synced; the last one is, with the final checkpoint, so a crash
 // mid-restore only repeats work.
+//
+// The log start can move after the gap check, before the read or while it
+// runs: the read then stops where it was (Read, ErrOffsetGone), and the
+// gap check decides again from the checkpoint the view reached, at most
+// maxReadAttempts times; a restore never folds past events it did not
+// read.
 func RestoreInto(ctx context.Context, st *state.Store, adm *kadm.Client, partition int32, o RestoreOptions) (RestoreStats, error) {
 	start := time.Now()
 	if o.SettleWait <= 0 {
@@ -61,6 +76,17 @@ func RestoreInto(ctx context.Context, st *state.Store, adm *kadm.Client, partiti
 	if o.FlushEvery <= 0 {
 		o.FlushEvery = DefaultFlushEvery
 	}
+	for attempt := 1; ; attempt++ {
+		stats, err := restoreOnce(ctx, st, adm, partition, o)
+		if !errors.Is(err, ErrOffsetGone) || attempt == maxReadAttempts {
+			stats.Duration = time.Since(start)
+			return stats, err
+		}
+	}
+}
+
+// restoreOnce is one attempt of RestoreInto.
+func restoreOnce(ctx context.Context, st *state.Store, adm *kadm.Client, partition int32, o RestoreOptions) (RestoreStats, error) {
 	from, err := st.Checkpoint(o.Topic, partition)
 	if err != nil {
 		return RestoreStats{}, err
@@ -74,14 +100,29 @@ func RestoreInto(ctx context.Context, st *state.Store, adm *kadm.Client, partiti
 		return RestoreStats{}, err
 	}
 	f := newFolder(st, o.Topic, partition, o.FlushEvery, viewed == 0 || from != viewed)
-	next, err := Read(ctx, o.Seeds, o.Topic, partition, from, to, f.apply, o.ClientOpts...)
+	next, err := Read(ctx, o.Seeds, o.Topic, partition, from, to, withProgress(f.apply, o.Progress), o.ClientOpts...)
 	if err != nil {
 		return RestoreStats{}, fmt.Errorf("eventlog: restore %s/%d: %w", o.Topic, partition, err)
 	}
 	if err := f.flush(max(next, from), state.Sync); err != nil {
 		return RestoreStats{}, err
 	}
-	return RestoreStats{From: from, To: next, Events: f.events, Duration: time.Since(start)}, nil
+	return RestoreStats{From: from, To: next, Events: f.events}, nil
+}
+
+// withProgress calls progress, when set, before every progressEvery-th
+// record apply takes.
+func withProgress(apply Applier, progress func()) Applier {
+	if progress == nil {
+		return apply
+	}
+	n := 0
+	return func(offset int64, rec *kgo.Record) error {
+		if n++; n%progressEvery == 1 {
+			progress()
+		}
+		return apply(offset, rec)
+	}
 }
 
 // folder folds a partition of the log through an overlay and writes it

@@ -18,7 +18,8 @@ const historySettle = 30 * time.Second
 
 // History reads the committed events of one key, oldest first, from its
 // partition of the events topic: a scan of the whole partition, from its
-// start to its high watermark once the open transactions settled (Target).
+// start to its high watermark once the open transactions settled (Target;
+// a start that moves during the scan begins it again, ReadFromStart).
 // It is the audit trail of `executor history` and of the operator
 // console's key page, and costs one partition's read per call. opts (TLS,
 // SASL) apply to every client it makes. It blocks until the scan ends or
@@ -44,7 +45,7 @@ func History(ctx context.Context, seeds []string, topic, tenant, key string, opt
 		return nil, err
 	}
 	var out []*saga.Event
-	_, err = Read(ctx, seeds, topic, p, 0, end, func(_ int64, r *kgo.Record) error {
+	err = ReadFromStart(ctx, seeds, adm, topic, p, end, func() { out = nil }, func(_ int64, r *kgo.Record) error {
 		if string(r.Key) != rk {
 			return nil
 		}

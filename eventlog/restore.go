@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atmostonce/toolexec/topics"
@@ -16,6 +17,18 @@ import (
 // ErrRestoreTimeout is returned when the partition's open transactions did
 // not settle in time.
 var ErrRestoreTimeout = errors.New("eventlog: open transactions did not settle")
+
+// ErrOffsetGone is wrapped by a read's error when the log no longer holds
+// the next offset the read needs: its start moved past it (retention,
+// DeleteRecords) while the read ran. The records in between were not
+// read; the caller decides again from what it has.
+var ErrOffsetGone = errors.New("eventlog: the log no longer holds the offset the read needs")
+
+// maxReadAttempts bounds how often a read that met a moved log start is
+// begun again (RestoreInto, ReadFromStart): each attempt begins at the
+// start just listed, so another move needs retention to strike again
+// within one read.
+const maxReadAttempts = 3
 
 // Applier receives each committed event of a restore in log order.
 type Applier func(offset int64, rec *kgo.Record) error
@@ -84,6 +97,15 @@ func endOffset(ctx context.Context, adm *kadm.Client, topic string, partition in
 // the first offset at or past `to`, calling apply for each. It returns the
 // next offset to read (at least `to` on success). Aborted records and
 // transaction markers are skipped by the read-committed consumer.
+//
+// It reads every offset from `from` on or fails: when the log no longer
+// holds the next offset it needs (a fetch out of range, or a fetch that
+// reports the log start past it), it returns an error wrapping
+// ErrOffsetGone with the offset it reached. Why: franz-go's default on an
+// out-of-range fetch is to resume at the log start, silently; a restore
+// whose log start moved after its gap check (or while it read) would fold
+// what was left and lose a key, and a duplicate of the key would run
+// again.
 func Read(ctx context.Context, seeds []string, topic string, partition int32, from, to int64, apply Applier, extra ...kgo.Opt) (int64, error) {
 	if from >= to {
 		return from, nil
@@ -92,6 +114,7 @@ func Read(ctx context.Context, seeds []string, topic string, partition int32, fr
 		kgo.SeedBrokers(seeds...),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(from)}}),
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 		// 4 MiB a fetch: two restores at once each buffer this much
 		// (16 MiB took the take-over's RSS past its budget, with
 		// DefaultFlushEvery).
@@ -116,6 +139,9 @@ func readLoop(ctx context.Context, cl *kgo.Client, next, to int64, apply Applier
 			return next, err
 		}
 		if err := fetchErr(fs); err != nil {
+			return next, err
+		}
+		if err := startPast(fs, next); err != nil {
 			return next, err
 		}
 		var aerr error
@@ -147,11 +173,51 @@ func readLoop(ctx context.Context, cl *kgo.Client, next, to int64, apply Applier
 func fetchErr(fs kgo.Fetches) error {
 	var err error
 	fs.EachError(func(t string, p int32, e error) {
-		if err == nil {
+		switch {
+		case err != nil:
+		case errors.Is(e, kerr.OffsetOutOfRange):
+			err = fmt.Errorf("%w: fetch %s/%d: %w", ErrOffsetGone, t, p, e)
+		default:
 			err = fmt.Errorf("eventlog: fetch %s/%d: %w", t, p, e)
 		}
 	})
 	return err
+}
+
+// startPast returns an error wrapping ErrOffsetGone when a fetch reports
+// its partition's log start past next: the offsets in between are gone,
+// and a broker that answered from the start instead of out of range must
+// not make the read skip them.
+func startPast(fs kgo.Fetches, next int64) error {
+	var err error
+	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		if err == nil && p.LogStartOffset > next {
+			err = fmt.Errorf("%w: %s/%d starts at %d, the read needs %d", ErrOffsetGone, p.Topic, p.Partition, p.LogStartOffset, next)
+		}
+	})
+	return err
+}
+
+// ReadFromStart reads the committed records of topic/partition from the
+// log start to `to`, as Read does. begin runs before each attempt: when
+// the log start moves past the read, what the caller gathered lacks the
+// records it never saw, so it drops it, and the read begins again at the
+// new start (at most maxReadAttempts times). A scan from the start is
+// whole again there: the executor's snapshot rounds restate every live
+// record before retention can take its events.
+func ReadFromStart(ctx context.Context, seeds []string, adm *kadm.Client, topic string, partition int32, to int64,
+	begin func(), apply Applier, extra ...kgo.Opt) error {
+	for attempt := 1; ; attempt++ {
+		start, err := startOffset(ctx, adm, topic, partition)
+		if err != nil {
+			return err
+		}
+		begin()
+		_, err = Read(ctx, seeds, topic, partition, start, to, apply, extra...)
+		if !errors.Is(err, ErrOffsetGone) || attempt == maxReadAttempts {
+			return err
+		}
+	}
 }
 
 // RoundKey is the Kafka key of round events: a routing key always has a

@@ -23,6 +23,7 @@ const rsTopic = "ev"
 
 type rsEnv struct {
 	t     *testing.T
+	c     *kfake.Cluster
 	seeds []string
 	adm   *kadm.Client
 	prod  *kgo.Client
@@ -47,7 +48,7 @@ func rsStart(t *testing.T) *rsEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(prod.Close)
-	return &rsEnv{t: t, seeds: seeds, adm: kadm.NewClient(admCl), prod: prod}
+	return &rsEnv{t: t, c: c, seeds: seeds, adm: kadm.NewClient(admCl), prod: prod}
 }
 
 // begin opens a transaction and produces evs into partition 0.

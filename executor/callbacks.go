@@ -20,12 +20,16 @@ import (
 // the one End needs. A callback that waited for the loop (which may sit
 // in End) would deadlock. So callbacks only append here, under a lock never
 // held across I/O, and the loop applies the changes after its next poll.
-// BlockRebalanceOnPoll guarantees no callback runs between a poll and
-// AllowRebalance, so a tick always sees one stable assignment.
+// The loop holds the rebalance gate (gate.go) and lets a rebalance through
+// only after a drain or while quiet, so no callback runs under a tick and
+// a tick always sees one stable assignment.
 type ownershipChanges struct {
 	names topics.Names
-	hooks Hooks
-	dirty atomic.Bool // a callback ran: reset the session before the next transaction
+	// cancel takes the jobs of revoked partitions that have not started
+	// out of the dispatcher (dispatcher.cancelPartitions).
+	cancel func(ps []int32) []job
+	hooks  Hooks
+	dirty  atomic.Bool // a callback ran: reset the session before the next transaction
 
 	mu struct {
 		sync.Mutex
@@ -37,9 +41,28 @@ type ownershipChange struct {
 	assigned   bool
 	partitions []int32
 	byTopic    map[string][]int32 // as the group gave them (layout.go checks them)
+	// cancelled are the revoked partitions' calls that had not started,
+	// taken out of the dispatcher by the callback itself: the loop applies
+	// the revocation only after its next poll, and the new owner may start
+	// before that, so a queued call of a revoked partition must not be
+	// able to start in between.
+	cancelled []job
 }
 
 func (c *ownershipChanges) push(assigned bool, parts map[string][]int32) []int32 {
+	ps := partitionsOf(parts)
+	ch := ownershipChange{assigned: assigned, partitions: ps, byTopic: parts}
+	if !assigned && c.cancel != nil {
+		ch.cancelled = c.cancel(ps)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.list = append(c.mu.list, ch)
+	return ps
+}
+
+// partitionsOf lists the partitions of parts once each.
+func partitionsOf(parts map[string][]int32) []int32 {
 	seen := map[int32]bool{}
 	var ps []int32
 	for _, list := range parts {
@@ -50,9 +73,6 @@ func (c *ownershipChanges) push(assigned bool, parts map[string][]int32) []int32
 			}
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.mu.list = append(c.mu.list, ownershipChange{assigned: assigned, partitions: ps, byTopic: parts})
 	return ps
 }
 

@@ -71,7 +71,7 @@ func (d recordDecoder) toInput(in *wire.Intent, r *kgo.Record, traceparent strin
 		IntentID: in.ID, Tenant: in.Tenant, Key: in.Key, Tool: in.Tool,
 		ArgsHash: wire.ArgsHash(canon), Args: canon, ReplyTo: in.ReplyTo,
 		Traceparent: traceparent, DeadlineMs: in.DeadlineMs,
-		By: in.By, Reason: in.Reason, CallID: in.CallID, Force: in.Force,
+		By: in.By, Reason: in.Reason, CallID: in.CallID, DownstreamKey: in.DownstreamKey, Force: in.Force,
 		Partition: r.Partition, Owner: d.partitionOf(in.Tenant, in.Key),
 	}
 	if in.Scope != nil {

@@ -210,19 +210,44 @@ func (d *dispatcher) wait(ctx context.Context) bool {
 // cancelQueued removes and returns the jobs that have not started, in the
 // order they were submitted.
 func (d *dispatcher) cancelQueued() []job {
+	return d.cancel(func(job) bool { return true })
+}
+
+// cancelPartitions removes and returns the jobs of partitions ps that
+// have not started, in the order they were submitted: once the group has
+// taken a partition back, no call of it may start here. Safe to call from
+// a group callback: the lock is never held while waiting.
+func (d *dispatcher) cancelPartitions(ps []int32) []job {
+	return d.cancel(func(j job) bool { return slices.Contains(ps, j.P) })
+}
+
+// cancel removes and returns the waiting jobs that drop chooses.
+func (d *dispatcher) cancel(drop func(job) bool) []job {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var all []queuedJob
+	var out []queuedJob
+	waiting := d.mu.waiting[:0]
 	for _, q := range d.mu.waiting {
-		all = append(all, q.jobs...)
-		q.jobs = nil
+		kept := q.jobs[:0]
+		for _, qj := range q.jobs {
+			if drop(qj.job) {
+				out = append(out, qj)
+			} else {
+				kept = append(kept, qj)
+			}
+		}
+		clear(q.jobs[len(kept):])
+		q.jobs = kept
+		if len(kept) > 0 {
+			waiting = append(waiting, q)
+		}
 	}
-	clear(d.mu.waiting)
-	d.mu.waiting = d.mu.waiting[:0]
-	d.mu.queued = 0
-	slices.SortFunc(all, func(a, b queuedJob) int { return cmp.Compare(a.seq, b.seq) })
-	jobs := make([]job, len(all))
-	for i, qj := range all {
+	clear(d.mu.waiting[len(waiting):])
+	d.mu.waiting = waiting
+	d.mu.queued -= len(out)
+	slices.SortFunc(out, func(a, b queuedJob) int { return cmp.Compare(a.seq, b.seq) })
+	jobs := make([]job, len(out))
+	for i, qj := range out {
 		jobs[i] = qj.job
 	}
 	return jobs

@@ -110,6 +110,51 @@ func TestDispatcherCancelQueued(t *testing.T) {
 	}
 }
 
+// A revocation takes out the waiting jobs of its partitions only, in
+// submission order; the others keep their place, and none of the taken
+// ones starts when a slot frees.
+func TestDispatcherCancelPartitions(t *testing.T) {
+	reg := tools.NewRegistry()
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var ran []string
+	block := func(ctx context.Context, r tools.Request) tools.Outcome {
+		mu.Lock()
+		ran = append(ran, r.Key)
+		mu.Unlock()
+		<-release
+		return tools.Outcome{Status: tools.Succeeded, Attempts: 1}
+	}
+	spec := tools.Spec{Name: "a", Class: tools.NativeKey, Timeout: time.Second, PendingTTL: time.Minute, Retention: time.Hour, MaxInFlight: 1}
+	if err := reg.Register(spec, tools.Func(block)); err != nil {
+		t.Fatal(err)
+	}
+	d := newDispatcher(context.Background(), reg, 8, Hooks{}, func() {})
+	for i, p := range []int32{0, 1, 0, 2, 1} {
+		k := string(rune('A' + i))
+		d.submit(job{Call: saga.Call{Tool: "a", Key: k}, RK: k, P: p})
+	}
+	var got []string
+	for _, j := range d.cancelPartitions([]int32{1, 2}) {
+		got = append(got, j.RK)
+	}
+	if want := []string{"B", "D", "E"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("cancelled %v, want %v (partitions 1 and 2, in order)", got, want)
+	}
+	if n := d.queued(); n != 2 {
+		t.Fatalf("queued %d, want 2 (A running, C waiting)", n)
+	}
+	close(release)
+	for range 2 {
+		<-d.out
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"A", "C"}; !reflect.DeepEqual(ran, want) {
+		t.Fatalf("ran %v, want %v", ran, want)
+	}
+}
+
 // A free slot goes to the oldest waiting job whose tool has room: a tool at
 // its max_in_flight holds back none of the jobs queued behind its own, and
 // among the others the order of submission decides (as with one FIFO for

@@ -7,9 +7,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/atmostonce/toolexec/codes"
-	"github.com/atmostonce/toolexec/tools"
 )
 
 // drain waits (bounded) for the calls in flight and records their
@@ -19,9 +16,7 @@ import (
 func (e *Executor) drain(timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	for _, j := range e.disp.cancelQueued() {
-		e.finished(completion{job: j, outcome: tools.Outcome{Status: tools.NotExecuted, Code: codes.ErrDrained, Message: "the executor released the key before the call started"}})
-	}
+	e.notStarted(e.disp.cancelQueued())
 	if !e.stillMember(ctx) {
 		e.cfg.Logger.Warn("this member was fenced out of the group; nothing can be recorded, keys with calls running stay in doubt", "calls", e.core.InFlight())
 		return nil

@@ -30,6 +30,7 @@ type Executor struct {
 	enc     *encoder
 	dec     recordDecoder
 	folds   *folder
+	courier *courier // delivers the member's facts (facts.go)
 
 	callCtx    context.Context // parent of calls: outlives Run's ctx for the drain
 	cancelCall context.CancelFunc
@@ -41,12 +42,14 @@ type Executor struct {
 	guard            layoutGuard  // the partition-count guard (layout.go)
 	gapCount         atomic.Int32 // partitions with a gap in their log, for Ready (restore.go)
 	rebalancePending atomic.Bool
+	gate             rebalanceGate // the loop's hold on the group's rebalance gate (gate.go)
 	changes          ownershipChanges
 	crashed          atomic.Bool
 	runDone          chan struct{}
 	ready            atomic.Bool
-	assigned         bool        // an assignment was applied (loop goroutine)
-	warm             atomic.Bool // the partitions of an assignment were all restored (noteWarm)
+	assigned         bool         // an assignment was applied (loop goroutine)
+	warm             atomic.Bool  // the partitions of an assignment were all restored (noteWarm)
+	restores         restoreTally // what an assignment's restores did, logged once (restorelog.go)
 	wakeMu           sync.Mutex
 	wakeFn           context.CancelFunc
 }
@@ -90,6 +93,7 @@ func (e *Executor) Close() {
 	if e.txns != nil {
 		e.txns.Close()
 	}
+	e.courier.close()
 	if e.store != nil {
 		_ = e.store.Close()
 	}
@@ -102,5 +106,6 @@ func (e *Executor) Crash() {
 	e.crashed.Store(true)
 	e.cancelCall()
 	e.txns.Close()
+	e.courier.close()
 	<-e.runDone
 }

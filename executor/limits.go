@@ -55,6 +55,14 @@ const (
 	// up for longer; an unsettled one is tried again later.
 	backgroundSettle = time.Second
 
+	// maxHeldPolls bounds the polls the loop makes while it holds the
+	// rebalance gate (gate.go): each adds one to franz-go's count of
+	// pollers, a 32-bit field whose overflow would block polls and
+	// rebalances for good. A quarter of it is weeks of polls at a
+	// thousand a second; a member that gets there stops polling until
+	// its calls are done, then opens the gate.
+	maxHeldPolls = 1 << 30
+
 	// drainPoll is how often a drain re-checks for calls that finished: a
 	// call's slot is released just after its completion is sent.
 	drainPoll = 50 * time.Millisecond
@@ -70,6 +78,23 @@ const (
 	// looked up again: an agent creating its topic late is answered there
 	// within this.
 	replyMissingTTL = 10 * time.Second
+
+	// courierBatch bounds the facts produced in one request; facts are
+	// rare (a moved partition, an unknown transaction end), a mass outage
+	// leaves at most one per call in flight.
+	courierBatch = 64
+	// courierProduceTimeout bounds one delivery; a broker away fails it,
+	// and the courier tries again after its backoff.
+	courierProduceTimeout = 10 * time.Second
+	// courierBackoffMin and courierBackoffMax: the wait between deliveries
+	// that failed, doubling. The maximum is part of the recovery bound
+	// (docs/DESIGN.md, "Recovery after a quorum loss"): a fact reaches the
+	// control topic at most this long after the broker can take it.
+	courierBackoffMin = 500 * time.Millisecond
+	courierBackoffMax = 5 * time.Second
+	// courierLastPass bounds the delivery a member tries at shutdown,
+	// after its drain (which may have kept facts).
+	courierLastPass = 5 * time.Second
 
 	// maxSnapshotInterval: rounds come at least daily, whatever the
 	// retention, so that a DeleteRecords or a retention lowered by an

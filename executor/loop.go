@@ -21,13 +21,17 @@ func (e *Executor) Run(ctx context.Context) error {
 	watched := make(chan struct{})
 	go func() { defer close(watched); e.watchDurability(wctx) }()
 	defer func() { stopWatch(); <-watched }()
+	defer e.runCourier()()
 	e.ready.Store(true)
 	defer e.ready.Store(false)
+	defer e.allowRebalances() // leaving the group (Close) waits for the gate
 	for ctx.Err() == nil && !e.crashed.Load() {
 		if err := e.iteration(ctx); err != nil {
 			return err
 		}
 		e.noteWarm()
+		e.noteRestored()
+		e.turned()
 	}
 	if e.crashed.Load() {
 		return nil
@@ -35,30 +39,54 @@ func (e *Executor) Run(ctx context.Context) error {
 	return e.shutdown()
 }
 
-// iteration is one poll and one tick. Between the poll and AllowRebalance
-// no group callback can run (BlockRebalanceOnPoll), so what the tick knows of
-// ownership cannot change under it.
+// turned tells Config.Turned that the loop went round.
+func (e *Executor) turned() {
+	if e.cfg.Turned != nil {
+		e.cfg.Turned()
+	}
+}
+
+// iteration is one poll and one tick. The loop holds the rebalance gate
+// throughout (gate.go), so no group callback runs under a tick and what
+// it knows of ownership cannot change; a rebalance is let through after a
+// drain, or while the member is quiet.
 func (e *Executor) iteration(ctx context.Context) error {
+	e.holdRebalances()
 	if err := e.resetSessionIfDirty(ctx); err != nil {
 		return err
 	}
 	fs := e.poll(ctx)
-	defer e.client.AllowRebalance()
 	e.applyOwnershipChanges()
+	if err := e.decide(ctx, fs); err != nil {
+		return err
+	}
+	if e.rebalancePending.Swap(false) {
+		err := e.drain(e.cfg.DrainTimeout)
+		e.allowRebalances()
+		return err
+	}
+	if e.quiet() {
+		e.allowRebalances()
+	}
+	return nil
+}
+
+// decide ticks on what was polled; a tick that cannot be built now is
+// retried later.
+func (e *Executor) decide(ctx context.Context, fs kgo.Fetches) error {
 	if e.guard.holdIfLayoutRefused() && fs.NumRecords() > 0 {
 		return e.retryLater(ctx, fmt.Errorf("%w: the layout is refused; %d polled records are rewound", errRetryTick, fs.NumRecords()))
 	}
 	if err := e.tick(ctx, fs); err != nil {
 		return e.retryLater(ctx, err)
 	}
-	if e.rebalancePending.Swap(false) {
-		return e.drain(e.cfg.DrainTimeout)
-	}
 	return nil
 }
 
 // poll returns the next records, or nothing when the dispatcher's queue is
-// full (backpressure) or no record came within PollWait.
+// full (backpressure), the loop has polled maxHeldPolls times since it
+// last opened the rebalance gate (gate.go), or no record came within
+// PollWait.
 func (e *Executor) poll(ctx context.Context) kgo.Fetches {
 	pctx, cancel := context.WithTimeout(ctx, PollWait)
 	defer cancel()
@@ -69,10 +97,11 @@ func (e *Executor) poll(ctx context.Context) kgo.Fetches {
 	if len(e.disp.out) > 0 {
 		cancel() // outcomes are waiting: take only what is already buffered
 	}
-	if e.disp.queued() >= e.cfg.MaxQueued {
+	if e.disp.queued() >= e.cfg.MaxQueued || e.pollsOverdue() {
 		<-pctx.Done()
 		return nil
 	}
+	e.gate.polls++
 	return e.client.PollRecords(pctx, e.cfg.MaxPollRecords)
 }
 
@@ -118,8 +147,9 @@ func (e *Executor) resetSessionIfDirty(ctx context.Context) error {
 }
 
 // onCallbackBlocked runs when the group wants to revoke, assign or mark
-// partitions lost while our poll blocks it: drain at the end of the tick,
-// and stop waiting in a transaction end that cannot finish first.
+// partitions lost while the loop holds the gate (gate.go): drain at the
+// end of the tick, and stop waiting in a transaction end that cannot
+// finish first.
 func (e *Executor) onCallbackBlocked(context.Context, *kgo.Client) {
 	e.rebalancePending.Store(true)
 	e.wake()

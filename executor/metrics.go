@@ -28,16 +28,20 @@ type Metrics struct {
 	// offsets the group showed committed and whose own records a marker
 	// showed aborted (txn/offsets.go): their inputs were decided again.
 	AbortedBehindOffsets prometheus.Counter
-	Txns                 *prometheus.CounterVec // by result
-	TickRecords          prometheus.Histogram   // records decided per committed transaction
-	InFlight             prometheus.Gauge
-	KeysInDoubt          *prometheus.GaugeVec // by partition
-	Restores             prometheus.Histogram
-	RestoreEvents        prometheus.Counter
-	DeadLetters          *prometheus.CounterVec // by reason
-	OutcomesLost         prometheus.Counter
-	ReadsResumed         prometheus.Counter
-	HangingCommitted     prometheus.Counter
+	// CommittedAheadOfOffsets counts the mirror: an end that failed, the
+	// group's offsets not moved past its inputs, its records committed
+	// (txn/offsets.go): the member acted on the commit.
+	CommittedAheadOfOffsets prometheus.Counter
+	Txns                    *prometheus.CounterVec // by result
+	TickRecords             prometheus.Histogram   // records decided per committed transaction
+	InFlight                prometheus.Gauge
+	KeysInDoubt             *prometheus.GaugeVec // by partition
+	Restores                prometheus.Histogram
+	RestoreEvents           prometheus.Counter
+	DeadLetters             *prometheus.CounterVec // by reason
+	OutcomesLost            prometheus.Counter
+	ReadsResumed            prometheus.Counter
+	HangingCommitted        prometheus.Counter
 	// HangingUnclosed counts hanging transactions found and not closed,
 	// by reason: not_authorized (the member lacks ClusterAction) or error.
 	HangingUnclosed *prometheus.CounterVec
@@ -57,6 +61,8 @@ type Metrics struct {
 	// Durability is what the durability check at start and its watch
 	// found (durability.go).
 	Durability *topicadmin.DurabilityGauges
+	// Facts are the member's facts kept and delivered (courier.go).
+	Facts *FactMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) *Metrics {
@@ -79,6 +85,8 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 			"Transactions EndTxn reported committed whose started events an events partition then showed aborted; their calls were not made (docs/RELIABILITY.md)."))),
 		AbortedBehindOffsets: prometheus.NewCounter(prometheus.CounterOpts(opts("aborted_behind_committed_offsets_total",
 			"Transactions whose end failed, whose inputs the group's offsets showed committed (by this transaction, or by a new owner of the partition), and whose records a marker showed aborted; their inputs were decided again (docs/RELIABILITY.md, finding 18)."))),
+		CommittedAheadOfOffsets: prometheus.NewCounter(prometheus.CounterOpts(opts("committed_ahead_of_offsets_total",
+			"Transactions whose end failed, whose inputs the group's offsets showed not committed, and whose records the markers showed committed; the member acted on the commit and committed the offsets past its inputs (docs/RELIABILITY.md)."))),
 		Txns:             prometheus.NewCounterVec(prometheus.CounterOpts(opts("transactions_total", "Transactions by result.")), []string{"result"}),
 		TickRecords:      prometheus.NewHistogram(hist("transaction_inputs", "Inputs and completions per committed transaction (group commit).", prometheus.ExponentialBuckets(1, 2, 14))),
 		InFlight:         prometheus.NewGauge(prometheus.GaugeOpts(opts("calls_in_flight", "Calls started and not yet recorded."))),
@@ -100,11 +108,12 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 		HotRecords:       prometheus.NewCounterVec(prometheus.CounterOpts(opts("hot_record_lookups_total", "Record lookups of the decisions, by result: hit (a record materialised lately, held in memory) or miss (read from Pebble).")), []string{"result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Intents, m.Calls, m.CallDuration, m.TickDuration, m.TxnDuration, m.ConfirmDuration, m.AbortedAfterCommit, m.AbortedBehindOffsets, m.Txns, m.TickRecords,
+		reg.MustRegister(m.Intents, m.Calls, m.CallDuration, m.TickDuration, m.TxnDuration, m.ConfirmDuration, m.AbortedAfterCommit, m.AbortedBehindOffsets, m.CommittedAheadOfOffsets, m.Txns, m.TickRecords,
 			m.InFlight, m.KeysInDoubt, m.Restores, m.RestoreEvents, m.DeadLetters, m.OutcomesLost, m.ReadsResumed, m.HangingCommitted, m.HangingUnclosed, m.HangingBlind, m.Fsyncs, m.Unproducible,
 			m.LayoutMismatch, m.RestoreGaps, m.SnapshotRounds, m.SnapshotEvents, m.HotRecords)
 	}
 	m.Durability = topicadmin.NewDurabilityGauges(reg, sub)
+	m.Facts = newFactMetrics(reg)
 	return m
 }
 

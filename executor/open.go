@@ -51,6 +51,11 @@ func (e *Executor) open(ctx context.Context) error {
 	} else if n > 0 {
 		e.cfg.Logger.Info("pending reads moved to keys that name their tenant and key", "reads", n)
 	}
+	// The dispatcher exists before the group session: a revoke callback
+	// takes the revoked partitions' queued calls out of it.
+	e.callCtx, e.cancelCall = context.WithCancel(context.Background())
+	e.disp = newDispatcher(e.callCtx, e.cfg.Tools, e.cfg.MaxInFlight, e.cfg.Hooks, e.wake)
+	e.changes.cancel = e.disp.cancelPartitions
 	sess, err := txn.New(e.txnConfig())
 	if err != nil {
 		return err
@@ -68,23 +73,25 @@ func (e *Executor) open(ctx context.Context) error {
 	}
 	e.dec = recordDecoder{names: e.cfg.Names, partitions: e.layout.Partitions}
 	e.folds = &folder{store: st, adm: e.adm, opts: eventlog.RestoreOptions{
-		Seeds: e.cfg.Brokers, Topic: e.cfg.Names.Events, PartitionOf: e.dec.partitionOf,
+		Seeds: e.cfg.Brokers, Topic: e.cfg.Names.Events, PartitionOf: e.dec.partitionOf, Progress: e.cfg.Turned,
 		ClientOpts: append([]kgo.Opt{kgo.WithLogger(kgoLogger{l: e.cfg.Logger})}, e.cfg.Connect...),
 	}}
+	if e.courier, err = newCourier(st, e.cfg.Names.Control, e.layout.Partitions, e.cfg.Logger, e.m.Facts,
+		append([]kgo.Opt{kgo.SeedBrokers(e.cfg.Brokers...), kgo.WithLogger(kgoLogger{l: e.cfg.Logger, level: e.cfg.KafkaLogLevel})}, e.cfg.Connect...)); err != nil {
+		return err
+	}
 	e.replies = newReplyTopics(e.adm, e.cfg.Names, e.layout)
 	e.enc = &encoder{names: e.cfg.Names, replies: e.replies, deadLetters: e.layout.DeadLetterPartitions, dlCount: e.m.DeadLetters, log: e.cfg.Logger}
 	e.hot = newHotRecords(e.m.HotRecords)
 	e.core = partition.New(e.coreConfig(), storeView{st: st, events: e.cfg.Names.Events, hot: e.hot}, time.Now())
-	e.callCtx, e.cancelCall = context.WithCancel(context.Background())
 	e.trace = newCallTracer(e.cfg.TracerProvider, e.cfg.Tools, e.cfg.Names.Results)
-	e.disp = newDispatcher(e.callCtx, e.cfg.Tools, e.cfg.MaxInFlight, e.cfg.Hooks, e.wake)
 	e.disp.tracer = tracing.Tracer(e.cfg.TracerProvider, tracerName)
 	return nil
 }
 
 func (e *Executor) coreConfig() partition.Config {
 	return partition.Config{
-		Partitions: e.layout.Partitions, MaxWaiters: e.cfg.MaxWaiters, Policy: toolPolicy(e.cfg.Tools),
+		Partitions: e.layout.Partitions, MaxWaiters: e.cfg.MaxWaiters, Policy: toolPolicy(e.cfg.Tools), NearestTool: e.cfg.Tools.Nearest,
 		SweepInterval: e.cfg.SweepInterval, SnapshotInterval: snapshotInterval(e.cfg.SnapshotInterval, e.layout.EventRetention),
 		CheckSnapshot: checkSnapshot, Logger: e.cfg.Logger,
 	}
@@ -100,8 +107,8 @@ func (e *Executor) txnConfig() txn.Config {
 		Names: e.cfg.Names, Group: e.cfg.Group, TransactionalID: e.cfg.TransactionalID, TransactionTimeout: e.cfg.TransactionTimeout, BrokerOutage: e.cfg.BrokerOutage,
 		Store: e.store, Owned: func() []int32 { return e.core.Owned() }, Logger: e.cfg.Logger,
 		Metrics: txn.Metrics{TxnDuration: e.m.TxnDuration, ConfirmDuration: e.m.ConfirmDuration, AbortedAfterCommit: e.m.AbortedAfterCommit,
-			AbortedBehindOffsets: e.m.AbortedBehindOffsets,
-			HangingCommitted:     e.m.HangingCommitted, HangingUnclosed: e.m.HangingUnclosed, HangingBlind: e.m.HangingBlind},
+			AbortedBehindOffsets: e.m.AbortedBehindOffsets, CommittedAheadOfOffsets: e.m.CommittedAheadOfOffsets,
+			HangingCommitted: e.m.HangingCommitted, HangingUnclosed: e.m.HangingUnclosed, HangingBlind: e.m.HangingBlind},
 	}
 }
 

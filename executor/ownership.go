@@ -1,5 +1,11 @@
 package executor
 
+import (
+	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/executor/partition"
+	"github.com/atmostonce/toolexec/tools"
+)
+
 // The loop applies what the group's callbacks queued (callbacks.go).
 
 // applyOwnershipChanges runs on the loop goroutine after each poll. A new
@@ -13,11 +19,13 @@ func (e *Executor) applyOwnershipChanges() {
 			e.guard.checkAssignment(ch.byTopic)
 			e.core.Assign(e.cfg.Now(), ch.partitions...)
 			e.assigned = true
+			e.restores.assigned(e.cfg.Now())
 			continue
 		}
 		for _, p := range ch.partitions {
 			e.release(p)
 		}
+		e.notStarted(ch.cancelled)
 	}
 }
 
@@ -29,10 +37,32 @@ func (e *Executor) release(p int32) {
 		e.client.ResumeFetchPartitions(coPartitions(e.cfg.Names, p))
 	}
 	for _, rk := range rel.Lost {
-		e.m.OutcomesLost.Inc()
-		e.cfg.Logger.Warn("partition released with a call running; its key is in doubt for the next owner", "key", rk, "partition", p)
+		e.cfg.Logger.Warn("partition released with a call running; its key is in doubt for the next owner until the call's outcome, kept as a fact, reaches it", "key", rk, "partition", p)
 	}
 	e.m.KeysInDoubt.DeleteLabelValues(partitionLabel(p))
+}
+
+// notStarted hands calls taken out of the dispatcher before they started
+// to the core as not executed: they never reached their tool. A drain's
+// are recorded in its next tick; a revocation's partitions are released
+// by then, and the core gives their outcomes back as lost
+// (releasedOutcomes).
+func (e *Executor) notStarted(jobs []job) {
+	for _, j := range jobs {
+		e.finished(completion{job: j, outcome: tools.Outcome{Status: tools.NotExecuted, Code: codes.ErrDrained,
+			Message: "the executor released the key before the call started"}})
+	}
+}
+
+// releasedOutcomes is where an outcome of a partition this member no
+// longer owns ends: a call that finished after its partition was released
+// (or re-assigned), or one that never started. The member cannot write it
+// to a partition it does not own, and its key's next owner finds the key
+// in doubt; a definite outcome is kept as a fact and delivered to that
+// owner (facts.go). An error means the fact could not be kept: fatal.
+func (e *Executor) releasedOutcomes(lost []partition.Completion) error {
+	e.m.OutcomesLost.Add(float64(len(lost)))
+	return e.keepLost(lost)
 }
 
 // noteWarm marks the member warm, once and for good, at the end of the

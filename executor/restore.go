@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/atmostonce/toolexec/eventlog"
@@ -128,7 +129,11 @@ func (e *Executor) restored(ctx context.Context, p int32, r foldResult) error {
 	}
 	e.m.Restores.Observe(stats.Duration.Seconds())
 	e.m.RestoreEvents.Add(float64(stats.Events))
-	e.cfg.Logger.Info("partition restored", "partition", p, "from", stats.From, "to", stats.To, "events", stats.Events, "took", stats.Duration)
+	level := slog.LevelInfo
+	if e.restores.add(int64(stats.Events)) {
+		level = slog.LevelDebug // summed up in "partitions restored"
+	}
+	e.cfg.Logger.Log(ctx, level, "partition restored", "partition", p, "from", stats.From, "to", stats.To, "events", stats.Events, "took", stats.Duration)
 	e.publishDoubt(p)
 	e.resumeReads(p, resumed)
 	return nil

@@ -20,7 +20,10 @@ const lookupSettle = 10 * time.Second
 // scanLog folds the committed events of (tenant, key) from its partition
 // of the event log, from the log's start, as the executor's restore does
 // (saga.Apply), and returns the key's record: nil when the key has none or
-// its retention passed. It reads and never writes: nothing is executed.
+// its retention passed. A start that moves during the scan begins it
+// again (eventlog.ReadFromStart): a fold that resumed past events it never
+// saw could answer a key in doubt that has settled, or the reverse. It
+// reads and never writes: nothing is executed.
 //
 // It is the fallback of a lookup an executor does not answer (a version
 // before lookups, which rejects the type): its cost is a scan of one
@@ -31,12 +34,12 @@ func (g *Gateway) scanLog(ctx context.Context, tenant, key string) (*saga.Record
 	if err != nil {
 		return nil, err
 	}
-	from, to, err := g.eventsRange(ctx, p)
+	to, err := eventlog.Target(ctx, g.adm, g.names.Events, p, lookupSettle)
 	if err != nil {
 		return nil, err
 	}
 	var rec *saga.Record
-	_, err = eventlog.Read(ctx, g.cfg.Brokers, g.names.Events, p, from, to, func(_ int64, r *kgo.Record) error {
+	err = eventlog.ReadFromStart(ctx, g.cfg.Brokers, g.adm, g.names.Events, p, to, func() { rec = nil }, func(_ int64, r *kgo.Record) error {
 		if string(r.Key) != rk {
 			return nil
 		}
@@ -76,23 +79,4 @@ func (g *Gateway) eventsPartition(ctx context.Context, rk string) (int32, error)
 		return 0, fmt.Errorf("gateway: topic %s is not there (%v)", g.names.Events, d.Err)
 	}
 	return wire.Partition(rk, int32(len(d.Partitions))), nil
-}
-
-// eventsRange is where the read starts (the log's start) and where it must
-// end (the high watermark once every transaction open below it is
-// decided).
-func (g *Gateway) eventsRange(ctx context.Context, p int32) (int64, int64, error) {
-	to, err := eventlog.Target(ctx, g.adm, g.names.Events, p, lookupSettle)
-	if err != nil {
-		return 0, 0, err
-	}
-	starts, err := g.adm.ListStartOffsets(ctx, g.names.Events)
-	if err != nil {
-		return 0, 0, fmt.Errorf("gateway: start offsets of %s: %w", g.names.Events, err)
-	}
-	o, ok := starts.Lookup(g.names.Events, p)
-	if !ok || o.Err != nil {
-		return 0, 0, fmt.Errorf("gateway: start offset of %s/%d: %v", g.names.Events, p, o.Err)
-	}
-	return o.Offset, to, nil
 }

@@ -75,12 +75,30 @@ func (g *Gateway) mcpHandler() http.Handler {
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		r, span := g.serverSpan(r)
 		defer func() { g.m.observe("mcp", sw.status, time.Since(start), span); endServerSpan(span, sw.status) }()
-		tenant, ok := g.authenticate(sw, r)
+		tenant, ok := g.authenticateOr(sw, r, mcpUnauthorized)
 		if !ok {
 			return
 		}
 		g.mcp.handler.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
 	})
+}
+
+// mcpUnauthorizedCode is the JSON-RPC error code of a refused token: in
+// the range JSON-RPC leaves to servers.
+const mcpUnauthorizedCode = -32001
+
+// mcpUnauthorized answers 401 with a JSON-RPC error that says what was
+// wrong with the token, as the API's problem does. Why not the problem: an
+// MCP client shows a JSON-RPC error in a 4xx body to its user, but turns
+// any other 4xx body into a bare "Server returned an error response"
+// (the Python SDK's streamable HTTP client, mcp 2.x), and the user learns
+// nothing of the token. The id is null: the request was not read.
+func mcpUnauthorized(w http.ResponseWriter, detail string) {
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": mcpUnauthorizedCode, "message": "Unauthorized (401): " + detail}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusUnauthorized)
+	_, _ = w.Write(body)
 }
 
 // tenantKey holds the authenticated tenant in an MCP request's context.

@@ -84,13 +84,34 @@ func TestUnauthorizedSaysWhatWasWrongAndWhereTheTokenIs(t *testing.T) {
 	}
 }
 
-func TestEditDistance(t *testing.T) {
-	for _, c := range []struct {
-		a, b string
-		want int
-	}{{"", "", 0}, {"", "abc", 3}, {"kitten", "sitting", 3}, {"demo.refnd", "demo.refund", 1}, {"flaw", "lawn", 2}, {"héllo", "hello", 1}} {
-		if got := editDistance(c.a, c.b); got != c.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+// MCP's 401 is a JSON-RPC error in an application/json body: an MCP client
+// shows that to its user, where it turns a problem body into a bare
+// "Server returned an error response". It says what the API's says.
+func TestMCPUnauthorizedIsAJSONRPCErrorInWords(t *testing.T) {
+	hint := "the embedded executor keeps it in <data-dir>/gateway.token"
+	h := offlineGateway(t, hint, tools.Spec{Name: "demo.echo"})
+	for token, want := range map[string]string{"": "no bearer token: send Authorization: Bearer <token>", "tok-wrong": "token unknown: " + hint} {
+		req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		var body struct {
+			JSONRPC string `json:"jsonrpc"`
+			ID      any    `json:"id"`
+			Error   struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+			t.Fatalf("token %q: not JSON: %s", token, rec.Body)
+		}
+		if rec.Code != http.StatusUnauthorized || rec.Header().Get("Content-Type") != "application/json" || rec.Header().Get("WWW-Authenticate") == "" ||
+			body.JSONRPC != "2.0" || body.ID != nil || body.Error.Code != mcpUnauthorizedCode || !strings.HasPrefix(body.Error.Message, "Unauthorized (401): "+want) {
+			t.Errorf("token %q: %d %v %s", token, rec.Code, rec.Header(), rec.Body)
 		}
 	}
 }

@@ -59,9 +59,18 @@ func (g *Gateway) authed(route string, h tenantHandler) http.Handler {
 }
 
 // authenticate returns the tenant of the request's bearer token, or
-// answers 401 (with WWW-Authenticate, counted in auth_failures_total):
-// one check for the API and MCP alike.
+// answers 401 (with WWW-Authenticate, counted in auth_failures_total) as a
+// problem: one check for the API and MCP alike (MCP's refusal is worded
+// for its clients, mcpUnauthorized).
 func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
+	return g.authenticateOr(w, r, func(w http.ResponseWriter, detail string) {
+		writeProblem(w, http.StatusUnauthorized, codeUnauthorized, detail)
+	})
+}
+
+// authenticateOr is authenticate with the refusal's body written by
+// refuse, after the status's headers are set.
+func (g *Gateway) authenticateOr(w http.ResponseWriter, r *http.Request, refuse func(w http.ResponseWriter, detail string)) (string, bool) {
 	token, sent := bearer(r.Header.Get("Authorization"))
 	tenant, ok := "", false
 	if sent {
@@ -70,7 +79,7 @@ func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request) (string, 
 	if !ok {
 		g.m.authFailures.Inc()
 		w.Header().Set("WWW-Authenticate", `Bearer realm="toolexec"`)
-		writeProblem(w, http.StatusUnauthorized, codeUnauthorized, g.unauthorizedDetail(sent))
+		refuse(w, g.unauthorizedDetail(sent))
 	}
 	return tenant, ok
 }

@@ -3,13 +3,9 @@ package gateway
 import (
 	"fmt"
 	"net/http"
-	"strings"
-)
 
-// maxSuggestNameBytes bounds the name a suggestion is computed for: the
-// path's tool name comes from the caller, and the edit distance costs the
-// product of the two lengths.
-const maxSuggestNameBytes = 256
+	"github.com/atmostonce/toolexec/tools"
+)
 
 // unknownTool answers a tool that tenant may not see (or that does not
 // exist) with a 404 that suggests the nearest tool tenant may see. Only the
@@ -23,46 +19,12 @@ func (g *Gateway) unknownTool(w http.ResponseWriter, tenant, name string) {
 	writeProblem(w, http.StatusNotFound, codeUnknownTool, detail+"; GET /v1/tools lists the tools this token may call")
 }
 
-// nearestTool returns the tool whose name is closest to name by edit
-// distance, when it is close enough to be a typo (at most a third of the
-// name's length, and at least 1), or whose last dotted part is name (a
-// name given without its namespace). Ties go to the first in name order.
+// nearestTool is the visible tool whose name is nearest to name
+// (tools.NearestName).
 func nearestTool(name string, visible []*tool) (string, bool) {
-	if name == "" || len(name) > maxSuggestNameBytes {
-		return "", false
+	names := make([]string, len(visible))
+	for i, t := range visible {
+		names[i] = t.name()
 	}
-	limit := max(1, len([]rune(name))/3)
-	best, bestDist := "", limit+1
-	for _, t := range visible {
-		cand := t.name()
-		if i := strings.LastIndexByte(cand, '.'); i >= 0 && cand[i+1:] == name {
-			return cand, true
-		}
-		if d := editDistance(strings.ToLower(name), strings.ToLower(cand)); d < bestDist {
-			best, bestDist = cand, d
-		}
-	}
-	return best, best != ""
-}
-
-// editDistance is the Levenshtein distance of a and b over runes, in one
-// row of memory.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	row := make([]int, len(rb)+1)
-	for j := range row {
-		row[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		diag := row[0]
-		row[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			diag, row[j] = row[j], min(row[j]+1, row[j-1]+1, diag+cost)
-		}
-	}
-	return row[len(rb)]
+	return tools.NearestName(name, names)
 }

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -103,8 +104,9 @@ func TestGatewayAnswersWithoutLookupWhatIsKnown(t *testing.T) {
 	}
 }
 
-// /mcp without a valid token answers as the API does: 401 with
-// WWW-Authenticate and a problem, counted in auth_failures_total.
+// /mcp without a valid token answers as the API does, 401 with
+// WWW-Authenticate, counted in auth_failures_total, but with a JSON-RPC
+// error that an MCP client shows its user (where it hides a problem).
 func TestMCPUnauthorizedIsCountedAndChallenged(t *testing.T) {
 	e := newEnv(t, 3)
 	l := newLedger(t)
@@ -122,9 +124,11 @@ func TestMCPUnauthorizedIsCountedAndChallenged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") || resp.Header.Get("Content-Type") != "application/problem+json" {
-			t.Fatalf("%q: %d %v", auth, resp.StatusCode, resp.Header)
+		if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") || resp.Header.Get("Content-Type") != "application/json" ||
+			!strings.Contains(string(body), `"error":{"code":-32001,"message":"Unauthorized (401): `) {
+			t.Fatalf("%q: %d %v %s", auth, resp.StatusCode, resp.Header, body)
 		}
 	}
 	if n := metric(t, reg, "toolexec_gateway_auth_failures_total", "", ""); n != 2 {

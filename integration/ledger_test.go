@@ -154,6 +154,20 @@ func (l *ledger) headerOf(tenant, key, name string) string {
 	return ""
 }
 
+// callsOf counts the requests of (tenant, key), under every downstream
+// key of its calls.
+func (l *ledger) callsOf(tenant, key string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for dk, h := range l.headers {
+		if h.Get("X-Tool-Tenant") == tenant && h.Get("X-Tool-Key") == key {
+			n += l.calls[dk]
+		}
+	}
+	return n
+}
+
 // waitArrivals waits until n requests have arrived.
 func (l *ledger) waitArrivals(t *testing.T, n int, within time.Duration) {
 	t.Helper()

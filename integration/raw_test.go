@@ -97,6 +97,15 @@ func (c *collector) results(intentID string) []*wire.Result {
 // waitResult waits for a terminal answer to intentID.
 func (c *collector) waitResult(t *testing.T, intentID string, within time.Duration) *wire.Result {
 	t.Helper()
+	if res := c.terminalWithin(intentID, within); res != nil {
+		return res
+	}
+	t.Fatalf("no terminal answer to %s within %s (saw %d answers)", intentID, within, len(c.results(intentID)))
+	return nil
+}
+
+// terminalWithin waits for a terminal answer to intentID, or returns nil.
+func (c *collector) terminalWithin(intentID string, within time.Duration) *wire.Result {
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		for _, res := range c.results(intentID) {
@@ -106,7 +115,6 @@ func (c *collector) waitResult(t *testing.T, intentID string, within time.Durati
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("no terminal answer to %s within %s (saw %d answers)", intentID, within, len(c.results(intentID)))
 	return nil
 }
 

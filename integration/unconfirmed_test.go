@@ -17,6 +17,7 @@ import (
 	"github.com/atmostonce/toolexec/client"
 	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/executor"
+	"github.com/atmostonce/toolexec/internal/kfakeresp"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"
@@ -209,6 +210,7 @@ func (a *commitAborter) control(req kmsg.Request) (kmsg.Response, error, bool) {
 type unconfirmed struct {
 	ctx     context.Context
 	cluster *kfake.Cluster
+	ip      *kfakeresp.Interposer // passes everything until a test sets it
 	adm     *kadm.Client
 	seeds   []string
 	names   topics.Names
@@ -229,12 +231,13 @@ func newUnconfirmed(t *testing.T, prefix, extra string, mods ...func(*executor.C
 	if testing.Short() {
 		t.Skip("integration test")
 	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(500*time.Millisecond))
+	ip := kfakeresp.NewInterposer()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(500*time.Millisecond), kfake.ListenFn(ip.Listen))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cluster.Close)
-	u := &unconfirmed{cluster: cluster, seeds: cluster.ListenAddrs(), names: topics.NamesWithPrefix(prefix + ".")}
+	u := &unconfirmed{cluster: cluster, ip: ip, seeds: cluster.ListenAddrs(), names: topics.NamesWithPrefix(prefix + ".")}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	u.ctx = ctx

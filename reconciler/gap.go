@@ -48,6 +48,29 @@ func (r *Reconciler) bridgeGap(ctx context.Context, p int32, next int64) (int64,
 	return start, nil
 }
 
+// startPassed handles a fetch that reports the log start of p past the
+// view's next offset: the events in between are gone, unfolded. The view
+// of p is rebuilt from that start, as bridgeGap does at an assignment.
+//
+// Why at the fetch and not only at the assignment: the log start can move
+// after bridgeGap looked (franz-go then resumes at the new start, as this
+// group's reset offset asks, without a word), and a reconciler that lags
+// behind the log's retention while it follows meets the same move. Folding
+// on would leave the view stale, the hazard bridgeGap describes.
+func (r *Reconciler) startPassed(p int32, o *partition, start int64) error {
+	if o.next > 0 {
+		r.cfg.Logger.Warn("reconciler: the event log's start moved past the view while it was read; rebuilding the partition's view from the log start",
+			"partition", p, "next", o.next, "log_start", start)
+		r.m.ViewGaps.Inc()
+		if err := r.clearPartition(p, start); err != nil {
+			return fmt.Errorf("%w: clear partition %d: %w", ErrFatal, p, err)
+		}
+	}
+	r.epochs++
+	*o = partition{epoch: r.epochs, next: start}
+	return nil
+}
+
 // logStart is the log start offset of events partition p.
 func (r *Reconciler) logStart(ctx context.Context, p int32) (int64, error) {
 	if r.startOffset != nil {

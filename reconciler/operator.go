@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"time"
 
@@ -69,9 +70,11 @@ func PendingFromLog(ctx context.Context, o LogOptions) ([]Row, error) {
 	}
 	recs := map[string]*saga.Record{}
 	for p := range n {
-		if err := foldPartitionInto(ctx, adm, o, p, recs); err != nil {
+		part, err := foldPartition(ctx, adm, o, p)
+		if err != nil {
 			return nil, err
 		}
+		maps.Copy(recs, part)
 	}
 	now := o.Now.UnixMilli()
 	var rows []Row
@@ -95,12 +98,16 @@ func partitionCount(ctx context.Context, adm *kadm.Client, topic string) (int32,
 	return int32(len(td[topic].Partitions)), nil
 }
 
-func foldPartitionInto(ctx context.Context, adm *kadm.Client, o LogOptions, p int32, recs map[string]*saga.Record) error {
+// foldPartition folds events partition p from its log start into the
+// records of its keys; a start that moves during the read begins the fold
+// again (eventlog.ReadFromStart).
+func foldPartition(ctx context.Context, adm *kadm.Client, o LogOptions, p int32) (map[string]*saga.Record, error) {
 	end, err := eventlog.Target(ctx, adm, o.Names.Events, p, o.SettleWait)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = eventlog.Read(ctx, o.Brokers, o.Names.Events, p, 0, end, func(off int64, r *kgo.Record) error {
+	var recs map[string]*saga.Record
+	err = eventlog.ReadFromStart(ctx, o.Brokers, adm, o.Names.Events, p, end, func() { recs = map[string]*saga.Record{} }, func(off int64, r *kgo.Record) error {
 		ev, err := eventlog.Decode(r.Value)
 		if err != nil {
 			return fmt.Errorf("%s/%d offset %d: %w", o.Names.Events, p, off, err)
@@ -117,7 +124,7 @@ func foldPartitionInto(ctx context.Context, adm *kadm.Client, o LogOptions, p in
 		recs[rk] = slim(rec)
 		return nil
 	}, o.ClientOpts...)
-	return err
+	return recs, err
 }
 
 // slim drops what a settled record no longer needs for the fold of later

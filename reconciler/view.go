@@ -21,10 +21,17 @@ func (r *Reconciler) fold(fs kgo.Fetches) error {
 	var err error
 	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
 		o, ok := r.owned[fp.Partition]
-		if err != nil || !ok || fp.Topic != r.cfg.Names.Events || len(fp.Records) == 0 {
+		if err != nil || !ok || fp.Topic != r.cfg.Names.Events {
 			return
 		}
-		err = r.foldPartition(fp.Partition, o, fp.Records)
+		if fp.LogStartOffset > o.next {
+			if err = r.startPassed(fp.Partition, o, fp.LogStartOffset); err != nil {
+				return
+			}
+		}
+		if len(fp.Records) > 0 {
+			err = r.foldPartition(fp.Partition, o, fp.Records)
+		}
 	})
 	return err
 }

@@ -51,6 +51,9 @@ func startCompensation(rec *Record, in Input, env Env) Decision {
 // decideResolve settles a key in doubt by an operator's or the
 // reconciler's word. It arrives only on the control topic.
 func decideResolve(rec *Record, in Input, env Env) Decision {
+	if in.DownstreamKey != "" {
+		return decideFact(rec, in, env)
+	}
 	if rec == nil {
 		return rejectInput(in, codes.ReasonInvalidCommand, "no such key")
 	}

@@ -139,15 +139,7 @@ const notExecutedMarginMs = 5_000
 // whatever its cause: a queued call not sent, a drain, a commit delayed
 // by an outage.
 func notExecutedTooLate(rec *Record, c Completion, env Env) Completion {
-	if c.Status != StatusNotExecuted {
-		return c
-	}
-	tool, until := rec.Tool, rec.PendingUntil
-	if c.Compensation {
-		tool, until = rec.Comp.Tool, compensationPendingUntil(rec.Comp, env)
-	}
-	pol, ok := env.Policy(tool)
-	if !ok || !pol.Resent || env.Now < until-min(notExecutedMarginMs, pol.PendingTTLMs/4) {
+	if c.Status != StatusNotExecuted || !resentTooLate(rec, c.Compensation, env) {
 		return c
 	}
 	c.Status = StatusUnknown

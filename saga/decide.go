@@ -31,7 +31,7 @@ func decideCall(rec *Record, in Input, env Env) Decision {
 	pol, ok := env.Policy(in.Tool)
 	switch {
 	case !ok:
-		return rejectInput(in, codes.ReasonUnknownTool, fmt.Sprintf("tool %q is not configured", in.Tool))
+		return rejectInput(in, codes.ReasonUnknownTool, unknownTool(in, env))
 	case pol.MaxArgsBytes > 0 && len(in.Args) > pol.MaxArgsBytes:
 		return rejectInput(in, codes.ReasonOversized, fmt.Sprintf("args are %d bytes, tool %q allows %d", len(in.Args), in.Tool, pol.MaxArgsBytes))
 	case pol.ReadOnly:
@@ -46,6 +46,19 @@ func decideCall(rec *Record, in Input, env Env) Decision {
 		return prefixed(prefix, execute(rec, in, pol, env))
 	}
 	return prefixed(prefix, decideDuplicate(rec, in, env))
+}
+
+// unknownTool says that in's tool is not configured and, when one is
+// near, which tool the caller may have meant.
+func unknownTool(in Input, env Env) string {
+	msg := fmt.Sprintf("tool %q is not configured", in.Tool)
+	if env.NearestTool == nil {
+		return msg
+	}
+	if near, ok := env.NearestTool(in.Tenant, in.Tool); ok {
+		msg += fmt.Sprintf(": did you mean %s?", near)
+	}
+	return msg
 }
 
 // prefixed puts events ahead of d's. Without any, d is returned as it is:

@@ -138,6 +138,7 @@ type step struct {
 	in     *saga.Input      // Decide
 	done   *saga.Completion // Complete
 	expire bool             // Expire
+	orphan bool             // Orphaned
 
 	verdict saga.Verdict
 	reason  string
@@ -170,6 +171,8 @@ func (h history) run(t *testing.T) *saga.Record {
 			d, what = saga.Complete(rec, *s.done, env), fmt.Sprintf("Complete(%s %s)", s.done.CallID, s.done.Status)
 		case s.expire:
 			d, what = saga.Expire(rec, env), "Expire"
+		case s.orphan:
+			d, what = saga.Orphaned(rec, env), "Orphaned"
 		default:
 			t.Fatalf("step %d: no input", i)
 		}
@@ -977,5 +980,21 @@ func TestDownstreamKeyIsPerCall(t *testing.T) {
 	third := saga.Decide(nil, call("C", "x"), env)
 	if third.Call.Attempt != 1 || third.Call.DownstreamKey == first.Call.DownstreamKey {
 		t.Fatalf("the call after expiry reuses the first call's key: %+v", third.Call)
+	}
+}
+
+// An unknown tool's rejection suggests the tool the caller may have meant,
+// as the member's NearestTool finds it for the intent's tenant.
+func TestUnknownToolSuggestsTheNearest(t *testing.T) {
+	in := callTool("X", "chrage", "x")
+	bare := saga.Decide(nil, in, saga.Env{Now: t0, Policy: policies})
+	if bare.Verdict != saga.VerdictReject || bare.Answers[0].Err.Message != `tool "chrage" is not configured` {
+		t.Fatalf("without NearestTool: %+v", bare.Answers)
+	}
+	var asked string
+	near := func(tenant, tool string) (string, bool) { asked = tenant + "/" + tool; return "charge", true }
+	d := saga.Decide(nil, in, saga.Env{Now: t0, Policy: policies, NearestTool: near})
+	if got := d.Answers[0].Err.Message; got != `tool "chrage" is not configured: did you mean charge?` || asked != in.Tenant+"/chrage" {
+		t.Fatalf("with NearestTool: %q (asked %q)", got, asked)
 	}
 }

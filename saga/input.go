@@ -52,6 +52,13 @@ type Input struct {
 	// (the call settled meanwhile) is refused instead of undoing a success
 	// or settling a newer call. Empty means unconditional (operators).
 	CallID string
+	// DownstreamKey, on a resolve, makes it a member's fact about one
+	// attempt (fact.go): the member that started the call under this
+	// downstream key got its outcome, or never sent it. It applies only
+	// while that attempt is the key's call (or compensation) in doubt,
+	// and, the attempt having ended, before its pending_ttl too. CallID
+	// is required with it.
+	DownstreamKey string
 	// Force (resolve, compensate; the control topic only) settles or
 	// undoes a call that may still reach its tool. Without it such a
 	// command is refused until the call's PendingUntil (command.go).
@@ -87,6 +94,9 @@ type Env struct {
 	MaxWaiters int
 	// Policy looks up a tool's policy; false means an unknown tool.
 	Policy func(tool string) (Policy, bool)
+	// NearestTool, when set, names the tool tenant may call whose name is
+	// nearest to an unknown one (a typo): the rejection suggests it.
+	NearestTool func(tenant, tool string) (string, bool)
 }
 
 func (e *Env) maxWaiters() int {

@@ -35,6 +35,9 @@ const (
 	// AuxAbortedTxns: the executor's own aborted transactions,
 	// "txn/" <producer id u64> <epoch u16>.
 	AuxAbortedTxns = "txn/"
+	// AuxFacts: the executor's facts not yet delivered (executor/facts.go),
+	// "fact/" <routing key> 0x00 <downstream key>.
+	AuxFacts = "fact/"
 	// AuxInvestigations: the reconciler's investigations of calls,
 	// "inv/" <tenant> 0x00 <key>.
 	AuxInvestigations = "inv/"

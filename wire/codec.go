@@ -125,7 +125,7 @@ func salvage(value []byte, rej *Reject) {
 // wrongTypeField names the first field of m whose msgpack type the
 // Intent cannot hold, or "" when none is found at the top level.
 func wrongTypeField(m map[string]any) string {
-	for _, k := range []string{"v", "type", "id", "tenant", "key", "tool", "args", "reply_to", "deadline_ms", "scope", "outcome", "error", "by", "reason", "call_id"} {
+	for _, k := range []string{"v", "type", "id", "tenant", "key", "tool", "args", "reply_to", "deadline_ms", "scope", "outcome", "error", "by", "reason", "call_id", "downstream_key"} {
 		v, ok := m[k]
 		if !ok || v == nil {
 			continue
@@ -208,6 +208,10 @@ func validateIdentity(in *Intent) *Reject {
 		return reject(codes.ReasonBadReplyTo, "field reply_to is longer than %d bytes", MaxReplyToBytes)
 	case len(in.CallID) > MaxIDBytes:
 		return reject(codes.ReasonInvalidField, "field call_id is longer than %d bytes", MaxIDBytes)
+	case len(in.DownstreamKey) > MaxIDBytes:
+		return reject(codes.ReasonInvalidField, "field downstream_key is longer than %d bytes", MaxIDBytes)
+	case in.DownstreamKey != "" && (in.Type != TypeResolve || in.CallID == ""):
+		return reject(codes.ReasonInvalidField, "field downstream_key is accepted only on a resolve that names its call (call_id)")
 	}
 	return nil
 }

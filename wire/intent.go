@@ -65,6 +65,14 @@ type Intent struct {
 	// doubt: that compensation) is the key's current one and in doubt,
 	// and is rejected (invalid_command) otherwise. The reconciler sets it.
 	CallID string `msgpack:"call_id,omitempty"`
+	// DownstreamKey (resolve only, with CallID) makes the resolve a
+	// member's fact about one attempt of the call: the one started under
+	// this downstream key. It applies only while that attempt is the key's
+	// call (or compensation) in doubt, and before the call's pending_ttl
+	// too: the member that started it vouches that the attempt ended (it
+	// got this outcome) or was never sent. Executors send these
+	// (executor/facts.go); docs/wire-format.md.
+	DownstreamKey string `msgpack:"downstream_key,omitempty"`
 
 	// Force (resolve, compensate; the control topic only): settle or undo
 	// a call that may still reach its tool, before its pending_ttl has

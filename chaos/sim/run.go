@@ -54,6 +54,7 @@ type world struct {
 	agents     *client.Client
 
 	tr      *chaos.Tracker
+	escal   chaos.Escalations
 	hist    *chaos.History
 	tail    *tail
 	owners  *owners
@@ -302,9 +303,11 @@ func (w *world) watch(ctx context.Context, in *injector) {
 			return
 		case <-t.C:
 			w.fleet.reap()
-			if _, ok := w.rec.rows(); !ok {
+			rows, ok := w.rec.rows()
+			if !ok {
 				_ = w.rec.start(ctx)
 			}
+			w.escal.Note(rows)
 		}
 	}
 }
@@ -351,6 +354,7 @@ func (w *world) settle(ctx context.Context) (map[string]bool, bool) {
 		if !ok {
 			_ = w.rec.start(ctx)
 		}
+		w.escal.Note(rows)
 		escalated, busy := map[string]bool{}, 0
 		for _, r := range rows {
 			switch rk := r.RoutingKey(); {
@@ -438,12 +442,17 @@ func (w *world) verdict(ctx context.Context, in *injector, load *workload, escal
 	if err != nil {
 		return nil, err
 	}
+	facts, err := chaos.ReadFacts(vctx, w.brokers, w.names, kgo.ClientID(harnessID+"-facts"))
+	if err != nil {
+		return nil, err
+	}
 	aborted := 0
 	for _, m := range w.fleet.members() {
 		aborted += int(counterValue(m.ex.Metrics().Txns.WithLabelValues("aborted")))
 	}
 	verdict := chaos.Judge(chaos.Evidence{Tracker: w.tr, Ledger: w.ledger.Stats(), History: w.hist, Escalated: escalated,
-		Undecided: w.undecided, Stuck: stuck, Hostile: w.hostile, DeadLetters: dead, Aborted: aborted, Faults: in.total()})
+		Undecided: w.undecided, Stuck: stuck, Hostile: w.hostile, DeadLetters: dead, Aborted: aborted, Faults: in.total(),
+		Escalations: &w.escal, Facts: facts})
 	rep := w.report(in, load, verdict)
 	if !settled {
 		rep.Notes = append(rep.Notes, "the run did not settle within the settle time")

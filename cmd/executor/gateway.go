@@ -20,7 +20,6 @@ import (
 	"github.com/atmostonce/toolexec/console"
 	"github.com/atmostonce/toolexec/gateway"
 	"github.com/atmostonce/toolexec/internal/cli"
-	"github.com/atmostonce/toolexec/internal/httpserve"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/wire"
 )
@@ -60,7 +59,7 @@ const embeddedShutdown = 2 * time.Second
 //
 // hup carries the SIGHUPs the process took since its first moment
 // (cli.Hangups): the tenants file is reloaded on each.
-func startGateway(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry, promReg prometheus.Registerer, hup <-chan os.Signal, log *slog.Logger) (func(), error) {
+func startGateway(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry, promReg prometheus.Registerer, front *front, hup <-chan os.Signal, log *slog.Logger) (func(), error) {
 	if !f.gw.on || f.gw.tenants == "" {
 		go nothingToReload(ctx, hup, log)
 	}
@@ -92,11 +91,7 @@ func startGateway(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.R
 	if err != nil {
 		return nil, err
 	}
-	srv, err := httpserve.Listen(f.gw.addr, g.Handler(), log)
-	if err != nil {
-		g.Close()
-		return nil, errors.Join(err, errors.New("use --gateway-addr, or --gateway=false"))
-	}
+	front.Serve(g.Handler())
 	stopHUP := func() {}
 	if f.gw.tenants != "" {
 		stopHUP = g.ReloadOn(f.gw.tenants, hup)
@@ -109,7 +104,7 @@ func startGateway(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.R
 		stopHUP()
 		sctx, cancel := context.WithTimeout(context.Background(), embeddedShutdown)
 		defer cancel()
-		_ = srv.Shutdown(sctx)
+		_ = front.srv.Shutdown(sctx)
 		g.Close()
 	}, nil
 }
@@ -144,6 +139,15 @@ func noSharedTokens(f *runFlags, tenants *gateway.Tenants) error {
 	return nil
 }
 
+// check refuses, before anything is bound or started, a gateway address
+// that others can reach while it would serve the default tenant.
+func (g *gatewayFlags) check() error {
+	if !g.on || g.tenants != "" {
+		return nil
+	}
+	return localOnly(g.addr)
+}
+
 // keptToken is the default tenant's token and the file that keeps it.
 type keptToken struct{ path, token string }
 
@@ -154,9 +158,6 @@ func gatewayTenants(f *runFlags, log *slog.Logger) (*gateway.Tenants, *keptToken
 	if f.gw.tenants != "" {
 		ts, err := gateway.LoadTenants(f.gw.tenants)
 		return ts, nil, err
-	}
-	if err := localOnly(f.gw.addr); err != nil {
-		return nil, nil, err
 	}
 	path := filepath.Join(f.dataDir, tokenFile)
 	token, err := defaultToken(path)
@@ -172,15 +173,24 @@ func gatewayTenants(f *runFlags, log *slog.Logger) (*gateway.Tenants, *keptToken
 // tenant: its token is a development convenience kept in a file on this
 // machine; anything reachable by others takes --tenants.
 func localOnly(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return fmt.Errorf("--gateway-addr %q: %w", addr, err)
 	}
-	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+	if loopback(addr) {
 		return nil
 	}
 	return fmt.Errorf("--gateway-addr %s can be reached from other machines, and without --tenants the gateway serves the "+
 		"default tenant with the token in <data-dir>/%s: give a tenants file (--tenants, docs/gateway.md), or listen on 127.0.0.1", addr, tokenFile)
+}
+
+// loopback reports whether addr listens where only this machine reaches.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
 }
 
 // defaultToken reads the token file, or writes a new random token to it

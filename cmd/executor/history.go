@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"time"
 
@@ -15,12 +14,12 @@ import (
 // historyMain prints a key's audit trail: every committed event of the key,
 // oldest first, one JSON object each.
 func historyMain(args []string) error {
-	fs := flag.NewFlagSet("executor history", flag.ContinueOnError)
+	fs := cli.FlagSet("executor history", "Usage: executor history --key K [--tenant X] [flags]\n\nPrints the key's audit trail from the event log, oldest first, one JSON object per event.")
 	kafka := cli.KafkaFlags(fs)
 	key := fs.String("key", "", "idempotency key (required)")
 	tenant := fs.String("tenant", wire.DefaultTenant, "tenant")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *key == "" {

@@ -28,7 +28,7 @@ import (
 // them as the executor checks at start. On a single broker the defaults
 // become 1 and 1 (development), with a warning.
 func topicsMain(args []string) error {
-	fs := flag.NewFlagSet("executor topics", flag.ContinueOnError)
+	fs := cli.FlagSet("executor topics", "Usage: executor topics [--tools F] [--partitions N] [--replication-factor 3] [--min-insync-replicas 2] [flags]\n\nCreates the topics that are missing and checks them all, then exits (as admin on a secured cluster).")
 	kafka := cli.KafkaFlags(fs)
 	partitions := fs.Int("partitions", 12, "partitions of intents, control and events")
 	replication := fs.Int("replication-factor", topicadmin.Production.ReplicationFactor, "replication factor of new topics, and the least an existing one may have (1 on a single broker unless given)")
@@ -37,7 +37,7 @@ func topicsMain(args []string) error {
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
 	var allowWeak bool
 	cli.AllowWeakDurabilityFlag(fs, &allowWeak)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	minRetention, err := eventRetention(*toolsFile)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -27,7 +26,7 @@ type flags struct {
 func parseFlags(args []string) (*flags, error) {
 	f := &flags{}
 	host, _ := os.Hostname()
-	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs := cli.FlagSet("gateway", usage)
 	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka seed brokers (default: bootstrap.servers of --kafka-config, else "+cli.DefaultBrokers+")")
 	fs.StringVar(&f.kafkaConfig, "kafka-config", "", "Kafka client properties file (TLS, SASL), as for the other commands")
 	fs.StringVar(&f.toolsFile, "tools", "", "the executor's tool file (required)")
@@ -36,9 +35,9 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.prefix, "topic-prefix", topics.DefaultPrefix, "prefix of the topic names")
 	fs.StringVar(&f.instanceID, "instance-id", gateway.InstanceIDFrom(host), "names this instance's reply topic <prefix>gateway.<id>; keep it stable across restarts (a StatefulSet's pod name; default: the host name)")
 	fs.StringVar(&f.clientID, "client-id", "toolexec-gateway", "Kafka client id")
-	fs.DurationVar(&f.outage, "broker-outage", 2*time.Minute, "how long the gateway waits at start for a broker that does not answer and for the executor's topics, before it exits")
+	fs.DurationVar(&f.outage, "broker-outage", 2*time.Minute, "how long one start attempt waits for a broker that does not answer and for the executor's topics; the gateway tries again until they are there (up, not ready)")
 	fs.DurationVar(&f.replyIdle, "reply-topic-idle", gateway.DefaultReplyTopicIdle, "delete the reply topics of other instances whose newest answer or heartbeat is older than this (instances gone for good); 0: never")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}
 	switch {
@@ -62,10 +61,11 @@ func runMain(args []string) error {
 	log := cli.Logger()
 	ctx, stop := cli.SignalContext()
 	defer stop()
-	web, err := httpserve.ListenProcess(f.httpAddr, log)
+	ln, err := cli.Listen("--http-addr", f.httpAddr, "")
 	if err != nil {
 		return err
 	}
+	web := httpserve.ServeProcess(ln, log)
 	cfg, err := tools.Load(f.toolsFile)
 	if err != nil {
 		return err
@@ -85,20 +85,22 @@ func runMain(args []string) error {
 	defer stopTracing()
 	reg := web.Registry
 	var g *gateway.Gateway
-	err = cli.StartPatiently(ctx, f.outage, "gateway start", log, reg, func(ctx context.Context, r prometheus.Registerer) (err error) {
-		g, err = gateway.New(ctx, gateway.Config{
-			Brokers: conn.Seeds, KafkaOpts: conn.Opts, Prefix: f.prefix, Tools: cfg.Tools, Tenants: gateway.NewTenantStore(tenants),
-			InstanceID: f.instanceID, ClientID: f.clientID, ReplyTopicIdle: replyIdle(f.replyIdle), Logger: log, Registerer: r, TracerProvider: tp,
+	_, err = cli.StartPatiently(ctx, cli.Start{What: "gateway start", Attempt: f.outage, Log: log, Reg: reg, Live: web.Live,
+		Passing: func(err error) bool { return !cli.Lasting(err, gateway.ErrConfig, gateway.ErrTenants) }},
+		func(ctx context.Context, r prometheus.Registerer) (err error) {
+			g, err = gateway.New(ctx, gateway.Config{
+				Brokers: conn.Seeds, KafkaOpts: conn.Opts, Prefix: f.prefix, Tools: cfg.Tools, Tenants: gateway.NewTenantStore(tenants),
+				InstanceID: f.instanceID, ClientID: f.clientID, ReplyTopicIdle: replyIdle(f.replyIdle), Logger: log, Registerer: r, TracerProvider: tp,
+			})
+			return err
 		})
-		return err
-	}, func(err error) bool { return !cli.Lasting(err, gateway.ErrConfig, gateway.ErrTenants) })
 	if err != nil {
 		return err
 	}
 	defer g.Close()
 	stopHUP := g.ReloadOn(f.tenantsFile, hup)
 	defer stopHUP()
-	kafkaUp := httpserve.Watch(ctx, "gateway: kafka", readyInterval, readyTimeout, g.Ping, log)
+	kafkaUp := httpserve.WatchLive(ctx, web.Live, "gateway: kafka", readyInterval, readyTimeout, g.Ping, log)
 	mux := httpserve.Health(reg, kafkaUp)
 	mux.Handle("/", g.Handler())
 	web.Serve(mux)
@@ -129,7 +131,7 @@ func shutdown(srv *http.Server, log *slog.Logger) error {
 // hashTokenMain prints the tenants-file form of a token.
 func hashTokenMain(args []string) error {
 	if len(args) != 1 || args[0] == "" {
-		return errors.New("usage: gateway hash-token TOKEN")
+		return cli.Usagef("usage: gateway hash-token TOKEN")
 	}
 	fmt.Println(gateway.HashToken(args[0]))
 	return nil

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,13 +17,13 @@ import (
 // reconciler needed), completed with what the running reconciler at
 // --http-addr knows (attempts, escalations, commands sent).
 func pendingMain(args []string) error {
-	fs := flag.NewFlagSet("reconciler pending", flag.ContinueOnError)
+	fs := cli.FlagSet("reconciler pending", "Usage: reconciler pending [--json] [--tools F] [--http-addr ADDR] [flags]\n\nLists the keys in doubt, from the event log and the running reconciler at --http-addr.")
 	kafka := cli.KafkaFlags(fs)
 	toolsFile := fs.String("tools", "", "the executor's tool file, for classes and pending_ttl (optional)")
 	httpAddr := fs.String("http-addr", "127.0.0.1:9465", "the running reconciler's address; empty: the event log only")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
@@ -82,6 +81,8 @@ func printRowsJSON(w io.Writer, rows []reconciler.Row, now time.Time) error {
 	return cli.PrintJSON(w, out)
 }
 
+// printRows prints the rows as a table. The reason is the last column and
+// is printed whole: it says what an operator must do.
 func printRows(w io.Writer, rows []reconciler.Row, now time.Time) {
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "no keys in doubt")
@@ -95,7 +96,7 @@ func printRows(w io.Writer, rows []reconciler.Row, now time.Time) {
 			past = age(d)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.RoutingKey(), r.Tool, orDash(r.Class), r.Phase, r.Status,
-			age(now.UnixMilli()-r.CalledAt), past, r.State, r.Attempts, r.Waiters, clip(r.Reason, 80))
+			age(now.UnixMilli()-r.CalledAt), past, r.State, r.Attempts, r.Waiters, r.Reason)
 	}
 	_ = tw.Flush()
 }
@@ -111,11 +112,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/user"
@@ -18,7 +17,7 @@ import (
 // resolveMain settles a key in doubt by an operator's word and prints the
 // executor's answer (resolved, or rejected with the reason).
 func resolveMain(args []string) error {
-	fs := flag.NewFlagSet("reconciler resolve", flag.ContinueOnError)
+	fs := cli.FlagSet("reconciler resolve", "Usage: reconciler resolve --key K --outcome succeeded|failed|not_executed [--result JSON] [--reason TEXT] [--force] [flags]\n\nSettles a key in doubt by an operator's word and prints the executor's answer (exit 1 when it is rejected).")
 	kafka := cli.KafkaFlags(fs)
 	req := reconciler.ResolveRequest{}
 	fs.StringVar(&req.Key, "key", "", "idempotency key (required)")
@@ -31,7 +30,7 @@ func resolveMain(args []string) error {
 	fs.StringVar(&req.Reason, "reason", "settled by an operator", "why (recorded in the event log)")
 	fs.BoolVar(&req.Force, "force", false, "settle the key even though its call may still reach the tool (its pending_ttl has not passed); recorded as forced")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the executor's answer")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if req.Key == "" || req.Outcome == "" {

@@ -66,6 +66,22 @@ def free_port():
         return s.getsockname()[1]
 
 
+def wait_ready(proc, http, timeout=90):
+    """Waits until the executor proc answers /readyz on http."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"executor exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://{http}/readyz", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError("executor not ready")
+
+
 TOOLS = """tools:
   - name: shop.refund
     class: native_key
@@ -113,18 +129,7 @@ class Gateway:
             stdout=self.log, stderr=subprocess.STDOUT)
 
     def wait_ready(self, timeout=90):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"executor exited with {self.proc.returncode}")
-            try:
-                with urllib.request.urlopen(f"http://{self.http}/readyz", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError("executor not ready")
+        wait_ready(self.proc, self.http, timeout)
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # MCP conformance of the gateway: the official Python `mcp` package (PyPI,
 # pinned below) speaks MCP Streamable HTTP to the gateway embedded in the
-# executor, over a real Kafka (docs/gateway.md, "MCP").
+# executor, over a real Kafka (docs/gateway.md, "MCP"); and the MCP example
+# client (clients/python/examples/mcp_client.py) against the executor's
+# embedded default (test_example.py, no Kafka of its own).
 #
 #   KAFKA_BROKERS=127.0.0.1:19092 conformance/mcp/run.sh [pytest args...]
 #
@@ -37,7 +39,7 @@ say "building the executor into $WORK"
 
 export MCP_EXECUTOR="$WORK/executor" MCP_WORKDIR="$WORK" PYTHONDONTWRITEBYTECODE=1
 set +e
-(cd "$HERE" && "$PY" -m pytest -p no:cacheprovider -rfEs "$@" test_mcp.py)
+(cd "$HERE" && "$PY" -m pytest -p no:cacheprovider -rfEs "$@" test_mcp.py test_example.py)
 rc=$?
 set -e
 if [[ $rc -ne 0 ]]; then

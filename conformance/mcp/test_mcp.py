@@ -1,7 +1,7 @@
 """MCP conformance of the gateway with the official Python `mcp` package:
 list the tools, call one twice with the same idempotency_key (one effect,
 the second a replay), a conflict with other arguments, a key in doubt, the
-tenant's allow-list, a wrong token."""
+tenant's allow-list, a wrong token (refused in words the user sees)."""
 
 import asyncio
 import json
@@ -11,6 +11,7 @@ import httpx2
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from conftest import TOKENS
 
@@ -112,6 +113,15 @@ def test_allow_list_hides_tools_from_other_tenants(gw):
     assert "acme.only" not in names and "shop.refund" in names
 
 
-def test_wrong_token_is_refused(gw):
-    with pytest.raises(BaseException):
+def test_wrong_token_is_refused_in_words(gw):
+    with pytest.raises(BaseException) as e:
         asyncio.run(_with_session(gw.url, "not-a-token", lambda s: s.list_tools()))
+    errors = _mcp_errors(e.value)
+    assert errors and errors[0].message == "Unauthorized (401): token unknown: it names no tenant of this gateway", e.value
+
+
+def _mcp_errors(exc):
+    """The MCP errors in exc, however deep the SDK's task groups nest them."""
+    if isinstance(exc, MCPError):
+        return [exc.error]
+    return [err for sub in getattr(exc, "exceptions", ()) for err in _mcp_errors(sub)]

@@ -33,6 +33,7 @@ func (c *Core) Aborted(rd *Ready, endUnknown bool) {
 		c.calls.forget(call)
 	}
 	c.abandonRound(rd)
+	c.resumeWalks(rd)
 	c.unrecorded = append([]Completion(nil), rd.Recorded...)
 	if endUnknown {
 		c.catchUp(rd.partitions())

@@ -16,10 +16,15 @@ type Config struct {
 	MaxWaiters int
 	// Policy looks up a tool's policy; false for an unknown tool.
 	Policy func(tool string) (saga.Policy, bool)
+	// NearestTool suggests a tool for an unknown one (saga.Env.NearestTool).
+	NearestTool func(tenant, tool string) (string, bool)
 	// SweepInterval is how often expired keys are swept.
 	SweepInterval time.Duration
 	// SnapshotInterval is how often a snapshot round starts.
 	SnapshotInterval time.Duration
+	// SnapshotStep bounds the records one tick restates; 0 means
+	// SnapshotStep (tests take rounds over a few records in many ticks).
+	SnapshotStep int
 	// CheckSnapshot says why a snapshot event cannot be produced (too
 	// large), or nil: such a record is not restated, and its partition
 	// gets no round event this time.
@@ -45,6 +50,10 @@ type View interface {
 	Checkpoint(p int32) (int64, error)
 	// CountInDoubt counts the keys of p in doubt in the view.
 	CountInDoubt(p int32) (int, error)
+	// InDoubtAfter lists up to limit (tenant, key) of p in doubt in the
+	// view, in the doubt index's order, after (afterTenant, afterKey); an
+	// empty afterTenant starts from the first.
+	InDoubtAfter(p int32, afterTenant, afterKey string, limit int) ([][2]string, error)
 }
 
 // Core is the decision state of every partition a member owns. Not safe
@@ -70,6 +79,9 @@ func New(cfg Config, v View, now time.Time) *Core {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.SnapshotStep <= 0 {
+		cfg.SnapshotStep = SnapshotStep
+	}
 	return &Core{cfg: cfg, view: v, parts: map[int32]*part{}, calls: newInflight(), poison: newPoisoned(), lastRound: now}
 }
 
@@ -87,5 +99,5 @@ func (c *Core) partitionOf(tenant, key string) int32 {
 }
 
 func (c *Core) env(now int64, rk string, done map[string]bool) saga.Env {
-	return saga.Env{Now: now, InFlight: c.calls.keyInFlight(rk) && !done[rk], MaxWaiters: c.cfg.MaxWaiters, Policy: c.cfg.Policy}
+	return saga.Env{Now: now, InFlight: c.calls.keyInFlight(rk) && !done[rk], MaxWaiters: c.cfg.MaxWaiters, Policy: c.cfg.Policy, NearestTool: c.cfg.NearestTool}
 }

@@ -30,7 +30,9 @@ import (
 //	assign p=0,1            take partitions on (new epochs)
 //	revoke p=0              give one up
 //	tick                    step a batch (one input per line, below), print the Ready
-//	commit                  the pending Ready's transaction committed: write the log and the view
+//	commit [unwritten]      the pending Ready's transaction committed: write the log and the view
+//	                        (unwritten: the view write failed, the log has it)
+//	snapshot-step n=1       a new core (same view and log) restating n records a tick
 //	abort [unknown] [committed] [poison=N,M] [gone=N]
 //	                        it did not (unknown: the end's outcome is unknown;
 //	                        committed: it did commit after all, in the log only;
@@ -86,13 +88,14 @@ func policies(tool string) (saga.Policy, bool) {
 
 // harness is one member's core over a view and a log that survive it.
 type harness struct {
-	now     time.Time
-	view    *memView
-	log     map[int32][]saga.Event // committed events, per partition
-	core    *partition.Core
-	pending *partition.Ready
-	batch   *partition.Batch
-	running map[string]partition.Call // dispatched calls by call id
+	now      time.Time
+	snapStep int // the core's SnapshotStep; 0: the default
+	view     *memView
+	log      map[int32][]saga.Event // committed events, per partition
+	core     *partition.Core
+	pending  *partition.Ready
+	batch    *partition.Batch
+	running  map[string]partition.Call // dispatched calls by call id
 }
 
 func newHarness() *harness {
@@ -103,7 +106,7 @@ func newHarness() *harness {
 
 func (h *harness) newCore() *partition.Core {
 	cfg := partition.Config{Partitions: partitions, MaxWaiters: 4, Policy: policies, SweepInterval: 10 * time.Second,
-		SnapshotInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		SnapshotInterval: time.Hour, SnapshotStep: h.snapStep, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		CheckSnapshot: func(ev *saga.Event) error {
 			if ev.Snapshot != nil && string(ev.Snapshot.Args) == "huge" {
 				return fmt.Errorf("too large")
@@ -124,7 +127,15 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 	case "tick":
 		return h.tick(d)
 	case "commit":
-		return h.commit()
+		return h.commit(!d.HasArg("unwritten"))
+	case "snapshot-step":
+		n, err := strconv.Atoi(arg(d, "n"))
+		if err != nil {
+			return "", err
+		}
+		h.snapStep = n
+		h.core = h.newCore()
+		return "ok\n", nil
 	case "abort":
 		return h.abort(d)
 	case "restored":
@@ -185,7 +196,7 @@ func (h *harness) tick(d *datadriven.TestData) (string, error) {
 	return describe(rd, b), nil
 }
 
-func (h *harness) commit() (string, error) {
+func (h *harness) commit(written bool) (string, error) {
 	rd := h.pending
 	if rd == nil {
 		return "", fmt.Errorf("no Ready pending")
@@ -196,10 +207,12 @@ func (h *harness) commit() (string, error) {
 	for p := range rd.Touched() {
 		cps[p] = int64(len(h.log[p]))
 	}
-	if err := rd.Overlay.Write(h.view, "events", cps, nil); err != nil {
-		return "", err
+	if written {
+		if err := rd.Overlay.Write(h.view, "events", cps, nil); err != nil {
+			return "", err
+		}
 	}
-	changed := h.core.Committed(rd, true)
+	changed := h.core.Committed(rd, written)
 	for _, c := range rd.Calls {
 		h.running[c.CallID] = c
 	}

@@ -82,6 +82,20 @@ func (v *memView) CountInDoubt(p int32) (int, error) {
 	return n, nil
 }
 
+func (v *memView) InDoubtAfter(p int32, afterTenant, afterKey string, limit int) ([][2]string, error) {
+	var out [][2]string
+	for _, k := range v.keys() {
+		if v.part[k] != p || !v.records[k].Status.InDoubt() || (afterTenant != "" && k.Tenant+"\x00"+k.Key <= afterTenant+"\x00"+afterKey) {
+			continue
+		}
+		if len(out) == limit {
+			break
+		}
+		out = append(out, [2]string{k.Tenant, k.Key})
+	}
+	return out, nil
+}
+
 func (v *memView) Put(p int32, prev, rec *saga.Record) error {
 	if rec == nil {
 		if prev != nil {

@@ -56,7 +56,7 @@ func (s *stepper) snapshotStep() error {
 			return err
 		}
 	}
-	if len(recs) < SnapshotStep {
+	if len(recs) < c.cfg.SnapshotStep {
 		return s.endRound()
 	}
 	return nil
@@ -86,7 +86,7 @@ func (c *Core) startRound() bool {
 // nextRecords reads the next step of the walk and moves the cursor.
 func (c *Core) nextRecords() ([]*saga.Record, error) {
 	var recs []*saga.Record
-	_, err := c.view.ScanRecords(c.round.afterT, c.round.afterK, SnapshotStep, func(rec *saga.Record) error {
+	_, err := c.view.ScanRecords(c.round.afterT, c.round.afterK, c.cfg.SnapshotStep, func(rec *saga.Record) error {
 		recs = append(recs, rec)
 		return nil
 	})
@@ -108,10 +108,19 @@ func (c *Core) inRound(p int32) bool {
 
 // restate writes a snapshot of rec's current value (this tick's overlay
 // first) into its partition's log. A snapshot too large to produce is not
-// written, and its partition gets no round event this time.
+// written, and its partition gets no round event this time; nor does a
+// partition whose record the walk passes while its view is behind the log
+// (a view write failed, or an end of unknown outcome, and its catch-up
+// has not run): the record is not restated, and a round event would
+// vouch for it.
 func (s *stepper) restate(stored *saga.Record) error {
 	p := s.c.partitionOf(stored.Tenant, stored.Key)
 	if !s.c.inRound(p) {
+		if _, in := s.c.round.from[p]; in && !s.c.round.incomplete[p] {
+			s.c.round.incomplete[p] = true
+			s.c.cfg.Logger.Info("a record was walked past while its partition was not caught up; its partition's round stays incomplete",
+				"partition", p)
+		}
 		return nil
 	}
 	en, err := s.load(p, stored.Tenant, stored.Key)

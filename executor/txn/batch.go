@@ -23,7 +23,7 @@ type Batch struct {
 	Confirm map[int32]bool
 
 	txn      txnKey // the producer id and epoch of its transaction
-	pidKnown bool   // txn was read from the client (else producer reads the records' id)
+	pidKnown bool   // txn was read from the client (else txnOf reads the records')
 	tried    map[string]map[int32]kgo.EpochOffset
 
 	events string // the events topic, whose spans are the checkpoints
@@ -33,7 +33,7 @@ type Batch struct {
 		// spans are the offsets of the records produced, by topic and
 		// partition, for the topics promise was given.
 		spans      map[string]map[int32]span
-		recordPID  int64 // the producer id the records carry, once spans has one
+		recordTxn  txnKey // the producer id and epoch the records carry, once spans has one
 		produceErr error
 		failures   []Failure
 	}
@@ -53,10 +53,12 @@ const (
 	// Committed: committed, and seen committed on every partition of
 	// Confirm. The member acts on it.
 	Committed Outcome = iota + 1
-	// Aborted: seen to abort. Its inputs come again.
+	// Aborted: ended with an abort it asked for (a record could not be
+	// produced). Its inputs come again.
 	Aborted
-	// Unknown: its end failed, so it may have committed. Its inputs come
-	// again unless the group's offsets show them committed, and what it
+	// Unknown: its end failed, or reported no commit for a commit it
+	// may have sent, so it may have committed. Its inputs come again
+	// unless the group's offsets show them committed, and what it
 	// touched must be read back from the log.
 	Unknown
 	// Unconfirmed: reported committed, and not seen committed on Confirm's
@@ -113,7 +115,7 @@ func (b *Batch) promise(events string, others ...string) func(*kgo.Record, error
 		}
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		b.mu.recordPID = r.ProducerID
+		b.mu.recordTxn = txnKey{pid: r.ProducerID, epoch: r.ProducerEpoch}
 		if b.mu.spans == nil {
 			b.mu.spans = map[string]map[int32]span{}
 		}
@@ -135,12 +137,20 @@ func (b *Batch) promise(events string, others ...string) func(*kgo.Record, error
 // at its end, or else carried by its acknowledged records; ok is false
 // when neither is known.
 func (b *Batch) producer() (pid int64, ok bool) {
+	k, ok := b.txnOf()
+	return k.pid, ok
+}
+
+// txnOf names the transaction (producer id and epoch) as producer finds
+// its id. Neither known means the client never had a producer id for it,
+// so nothing of it reached a partition.
+func (b *Batch) txnOf() (txnKey, bool) {
 	if b.pidKnown {
-		return b.txn.pid, true
+		return b.txn, true
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.mu.recordPID, len(b.mu.spans) > 0
+	return b.mu.recordTxn, len(b.mu.spans) > 0
 }
 
 // pollsInputs reports whether the transaction commits the offsets of

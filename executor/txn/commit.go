@@ -36,24 +36,45 @@ func (s *Session) Commit(ctx context.Context, b *Batch, beforeEnd func()) (Outco
 	}
 	beforeEnd()
 	start := time.Now()
-	committed, err := s.endTxn(ctx, b)
+	committed, try, err := s.endTxn(ctx, b)
 	s.cfg.TxnDuration.Observe(time.Since(start).Seconds())
 	switch {
 	case err != nil:
 		if err := s.recoverTxn(err); errors.Is(err, ErrFatal) {
 			return Unknown, err
 		}
-		return Unknown, s.settleUnknown(ctx, b, err)
+		return s.settleUnknown(ctx, b, err)
+	case !committed && try == kgo.TryCommit:
+		return s.settleUnknown(ctx, b, errCommitNotReported)
 	case !committed:
 		// Seen to abort, and redone: a remnant must stay hidden. After an
 		// error the outcome is unknown; settle decides by what the member
 		// does next.
-		s.recordAborted(b.txn)
+		if err := s.recordAborted(b); err != nil {
+			return Aborted, err
+		}
 		_, err := s.settle(b, nil)
 		return Aborted, err
 	}
 	return s.confirmed(ctx, b)
 }
+
+// errCommitNotReported is the cause of an end of unknown outcome that
+// franz-go reported as not committed, with no error, for a commit it was
+// asked to try.
+//
+// Why it is not an abort: GroupTransactSession.End (franz-go v1.22.3)
+// retries an EndTxn commit answered UNKNOWN_SERVER_ERROR or
+// TRANSACTION_ABORTABLE as an abort and reports "not committed" without
+// an error, although the broker may have applied the commit before it
+// answered (an unexpected server error is exactly that). Taken for an
+// abort, the commit's inputs would be decided again and its outcomes
+// recorded again: two terminal answers for one intent. End gives no sign of
+// whether it sent the commit (a rebalance, a refused offset commit or a
+// failed heartbeat make it abort without trying), so every "not
+// committed" after TryCommit is judged as an end of unknown outcome is:
+// by the group's committed offsets and the markers (offsets.go).
+var errCommitNotReported = errors.New("transaction end: commit not reported, and the broker may have applied it")
 
 // confirmed confirms a reported commit (confirm.go) and reports
 // Committed, or settles it as an end of unknown outcome and rewinds the
@@ -76,8 +97,14 @@ func (s *Session) confirmed(ctx context.Context, b *Batch) (Outcome, error) {
 			"transactional_id", s.cfg.TransactionalID, "producer_id", b.txn.pid, "producer_epoch", b.txn.epoch,
 			"topic", s.cfg.Names.Events, "spans", b.spansOf(cf.aborted))
 	}
-	if _, err := s.settle(b, cf.err); err != nil {
+	moved, err := s.settle(b, cf.err)
+	if err != nil {
 		return Unconfirmed, err
+	}
+	if !moved {
+		if err := s.recordAborted(b); err != nil {
+			return Unconfirmed, err
+		}
 	}
 	if len(cf.aborted) > 0 {
 		s.rewind(b.Polled, cf.aborted)
@@ -114,33 +141,44 @@ func (s *Session) Reset(ctx context.Context, what string) error {
 // BrokerOutage out would only keep the member's partitions undecided
 // longer: it stops now and its supervisor starts it with a new producer.
 func (s *Session) begin() error {
-	retry := func(err error) bool { return brokerUnreachable(err) && !errors.Is(err, kerr.ConcurrentTransactions) }
+	retry := func(err error) bool { return BrokerUnreachable(err) && !errors.Is(err, kerr.ConcurrentTransactions) }
 	if err := throughOutageIf(context.Background(), s.cfg.Logger, s.cfg.BrokerOutage, "begin transaction", retry, s.gs.Begin); err != nil {
 		return fmt.Errorf("%w: begin transaction: %w", ErrFatal, err)
 	}
 	return nil
 }
 
-// endTxn ends the transaction. Its context is interruptible: a member
+// endTxn ends the transaction, and says whether it asked for a commit.
+// Its context is interruptible: a member
 // that lost its session waits in End for a heartbeat that only a blocked
 // group callback can unblock, so without Interrupt End would hang until
 // its timeout.
-func (s *Session) endTxn(ctx context.Context, b *Batch) (bool, error) {
+func (s *Session) endTxn(ctx context.Context, b *Batch) (committed bool, try kgo.TransactionEndTry, err error) {
 	endCtx, done := s.interruptible(ctx)
 	defer done()
 	endCtx = kgo.PreTxnCommitFnContext(endCtx, s.fence(b.Touched))
-	try := kgo.TryCommit
+	try = kgo.TryCommit
 	if err := s.flush(ctx); err != nil || b.produceErr() != nil {
 		try = kgo.TryAbort
 	}
-	// The producer id and epoch the records carry (loaded by now), so
-	// that a hanging remnant of this transaction can be closed the way
-	// this member saw it end (hanging.go).
-	if pid, epoch, err := s.gs.Client().ProducerID(endCtx); err == nil {
+	s.noteProducer(ctx, b)
+	b.tried = s.gs.Client().UncommittedOffsets()
+	committed, err = s.gs.End(endCtx, try)
+	return committed, try, err
+}
+
+// noteProducer keeps the producer id and epoch of the transaction (loaded
+// by now), so that a hanging remnant of it can be closed the way this
+// member saw it end (hanging.go). Not on the end's context: one that an
+// Interrupt cancelled, or that a flush as long as the transaction timeout
+// used up, would lose the id, and the transaction would go unrecorded
+// among the member's own aborts (txnOf falls back to its records' id).
+func (s *Session) noteProducer(ctx context.Context, b *Batch) {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.TransactionTimeout)
+	defer cancel()
+	if pid, epoch, err := s.gs.Client().ProducerID(pctx); err == nil {
 		b.txn, b.pidKnown = txnKey{pid, epoch}, true
 	}
-	b.tried = s.gs.Client().UncommittedOffsets()
-	return s.gs.End(endCtx, try)
 }
 
 // flush waits until every record of the transaction is acknowledged,
@@ -201,7 +239,7 @@ func (s *Session) throughOutage(ctx context.Context, what string, op func() erro
 // an unreachable broker, ctx ends, or budget has passed, backing off from
 // 250 ms to 5 s. It returns op's last error. It blocks for up to budget.
 func ThroughOutage(ctx context.Context, log *slog.Logger, budget time.Duration, what string, op func() error) error {
-	return throughOutageIf(ctx, log, budget, what, brokerUnreachable, op)
+	return throughOutageIf(ctx, log, budget, what, BrokerUnreachable, op)
 }
 
 // throughOutageIf is ThroughOutage with retry deciding which errors are
@@ -230,10 +268,10 @@ func throughOutageIf(ctx context.Context, log *slog.Logger, budget time.Duration
 	}
 }
 
-// brokerUnreachable reports whether err is a transport failure (refused,
+// BrokerUnreachable reports whether err is a transport failure (refused,
 // reset, timed out, no coordinator yet) rather than a verdict of the
 // broker on this producer.
-func brokerUnreachable(err error) bool {
+func BrokerUnreachable(err error) bool {
 	var ne net.Error
 	var ke *kerr.Error
 	switch {

@@ -283,15 +283,48 @@ func (s *Session) forgetTopicID(topic string) { delete(s.topicIDs, topic) }
 // abortedBehindOffsets reports whether a marker over the records b wrote
 // on the events and intents topics shows b's transaction aborted, after
 // an end of unknown outcome whose offsets the group shows committed
-// (settleUnknown says why they are not enough). It waits for the markers
-// as the confirmation does, bounded the same way; markers not seen by
-// then, or a producer id not known (another producer's abort would be
-// taken for this one's, and its answered inputs decided again), leave the
-// offsets' verdict standing.
+// (settleUnknown says why they are not enough).
 func (s *Session) abortedBehindOffsets(ctx context.Context, b *Batch) bool {
+	v, topic, aborted := s.ownMarkers(ctx, b)
+	if v != ownAborted {
+		return false
+	}
+	s.cfg.AbortedBehindOffsets.Inc()
+	pid, _ := b.producer()
+	s.cfg.Logger.Error("a transaction whose end failed has its records aborted while the group's offsets moved past its inputs; its inputs are decided again",
+		"transactional_id", s.cfg.TransactionalID, "producer_id", pid, "topic", topic,
+		"partitions", slices.Sorted(maps.Keys(aborted)), "spans", b.spansOn(topic))
+	return true
+}
+
+// committedAheadOfOffsets reports whether the markers over every record
+// b wrote on the events and intents topics show b's transaction
+// committed, after an end of unknown outcome whose group offsets did not
+// move past its inputs (settleUnknown says why that is not enough).
+func (s *Session) committedAheadOfOffsets(ctx context.Context, b *Batch) bool {
+	v, _, _ := s.ownMarkers(ctx, b)
+	return v == ownCommitted
+}
+
+// ownVerdict is what the markers over a transaction's own records show.
+type ownVerdict int
+
+const (
+	ownUnseen    ownVerdict = iota // a marker not seen in time, no producer id, or no record to look at
+	ownAborted                     // an abort of the producer covers records on a partition
+	ownCommitted                   // every record's partition shows the commit
+)
+
+// ownMarkers reads the markers over the records b wrote on the events and
+// intents topics, waiting for them as the confirmation does and bounded
+// the same way. An abort on any partition is ownAborted (its topic and
+// partitions given). Markers not seen in time, or a producer id not known
+// (another producer's abort would be taken for this one's), are
+// ownUnseen: the group's offsets keep their verdict.
+func (s *Session) ownMarkers(ctx context.Context, b *Batch) (v ownVerdict, topic string, aborted map[int32]bool) {
 	pid, ok := b.producer()
 	if !ok {
-		return false
+		return ownUnseen, "", nil
 	}
 	cctx, done := s.interruptible(ctx)
 	defer done()
@@ -301,20 +334,17 @@ func (s *Session) abortedBehindOffsets(ctx context.Context, b *Batch) bool {
 			continue
 		}
 		aborted, err := s.awaitMarkers(cctx, pid, topic, spans)
-		if len(aborted) > 0 {
-			s.cfg.AbortedBehindOffsets.Inc()
-			s.cfg.Logger.Error("a transaction whose end failed has its records aborted while the group's offsets moved past its inputs; its inputs are decided again",
-				"transactional_id", s.cfg.TransactionalID, "producer_id", pid, "topic", topic,
-				"partitions", slices.Sorted(maps.Keys(aborted)), "spans", spans)
-			return true
-		}
-		if err != nil {
+		switch {
+		case len(aborted) > 0:
+			return ownAborted, topic, aborted
+		case err != nil:
 			s.cfg.Logger.Warn("the records of a transaction whose end failed show no marker in time; the group's offsets stand for its outcome",
 				"err", err, "producer_id", pid, "topic", topic)
-			return false
+			return ownUnseen, topic, nil
 		}
+		v = ownCommitted
 	}
-	return false
+	return v, "", nil
 }
 
 // spansOf are the spans of the events on the partitions ps.

@@ -34,8 +34,9 @@ import (
 // Two exceptions, both transactions known to have been aborted, whose
 // intents were therefore redone: revealing them would answer those
 // intents a second time. They are closed with an abort marker.
-//   - The writer treated it as aborted (End answered "not committed", or
-//     failed and the group's offsets had not moved). Only the writer's
+//   - The writer treated it as aborted (it asked End for an abort, or
+//     its end was of unknown outcome and the group's offsets had not
+//     moved). Only the writer's
 //     data dir knows (owntxns.go).
 //   - Its coordinator aborted it and nothing followed: the transactional
 //     id's last state is CompleteAbort at the epoch after the remnant's.

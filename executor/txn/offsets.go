@@ -16,10 +16,9 @@ import (
 
 // settle follows a transaction that was seen to abort (endErr nil) or
 // whose end failed (endErr, or a confirmation that failed): the consumer
-// moves to what the group really committed, and a transaction whose
-// offsets did not move is recorded as aborted, since the member polls its
-// records again and redoes them. moved reports that the group's offsets
-// show the failed end's commit. An error is fatal.
+// moves to what the group really committed. moved reports that the
+// group's offsets show the failed end's commit; the caller records a
+// transaction it redoes as aborted. An error is fatal.
 func (s *Session) settle(b *Batch, endErr error) (moved bool, err error) {
 	if endErr != nil {
 		// The producer id and epoch name the transaction in the broker's
@@ -39,9 +38,6 @@ func (s *Session) settle(b *Batch, endErr error) (moved bool, err error) {
 		moved = actedCommitted(b.tried, set, func(p int32) bool { return slices.Contains(owned, p) })
 		s.cfg.Logger.Info("unconfirmed transaction judged by the group's offsets", "producer_id", b.txn.pid,
 			"producer_epoch", b.txn.epoch, "offsets_moved", moved)
-		if !moved {
-			s.recordAborted(b.txn)
-		}
 	}
 	return moved, nil
 }
@@ -64,15 +60,61 @@ func (s *Session) settle(b *Batch, endErr error) (moved bool, err error) {
 // then show this transaction aborted too, and taking its inputs back is
 // moot, since the partition is being revoked and any transaction of this
 // member on it is fenced.
-func (s *Session) settleUnknown(ctx context.Context, b *Batch, endErr error) error {
+//
+// The mirror split is judged the same way: when the offsets did not move
+// past the inputs but the markers over the transaction's records show it
+// committed (committedAheadOfOffsets), the member acts on the commit
+// (Committed: its calls may go, their started events are seen committed)
+// and moves past the inputs, whose offsets it commits at once
+// (commitSkippedOffsets). Taken at the offsets' word, the redone inputs
+// would be decided against a view that holds the transaction's events: a
+// replay answered twice, and started keys whose calls were never made
+// left in doubt.
+func (s *Session) settleUnknown(ctx context.Context, b *Batch, endErr error) (Outcome, error) {
 	moved, err := s.settle(b, endErr)
-	if err != nil || !moved || !b.pollsInputs(s.cfg.Names) || !s.abortedBehindOffsets(ctx, b) {
-		return err
+	switch {
+	case err != nil:
+		return Unknown, err
+	case moved && b.pollsInputs(s.cfg.Names) && s.abortedBehindOffsets(ctx, b):
+		s.rewindTo(b.Polled, func(string, int32) bool { return true },
+			"consumer moved back to the inputs of a transaction whose records aborted while the group's offsets moved past them")
+		return Unknown, s.recordAborted(b)
+	case !moved && b.pollsInputs(s.cfg.Names) && s.committedAheadOfOffsets(ctx, b):
+		return Committed, s.commitSkippedOffsets(ctx, b)
+	case !moved:
+		return Unknown, s.recordAborted(b)
 	}
-	s.recordAborted(b.txn)
-	s.rewindTo(b.Polled, func(string, int32) bool { return true },
-		"consumer moved back to the inputs of a transaction whose records aborted while the group's offsets moved past them")
-	return nil
+	return Unknown, nil
+}
+
+// commitSkippedOffsets moves the consumer past the inputs of b, whose
+// records committed while the group's offsets did not, and commits those
+// offsets in a transaction of their own: left to the next tick, an abort
+// before it would rewind the consumer to the group's offsets again, and
+// the inputs would be redone after all. A failure here leaves them to the
+// next transaction that commits (logged); an error is fatal.
+func (s *Session) commitSkippedOffsets(ctx context.Context, b *Batch) error {
+	owned := s.cfg.Owned()
+	set := map[string]map[int32]kgo.EpochOffset{}
+	for topic, ps := range b.tried {
+		for p, eo := range ps {
+			if slices.Contains(owned, p) {
+				if set[topic] == nil {
+					set[topic] = map[int32]kgo.EpochOffset{}
+				}
+				set[topic][p] = eo
+			}
+		}
+	}
+	s.gs.Client().SetOffsets(set)
+	s.cfg.CommittedAheadOfOffsets.Inc()
+	s.cfg.Logger.Error("a transaction whose end failed has its records committed while the group's offsets did not move past its inputs; acting on the commit",
+		"transactional_id", s.cfg.TransactionalID, "producer_id", b.txn.pid, "producer_epoch", b.txn.epoch, "offsets", set)
+	out, err := s.Commit(ctx, &Batch{}, func() {})
+	if err == nil && out != Committed {
+		s.cfg.Logger.Warn("the offsets past a committed transaction's inputs did not commit; the next transaction carries them", "outcome", out)
+	}
+	return err
 }
 
 // resyncOffsets moves the consumer to the offsets the group really has
@@ -213,11 +255,19 @@ func (s *Session) rewindTo(polled []*kgo.Record, back func(topic string, p int32
 	s.cfg.Logger.Warn(why, "offsets", set)
 }
 
-// recordAborted keeps k among the transactions this member treated as
-// aborted. A failed write is logged, not fatal: the remnant it protects
-// is rare, and losing the record costs at most a repeated answer.
-func (s *Session) recordAborted(k txnKey) {
-	if err := s.aborted.add(k, time.Now()); err != nil {
-		s.cfg.Logger.Error("recording an aborted transaction failed", "producer_id", k.pid, "producer_epoch", k.epoch, "err", err)
+// recordAborted keeps b's transaction among those this member treated as
+// aborted (owntxns.go), under the producer id and epoch of txnOf. A write
+// that fails is fatal: the member would redo the transaction with nothing
+// to keep a remnant of it hidden, and a repair that committed the remnant
+// would answer its intents twice (a failed write of the store breaks it
+// anyway, state.ErrBroken).
+func (s *Session) recordAborted(b *Batch) error {
+	k, ok := b.txnOf()
+	if !ok {
+		return nil // no producer id, so nothing of it was written
 	}
+	if err := s.aborted.add(k, time.Now()); err != nil {
+		return fmt.Errorf("%w: recording the aborted transaction of producer %d epoch %d: %w", ErrFatal, k.pid, k.epoch, err)
+	}
+	return nil
 }

@@ -3,13 +3,17 @@ package txn
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/atmostonce/toolexec/internal/kfakeresp"
 )
 
 // The offsets a member moves its consumer to after an unconfirmed end are
@@ -152,4 +156,56 @@ func offsetsAt(req *kmsg.OffsetFetchRequest, at int64) *kmsg.OffsetFetchResponse
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp
+}
+
+// TestUnknownEndWithRecordsCommittedAndOffsetsAborted: the mirror of the
+// split above. The transaction's records commit (its EndTxn is applied,
+// and its answer lost), while the group's offsets show the inputs not
+// committed (a coordinator that wrote COMMIT on the data partitions from
+// a PrepareCommit its partition then lost, and whose successor aborted
+// the offsets). Taken at the offsets' word the member redid the tick: its
+// inputs were decided again against a view that holds its events, so a
+// replay was answered twice, and its calls, never made, left their keys
+// in doubt. The markers over its own records decide: it committed, the
+// calls may go, and the consumer moves past its inputs.
+func TestUnknownEndWithRecordsCommittedAndOffsetsAborted(t *testing.T) {
+	ip := kfakeresp.NewInterposer()
+	c := newClusterWith(t, kfake.ListenFn(ip.Listen))
+	s := newSession(t, c, "split2")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	produceInputs(t, c, 3)
+	polled := pollN(ctx, t, s, 3)
+	var cut atomic.Bool
+	ip.Set(func(r kfakeresp.Request) kfakeresp.Verdict {
+		if end, ok := r.Req.(*kmsg.EndTxnRequest); ok && end.Commit && cut.CompareAndSwap(false, true) {
+			s.Interrupt() // no retry reaches the broker
+			return kfakeresp.Verdict{Way: kfakeresp.Lost}
+		}
+		return kfakeresp.Verdict{}
+	})
+	c.ControlKey(int16(kmsg.OffsetFetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		return offsetsAt(req.(*kmsg.OffsetFetchRequest), 0), nil, true
+	})
+	b := &Batch{Records: []*kgo.Record{event("started")}, Touched: map[int32]bool{0: true},
+		Polled: polled, Confirm: map[int32]bool{0: true}}
+	out, err := s.Commit(ctx, b, func() {})
+	if !cut.Load() {
+		t.Fatal("no EndTxn commit lost its answer: the test did not exercise the fault")
+	}
+	if got := committedEvents(t, c); len(got) != 1 || got[0] != "started" {
+		t.Fatalf("committed events %q: the records did not commit", got)
+	}
+	if err != nil || out != Committed {
+		t.Errorf("Commit: %v, %v; want Committed (its records are seen committed)", out, err)
+	}
+	if s.aborted.aborted(b.txn.pid, b.txn.epoch) {
+		t.Errorf("a transaction whose records committed (%+v) is kept among the member's own aborts", b.txn)
+	}
+	produceInputs(t, c, 1)
+	again := pollN(ctx, t, s, 1)
+	if again[0].Offset != 3 {
+		t.Fatalf("after records committed behind offsets that did not move the consumer polled offset %d, want 3 (past the inputs)", again[0].Offset)
+	}
 }

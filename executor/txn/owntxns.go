@@ -11,9 +11,9 @@ import (
 	"github.com/atmostonce/toolexec/state"
 )
 
-// abortedTxns are the transactions this member treated as aborted: End
-// answered "not committed", or End failed and the group's committed
-// offsets showed that the transaction's offsets had not moved, so the
+// abortedTxns are the transactions this member treated as aborted: it
+// asked End for an abort, or End did not confirm a commit and the group's
+// committed offsets showed that the transaction's offsets had not moved, so the
 // member polled its records again and redid the work. A hanging remnant of
 // one of them must be closed with an abort marker: revealing it would
 // answer its intents twice and log their started events twice. How other
@@ -78,9 +78,6 @@ func loadAbortedTxns(st *state.Store, now time.Time) (*abortedTxns, error) {
 // add records k as aborted, synced: the decision it protects comes at
 // least a hanging age later, possibly from the next process.
 func (a *abortedTxns) add(k txnKey, now time.Time) error {
-	if k == (txnKey{}) {
-		return nil
-	}
 	b := a.store.NewBatch()
 	if err := b.PutAux(abortedTxnKey(k), binary.BigEndian.AppendUint64(nil, uint64(now.Unix()))); err != nil {
 		b.Discard()

@@ -64,9 +64,13 @@ type Metrics struct {
 	// offsets the group showed committed, and whose records a marker
 	// showed aborted (offsets.go, settleUnknown).
 	AbortedBehindOffsets prometheus.Counter
-	HangingCommitted     prometheus.Counter     // hanging transactions closed
-	HangingUnclosed      *prometheus.CounterVec // found and not closed, by reason
-	HangingBlind         prometheus.Gauge       // partitions the last hanging check could not describe
+	// CommittedAheadOfOffsets counts transactions whose end failed,
+	// whose offsets the group showed not moved, and whose records the
+	// markers showed committed (offsets.go, settleUnknown).
+	CommittedAheadOfOffsets prometheus.Counter
+	HangingCommitted        prometheus.Counter     // hanging transactions closed
+	HangingUnclosed         *prometheus.CounterVec // found and not closed, by reason
+	HangingBlind            prometheus.Gauge       // partitions the last hanging check could not describe
 }
 
 // Session is one member's transactional producer (see the package doc
@@ -183,6 +187,9 @@ func (m Metrics) orUnregistered() Metrics {
 	}
 	if m.AbortedBehindOffsets == nil {
 		m.AbortedBehindOffsets = prometheus.NewCounter(prometheus.CounterOpts{Name: "aborted_behind_offsets"})
+	}
+	if m.CommittedAheadOfOffsets == nil {
+		m.CommittedAheadOfOffsets = prometheus.NewCounter(prometheus.CounterOpts{Name: "committed_ahead_of_offsets"})
 	}
 	if m.HangingCommitted == nil {
 		m.HangingCommitted = prometheus.NewCounter(prometheus.CounterOpts{Name: "hanging_committed"})

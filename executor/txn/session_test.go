@@ -2,8 +2,6 @@ package txn
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -26,8 +24,15 @@ var names = topics.NamesWithPrefix("tool.")
 
 func newCluster(t *testing.T) *kfake.Cluster {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1),
-		kfake.SeedTopics(1, names.Intents, names.Control, names.Events, names.Results, names.DeadLetter))
+	return newClusterWith(t)
+}
+
+// newClusterWith is newCluster with more of kfake's options.
+func newClusterWith(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
+	t.Helper()
+	opts = append([]kfake.Opt{kfake.NumBrokers(1),
+		kfake.SeedTopics(1, names.Intents, names.Control, names.Events, names.Results, names.DeadLetter)}, opts...)
+	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,26 +42,7 @@ func newCluster(t *testing.T) *kfake.Cluster {
 
 func newSession(t *testing.T, c *kfake.Cluster, txnID string) *Session {
 	t.Helper()
-	st, err := state.Open(t.TempDir(), state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seeds := kgo.SeedBrokers(c.ListenAddrs()...)
-	s, err := New(Config{
-		Session: []kgo.Opt{seeds, kgo.TransactionalID(txnID), kgo.TransactionTimeout(10 * time.Second),
-			kgo.ConsumerGroup("g-" + txnID), kgo.ConsumeTopics(names.Intents, names.Control),
-			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())},
-		Markers: []kgo.Opt{seeds},
-		Names:   names, Group: "g-" + txnID, TransactionTimeout: 10 * time.Second, BrokerOutage: 10 * time.Second,
-		Store: st, Owned: func() []int32 { return []int32{0} },
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close(); st.Close() })
-	return s
+	return newSessionOn(t, c, txnID, state.Options{})
 }
 
 func event(v string) *kgo.Record {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atmostonce/toolexec/internal/tracing"
@@ -21,6 +22,7 @@ func Tracing(ctx context.Context, service string, log *slog.Logger) (tp trace.Tr
 		return nil, nil, err
 	}
 	if tp != nil {
+		otel.SetErrorHandler(exportErrors(log))
 		endpoint := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 		if endpoint == "" {
 			endpoint = os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -34,4 +36,12 @@ func Tracing(ctx context.Context, service string, log *slog.Logger) (tp trace.Tr
 			log.Warn("tracing: spans not flushed", "err", err)
 		}
 	}, nil
+}
+
+// exportErrors is the SDK's error handler (spans that could not be
+// exported, mostly): the process's log, in its format. The SDK's default
+// prints with the standard log package, a line of another format in the
+// middle of the slog lines.
+func exportErrors(log *slog.Logger) otel.ErrorHandler {
+	return otel.ErrorHandlerFunc(func(err error) { log.Warn("tracing: spans not exported", "err", err) })
 }

@@ -2,7 +2,6 @@ package httpserve
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -27,27 +26,24 @@ type Timeouts struct {
 	Idle time.Duration
 }
 
-// DefaultTimeouts are what Listen applies.
+// DefaultTimeouts are what Serve applies.
 var DefaultTimeouts = Timeouts{ReadHeader: 5 * time.Second, Read: 30 * time.Second, Write: 90 * time.Second, Idle: 60 * time.Second}
 
-// Listen serves h on addr until the returned server is closed, with
-// DefaultTimeouts. It listens before it returns, so a port in use fails
-// the start instead of being logged later from the serving goroutine.
-func Listen(addr string, h http.Handler, log *slog.Logger) (*http.Server, error) {
-	return ListenWith(addr, h, DefaultTimeouts, log)
+// Serve serves h on ln until the returned server is closed, with
+// DefaultTimeouts. The caller binds ln (cli.Listen) before anything slow
+// starts, so that a port in use fails the start at once and names its
+// flag.
+func Serve(ln net.Listener, h http.Handler, log *slog.Logger) *http.Server {
+	return ServeWith(ln, h, DefaultTimeouts, log)
 }
 
-// ListenWith is Listen with the given timeouts.
-func ListenWith(addr string, h http.Handler, t Timeouts, log *slog.Logger) (*http.Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("http listen %s: %w", addr, err)
-	}
+// ServeWith is Serve with the given timeouts.
+func ServeWith(ln net.Listener, h http.Handler, t Timeouts, log *slog.Logger) *http.Server {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read, WriteTimeout: t.Write, IdleTimeout: t.Idle}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http server", "err", err)
+			log.Error("http server", "addr", ln.Addr().String(), "err", err)
 		}
 	}()
-	return srv, nil
+	return srv
 }

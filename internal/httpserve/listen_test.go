@@ -12,12 +12,10 @@ import (
 // A client that trickles its request is cut off: it cannot hold a
 // connection and a goroutine of the server for ever.
 func TestSlowRequestIsCutOff(t *testing.T) {
-	addr := freeAddr(t)
+	ln := listen(t)
+	addr := ln.Addr().String()
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) })
-	srv, err := ListenWith(addr, h, Timeouts{ReadHeader: time.Second, Read: 300 * time.Millisecond, Write: time.Second, Idle: time.Second}, slog.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := ServeWith(ln, h, Timeouts{ReadHeader: time.Second, Read: 300 * time.Millisecond, Write: time.Second, Idle: time.Second}, slog.Default())
 	defer srv.Close()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -36,10 +34,7 @@ func TestSlowRequestIsCutOff(t *testing.T) {
 }
 
 func TestListenSetsEveryTimeout(t *testing.T) {
-	srv, err := Listen(freeAddr(t), http.NotFoundHandler(), slog.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := Serve(listen(t), http.NotFoundHandler(), slog.Default())
 	defer srv.Close()
 	if srv.ReadHeaderTimeout == 0 || srv.ReadTimeout == 0 || srv.WriteTimeout == 0 || srv.IdleTimeout == 0 {
 		t.Fatalf("timeouts %s %s %s %s: a zero one lets a client hold a connection for ever",
@@ -47,12 +42,12 @@ func TestListenSetsEveryTimeout(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
+// listen binds a free loopback port; the server closes it.
+func listen(t *testing.T) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return ln
 }

@@ -25,6 +25,8 @@ def test_a_step_keeps_its_key_and_records_its_answer(tmp_path):
         with j2.step("refund-7") as again:
             assert again.key == key and again.completed
             assert again.answer.result == {"id": 1} and again.answer.journaled
+            # printed, a journaled answer reads as what it is: nothing ran for it
+            assert again.answer.was_replay
         assert j2.get("refund-7").entries == 2
 
 

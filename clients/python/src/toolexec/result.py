@@ -45,7 +45,8 @@ class Result:
     ``status`` is one of the status constants of this module. ``result`` is
     the tool's result on success (on a replay, the original one).
     ``was_replay`` is true when the answer carries an outcome produced for
-    another intent: the tool was not called for this one.
+    another intent: the tool was not called for this one (an answer read
+    from a journal is one too).
     ``original_called_at`` is when the call that produced the outcome was
     started (UTC), so a replay says when the effect really happened.
     ``journaled`` is true when the answer was read from a local
@@ -131,7 +132,11 @@ class Result:
         return cls.from_wire(json.loads(s, object_hook=_json_object_hook))
 
     def with_journaled(self) -> Result:
-        return replace(self, journaled=True)
+        """The answer as a journal gives it back: ``journaled``, and a replay
+        (``was_replay``), since nothing was sent for it. Why both: the
+        recorded answer is the step's first call's (``was_replay`` false),
+        which, printed as it is, reads as if the tool had run again."""
+        return replace(self, journaled=True, was_replay=True)
 
 
 def _str(v: Any) -> str | None:
