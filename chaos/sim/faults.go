@@ -141,9 +141,10 @@ func (in *injector) step(ctx context.Context) {
 // Faults anchored to the protocol. A third of the faults that are not
 // themselves about requests wait for the next request of a kind (drawn
 // from the run's request kinds) from any product client, and then happen
-// at once, on their own goroutine, while that request is served: a
-// member crashes as some member sends its EndTxn, a member joins as one
-// heartbeats, the log start moves as one lists offsets or fetches. The
+// at once, while that request is held before the broker reads it (at
+// most 2 s): a member crashes as some member sends its EndTxn, a member
+// joins as one heartbeats, the log start moves between a reader's
+// listing of offsets and its fetch. The
 // clock alone rarely lands a fault inside the few milliseconds between
 // two requests of one protocol step; these land in such gaps by
 // construction. A log move anchored to a request that names events

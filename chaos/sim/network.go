@@ -62,6 +62,36 @@ func (n *network) onNext(t *trigger) {
 	n.mu.Unlock()
 }
 
+// fireTrigger runs the first trigger armed for key, if any, before the
+// broker reads the request: the fault happens between the client's send
+// and the broker's read, never after the answer. The request waits for
+// the fault at most holdForTrigger (a fault that needs this very
+// connection, a crash of the member that sent it, must not wedge it).
+func (n *network) fireTrigger(key kmsg.Key, r kfakeresp.Request) {
+	n.mu.Lock()
+	var t *trigger
+	for i, c := range n.triggers {
+		if c.key == key {
+			t = c
+			n.triggers = append(n.triggers[:i], n.triggers[i+1:]...)
+			break
+		}
+	}
+	n.mu.Unlock()
+	if t == nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); t.fire(r) }()
+	select {
+	case <-done:
+	case <-time.After(holdForTrigger):
+	}
+}
+
+// holdForTrigger bounds how long a request waits for the fault it fired.
+const holdForTrigger = 2 * time.Second
+
 // dropTriggers disarms every trigger that has not fired.
 func (n *network) dropTriggers() {
 	n.mu.Lock()
@@ -104,16 +134,10 @@ func (n *network) decide(r kfakeresp.Request) kfakeresp.Verdict {
 		return kfakeresp.Verdict{}
 	}
 	key := kmsg.Key(r.Req.Key())
+	n.fireTrigger(key, r)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.seen[key.Name()]++
-	for i, t := range n.triggers {
-		if t.key == key {
-			n.triggers = append(n.triggers[:i], n.triggers[i+1:]...)
-			go t.fire(r)
-			break
-		}
-	}
 	for i, a := range n.arms {
 		if a.key != key {
 			continue
