@@ -49,6 +49,11 @@ func (rc *recon) start(ctx context.Context) error {
 		Brokers: rc.w.brokers, Names: rc.w.names, DataDir: rc.dir, Tools: rc.w.reg, AllowWeakDurability: true,
 		Policy:       reconciler.Policy{MaxAttempts: 4, BackoffBase: 500 * time.Millisecond, BackoffCap: 2 * time.Second, CommandTimeout: 10 * time.Second},
 		ScanInterval: 500 * time.Millisecond, SessionTimeout: 3 * time.Second,
+		// Over the members' recovery bound (their rebalance and transaction
+		// timeouts and the broker's abort, docs/DESIGN.md) plus their facts'
+		// 5 s delivery backoff, as cmd/chaos sets it: what the members know
+		// lands before an escalation, and the settle waits no longer.
+		FactGrace:  rc.w.p.DrainTimeout + 5*time.Second + rc.w.p.TxnTimeout + 6*time.Second,
 		Logger:     rc.w.log.With("member", "reconciler"),
 		ClientOpts: []kgo.Opt{kgo.ClientID("reconciler")},
 	})
