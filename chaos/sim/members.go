@@ -76,6 +76,7 @@ type fleet struct {
 	disks   map[string]*disk
 	lives   int
 	exits   map[string]int // why a member's Run ended on its own
+	aborted int            // transactions the ended lives aborted
 	wg      sync.WaitGroup // members being stopped
 }
 
@@ -163,6 +164,7 @@ func (f *fleet) reap() {
 		select {
 		case err := <-m.done:
 			m.ended.Store(true)
+			f.aborted += abortedOf(m)
 			m.ex.Close()
 			f.stopped = append(f.stopped, m.dir)
 			why := "returned nil"
@@ -212,7 +214,11 @@ func (f *fleet) leave(m *member) {
 		defer f.wg.Done()
 		m.cancel()
 		err := <-m.done
+		n := abortedOf(m)
 		m.ex.Close()
+		f.mu.Lock()
+		f.aborted += n
+		f.mu.Unlock()
 		if err != nil && !errors.Is(err, context.Canceled) {
 			f.w.logf("%s left with %v", m.name, err)
 		}
@@ -228,7 +234,11 @@ func (f *fleet) crash(m *member, wipe bool) {
 	m.ex.Crash()
 	m.cancel()
 	<-m.done
+	n := abortedOf(m)
 	m.ex.Close()
+	f.mu.Lock()
+	f.aborted += n
+	f.mu.Unlock()
 	if wipe {
 		_ = os.RemoveAll(m.dir)
 		return
@@ -299,4 +309,21 @@ func (f *fleet) exitCounts() map[string]int {
 		out[k] = v
 	}
 	return out
+}
+
+// abortedOf is how many transactions a member's life aborted.
+func abortedOf(m *member) int {
+	return int(counterValue(m.ex.Metrics().Txns.WithLabelValues("aborted")))
+}
+
+// abortedTotal is how many transactions every life aborted, the running
+// ones included.
+func (f *fleet) abortedTotal() int {
+	f.mu.Lock()
+	n, running := f.aborted, append([]*member(nil), f.running...)
+	f.mu.Unlock()
+	for _, m := range running {
+		n += abortedOf(m)
+	}
+	return n
 }

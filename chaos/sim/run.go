@@ -289,6 +289,13 @@ func (w *world) execute(ctx context.Context) (*RunReport, error) {
 		w.logf("reconciler start during the heal: %v", err)
 	}
 	escalated, settled := w.settle(ctx)
+	// The verdict reads the log, the answers and the ledger one after the
+	// other: a member still deciding between two of those reads (one that
+	// took an undecided partition back with a view that has it, a call
+	// started as the settle ended) would make them disagree. The members
+	// leave (draining what they run) and the reconciler stops first.
+	w.fleet.stopAll()
+	w.rec.stop()
 	return w.verdict(ctx, in, load, escalated, settled)
 }
 
@@ -446,10 +453,7 @@ func (w *world) verdict(ctx context.Context, in *injector, load *workload, escal
 	if err != nil {
 		return nil, err
 	}
-	aborted := 0
-	for _, m := range w.fleet.members() {
-		aborted += int(counterValue(m.ex.Metrics().Txns.WithLabelValues("aborted")))
-	}
+	aborted := w.fleet.abortedTotal()
 	verdict := chaos.Judge(chaos.Evidence{Tracker: w.tr, Ledger: w.ledger.Stats(), History: w.hist, Escalated: escalated,
 		Undecided: w.undecided, Stuck: stuck, Hostile: w.hostile, DeadLetters: dead, Aborted: aborted, Faults: in.total(),
 		Escalations: &w.escal, Facts: facts})
