@@ -23,8 +23,8 @@
 // load.go (agents), track.go (intents and answers), eventscan.go (the
 // event log), deadletters.go, counters.go (the executors' counters:
 // aborted and unconfirmed transactions), check.go and checkhostile.go
-// (the verdict), diagnose.go (what to look at when a run does not
-// settle); with --cluster, cluster.go and run_cluster.go (the three
+// (the verdict), judge.go (the verdict as a library, for chaos/sim),
+// diagnose.go (what to look at when a run does not settle); with --cluster, cluster.go and run_cluster.go (the three
 // nodes, a proxy each), faults_cluster.go (the node and disk faults),
 // disk.go (the executors' tmpfs disks), clusterwatch.go (leader
 // elections, ISR shrinks, the wait for every replica in sync).
