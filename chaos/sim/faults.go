@@ -157,9 +157,17 @@ const anchoredShare = 1.0 / 3
 // anchor arms d to fire on the next request of a kind.
 func (in *injector) anchor(ctx context.Context, d draws) {
 	key := in.kinds[d.e%len(in.kinds)]
+	var match func(kfakeresp.Request) bool
+	if d.kind == FaultLogStart || d.kind == FaultLogStartPast {
+		// A log move waits for a read of the log it moves: a fetch or a
+		// listing of offsets that names an events partition (the one
+		// moved past its rounds, once the run has one).
+		key = []kmsg.Key{kmsg.Fetch, kmsg.ListOffsets}[d.e%2]
+		match = func(r kfakeresp.Request) bool { return in.w.readsLog(r, d.kind == FaultLogStartPast) }
+	}
 	in.wg.Add(1)
 	in.w.logf("anchored: %s at the next %s request", d.kind, key.Name())
-	in.w.net.onNext(&trigger{key: key, drop: in.wg.Done, fire: func(r kfakeresp.Request) {
+	in.w.net.onNext(&trigger{key: key, match: match, drop: in.wg.Done, fire: func(r kfakeresp.Request) {
 		defer in.wg.Done()
 		if ctx.Err() != nil {
 			return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -228,10 +229,7 @@ func (w *world) eventsPartitions(r *kfakeresp.Request) []int32 {
 	if r == nil {
 		return nil
 	}
-	var id [16]byte
-	if ti := w.cluster.TopicInfo(w.names.Events); ti != nil {
-		id = ti.TopicID
-	}
+	id := w.eventsID // read once at setup: this runs on a connection's reading goroutine
 	var out []int32
 	switch req := r.Req.(type) {
 	case *kmsg.FetchRequest:
@@ -252,4 +250,22 @@ func (w *world) eventsPartitions(r *kfakeresp.Request) []int32 {
 		}
 	}
 	return out
+}
+
+// readsLog reports whether a request reads an events partition; past:
+// the one moved past its rounds, when the run has chosen it.
+func (w *world) readsLog(r kfakeresp.Request, past bool) bool {
+	ps := w.eventsPartitions(&r)
+	if len(ps) == 0 || !past {
+		return len(ps) > 0
+	}
+	v := w.mover.victimPartition()
+	return v < 0 || slices.Contains(ps, v)
+}
+
+// victimPartition is the partition moved past its rounds; -1: none yet.
+func (m *mover) victimPartition() int32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.victim
 }

@@ -50,9 +50,10 @@ type network struct {
 // clock: it fires, on its own goroutine, with the request that reached
 // the broker; drop is called instead when it never fires.
 type trigger struct {
-	key  kmsg.Key
-	fire func(kfakeresp.Request)
-	drop func()
+	key   kmsg.Key
+	match func(kfakeresp.Request) bool // nil: any request of the kind
+	fire  func(kfakeresp.Request)
+	drop  func()
 }
 
 // onNext arms a trigger.
@@ -71,7 +72,7 @@ func (n *network) fireTrigger(key kmsg.Key, r kfakeresp.Request) {
 	n.mu.Lock()
 	var t *trigger
 	for i, c := range n.triggers {
-		if c.key == key {
+		if c.key == key && (c.match == nil || c.match(r)) {
 			t = c
 			n.triggers = append(n.triggers[:i], n.triggers[i+1:]...)
 			break

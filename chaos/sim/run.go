@@ -63,7 +63,8 @@ type world struct {
 	mover   *mover
 	hostile *chaos.Hostile
 
-	runCtx context.Context // the run's: ends after the verdict
+	runCtx   context.Context // the run's: ends after the verdict
+	eventsID [16]byte        // the events topic's id (fetches name topics by id)
 
 	landedMu sync.Mutex
 	landedOn map[string]int32     // tenant\x00id -> partition, of misrouted raw intents
@@ -150,6 +151,9 @@ func (w *world) setup(ctx context.Context) error {
 	w.undo = append(w.undo, w.rec.stop)
 	if err := w.rec.start(ctx); err != nil {
 		return fmt.Errorf("sim: start reconciler: %w", err)
+	}
+	if ti := c.TopicInfo(w.names.Events); ti != nil {
+		w.eventsID = ti.TopicID
 	}
 	w.net.start(c)
 	return nil
