@@ -14,11 +14,23 @@ import (
 	"github.com/atmostonce/toolexec/wire"
 )
 
-// toolMix is the weight of each tool in new keys.
-var toolMix = []struct {
-	tool   string
-	weight int
+// ToolMix is the weight of each tool in new keys, in percent (the
+// compensating tool is reached only by compensations).
+var ToolMix = []struct {
+	Tool   string
+	Weight int
 }{{ToolNative, 30}, {ToolProbe, 20}, {ToolComp, 20}, {ToolIrrev, 10}, {ToolRead, 20}}
+
+// PickTool is the tool of ToolMix that r, in [0, 100), falls on.
+func PickTool(r int) string {
+	for _, m := range ToolMix {
+		if r < m.Weight {
+			return m.Tool
+		}
+		r -= m.Weight
+	}
+	return ToolNative
+}
 
 // agentKey is a key an agent has used: enough to re-emit it.
 type agentKey struct {
@@ -141,16 +153,7 @@ func (l *Load) newKey() *agentKey {
 	return k
 }
 
-func (l *Load) pickWeighted() string {
-	r := l.rng.IntN(100)
-	for _, m := range toolMix {
-		if r < m.weight {
-			return m.tool
-		}
-		r -= m.weight
-	}
-	return ToolNative
-}
+func (l *Load) pickWeighted() string { return PickTool(l.rng.IntN(100)) }
 
 func (l *Load) pick() *agentKey { return l.recent[len(l.recent)-1-l.rng.IntN(min(len(l.recent), 200))] }
 

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/atmostonce/toolexec/chaos"
 )
 
 // Config is one run. Zero values take the defaults of cmd/sim.
@@ -194,12 +196,12 @@ func (p *params) boundQueues() {
 	// One member may hold every partition: its overall bound alone must
 	// carry the load.
 	p.MaxInFlight = max(p.MaxInFlight, int(math.Ceil(2*p.Rate*perCall)))
-	for _, m := range toolMix {
-		n := p.ToolMaxInFlight[m.tool]
+	for _, m := range chaos.ToolMix {
+		n := p.ToolMaxInFlight[m.Tool]
 		if n == 0 {
 			continue
 		}
-		need := int(math.Ceil(2 * p.Rate * float64(m.weight) / 100 * perCall))
-		p.ToolMaxInFlight[m.tool] = max(n, need)
+		need := int(math.Ceil(2 * p.Rate * float64(m.Weight) / 100 * perCall))
+		p.ToolMaxInFlight[m.Tool] = max(n, need)
 	}
 }

@@ -16,15 +16,9 @@ import (
 	"github.com/atmostonce/toolexec/wire"
 )
 
-// toolNames are the ledger's tools (chaos.ToolsYAML), toolMix the weight
-// of each in new keys (the undo tool is only reached by compensations).
-var (
-	toolNames = []string{chaos.ToolNative, chaos.ToolProbe, chaos.ToolComp, chaos.ToolUndo, chaos.ToolIrrev, chaos.ToolRead}
-	toolMix   = []struct {
-		tool   string
-		weight int
-	}{{chaos.ToolNative, 30}, {chaos.ToolProbe, 20}, {chaos.ToolComp, 20}, {chaos.ToolIrrev, 15}, {chaos.ToolRead, 15}}
-)
+// toolNames are the ledger's tools (chaos.ToolsYAML); new keys take
+// them in chaos.ToolMix's proportions.
+var toolNames = []string{chaos.ToolNative, chaos.ToolProbe, chaos.ToolComp, chaos.ToolUndo, chaos.ToolIrrev, chaos.ToolRead}
 
 // workload acts like a crowd of agents, from the seed: new keys of every
 // tool class and tenant (some slow: their effect comes after the tool's
@@ -144,16 +138,7 @@ func (l *workload) newKey() *agentKey {
 	return k
 }
 
-func (l *workload) pickWeighted() string {
-	r := l.rng.IntN(100)
-	for _, m := range toolMix {
-		if r < m.weight {
-			return m.tool
-		}
-		r -= m.weight
-	}
-	return chaos.ToolNative
-}
+func (l *workload) pickWeighted() string { return chaos.PickTool(l.rng.IntN(100)) }
 
 func (l *workload) pick() *agentKey {
 	return l.recent[len(l.recent)-1-l.rng.IntN(min(len(l.recent), 100))]
