@@ -189,7 +189,10 @@ func (m *mover) move(ctx context.Context, rng *rand.Rand, p int32, pastRounds bo
 	offs.Add(kadm.Offset{Topic: topic, Partition: p, At: to})
 	_, err = m.adm.DeleteRecords(ctx, offs)
 	now, serr := m.start(ctx, p)
-	if serr == nil && now > max(round, -1) && now > start {
+	// A DeleteRecords whose answer was lost, or that timed out, may have
+	// been applied (or still be): a move past the rounds that may have
+	// happened counts as one.
+	if pastRounds && (err != nil || serr != nil || now > max(round, -1) && now > start) {
 		m.mu.Lock()
 		m.past[p] = true
 		m.mu.Unlock()
