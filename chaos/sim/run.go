@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -64,6 +65,7 @@ type world struct {
 	hostile *chaos.Hostile
 
 	runCtx   context.Context // the run's: ends after the verdict
+	wedged   string          // why the run could not go on; "" while it can
 	eventsID [16]byte        // the events topic's id (fetches name topics by id)
 
 	landedMu sync.Mutex
@@ -281,9 +283,13 @@ func (w *world) execute(ctx context.Context) (*RunReport, error) {
 	go func() { defer wg.Done(); load.run(lctx) }()
 	go func() { defer wg.Done(); in.run(lctx) }()
 	go w.watch(lctx, in)
-	wg.Wait()
-	if w.hostile != nil {
-		w.hostile.Wait()
+	if !w.within(w.cfg.Duration+loadGrace, "the load and the faults", func() {
+		wg.Wait()
+		if w.hostile != nil {
+			w.hostile.Wait()
+		}
+	}) {
+		return w.wedgedReport(in, load), nil
 	}
 	w.logf("load and faults stopped: %v; healing", in.snapshot())
 	w.net.heal()
@@ -298,9 +304,48 @@ func (w *world) execute(ctx context.Context) (*RunReport, error) {
 	// took an undecided partition back with a view that has it, a call
 	// started as the settle ended) would make them disagree. The members
 	// leave (draining what they run) and the reconciler stops first.
-	w.fleet.stopAll()
-	w.rec.stop()
+	if !w.within(stopGrace, "stopping the members and the reconciler", func() { w.fleet.stopAll(); w.rec.stop() }) {
+		return w.wedgedReport(in, load), nil
+	}
 	return w.verdict(ctx, in, load, escalated, settled)
+}
+
+// Bounds on the steps of a run that wait for the product: past them the
+// run is wedged (a member's Crash that never returns, a drain that never
+// ends), a violation, and the run ends there with every goroutine's stack
+// in its dir. loadGrace covers a hostile wave's waits after the load.
+const (
+	loadGrace = 3 * time.Minute
+	stopGrace = 2 * time.Minute
+)
+
+// within runs step, waiting at most d; false when it did not finish: the
+// run is wedged, and what it started is abandoned (the cleanup would
+// wait on it too).
+func (w *world) within(d time.Duration, what string, step func()) bool {
+	done := make(chan struct{})
+	go func() { defer close(done); step() }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+	}
+	w.wedged = fmt.Sprintf("wedged: %s did not end within %s; goroutines in %s", what, d, w.dumpGoroutinesTo("wedged-goroutines.txt"))
+	w.logf("%s", w.wedged)
+	w.undo = nil
+	w.keep = true
+	return false
+}
+
+// wedgedReport is the report of a run that could not go on.
+func (w *world) wedgedReport(in *injector, load *workload) *RunReport {
+	hits, seen := w.net.counts()
+	rep := &RunReport{Seed: w.cfg.Seed, Params: w.p, Injected: hits, Requests: seen, Faults: in.snapshot(), Exits: w.fleet.exitCounts(),
+		Violations: []string{w.wedged}}
+	load.mu.Lock()
+	rep.Load = maps.Clone(load.counts)
+	load.mu.Unlock()
+	return rep
 }
 
 // watch reaps members whose Run ended on its own, and restarts a
@@ -396,13 +441,7 @@ func (w *world) settle(ctx context.Context) (map[string]bool, bool) {
 // dumpGoroutines writes every goroutine's stack into the run's dir, to
 // see where a run that did not settle waits.
 func (w *world) dumpGoroutines() string {
-	path := filepath.Join(w.dir, "goroutines.txt")
-	f, err := os.Create(path)
-	if err != nil {
-		return err.Error()
-	}
-	defer f.Close()
-	_ = pprof.Lookup("goroutine").WriteTo(f, 2)
+	path := w.dumpGoroutinesTo("goroutines.txt")
 	for _, m := range w.fleet.members() {
 		w.logf("%s at the settle timeout: ready %v, in flight %d", m.name, m.ex.Ready(), int(gaugeValue(m.ex.Metrics().InFlight)))
 	}
@@ -430,6 +469,19 @@ func (w *world) consumed() string {
 		fmt.Fprintf(&b, "%s/%d committed %d of %d; ", o.Topic, o.Partition, c.At, o.Offset)
 	})
 	return b.String()
+}
+
+// dumpGoroutinesTo writes every goroutine's stack into a file of the
+// run's dir and returns its path.
+func (w *world) dumpGoroutinesTo(name string) string {
+	path := filepath.Join(w.dir, name)
+	f, err := os.Create(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	_ = pprof.Lookup("goroutine").WriteTo(f, 2)
+	return path
 }
 
 // verdict reads the rest of the log and the dead letters and judges.
