@@ -209,6 +209,13 @@ func Judge(ev Evidence) *Report {
 		stuck: ev.Stuck, deadLetters: ev.DeadLetters, aborted: ev.Aborted, faults: ev.Faults, facts: ev.Facts}
 	if ev.Escalations != nil {
 		in.escalatedCalls = ev.Escalations.w.calls()
+		for c := range in.escalatedCalls {
+			// A fact about a key of an undecidable partition cannot reach
+			// an owner that refuses the partition.
+			if ev.Undecided != nil && ev.Undecided("", "", c.RK) {
+				delete(in.escalatedCalls, c)
+			}
+		}
 	}
 	if ev.Hostile != nil {
 		for _, h := range ev.Hostile.Records() {
