@@ -155,8 +155,9 @@ func reason(err error) string {
 }
 
 // reap collects the members whose Run ended on its own: a fatal error (a
-// broken disk, a broker outage longer than BrokerOutage), or a bug.
-func (f *fleet) reap() {
+// broken disk, a broker outage longer than BrokerOutage), or a bug. It
+// returns how many did.
+func (f *fleet) reap() (exited int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	kept := f.running[:0]
@@ -172,12 +173,14 @@ func (f *fleet) reap() {
 				why = reason(err)
 			}
 			f.exits[why]++
+			exited++
 			f.w.logf("%s exited on its own: %v", m.name, err)
 		default:
 			kept = append(kept, m)
 		}
 	}
 	f.running = kept
+	return exited
 }
 
 // take removes a member chosen by pick from the running ones.

@@ -348,8 +348,8 @@ func (w *world) wedgedReport(in *injector, load *workload) *RunReport {
 	return rep
 }
 
-// watch reaps members whose Run ended on its own, and restarts a
-// reconciler that exited, until ctx ends.
+// watch reaps members whose Run ended on its own and starts them again,
+// and restarts a reconciler that exited, until ctx ends.
 func (w *world) watch(ctx context.Context, in *injector) {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
@@ -358,7 +358,18 @@ func (w *world) watch(ctx context.Context, in *injector) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			w.fleet.reap()
+			// A member that exited is started again on its dir, as a
+			// supervisor would (a pod's restart): exits by design (a
+			// broken disk, an outage past BrokerOutage) must not leave the
+			// partitions without an owner for the rest of the load.
+			for n := w.fleet.reap(); n > 0; n-- {
+				go func() {
+					time.Sleep(time.Second)
+					if err := w.fleet.start(ctx, w.fleet.stoppedDir(func(int) int { return 0 })); err != nil {
+						w.logf("restart after an exit: %v", err)
+					}
+				}()
+			}
 			rows, ok := w.rec.rows()
 			if !ok {
 				_ = w.rec.start(ctx)
