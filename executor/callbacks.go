@@ -76,6 +76,19 @@ func partitionsOf(parts map[string][]int32) []int32 {
 	return ps
 }
 
+// notStarted queues jobs the dispatcher refused (their partition was
+// released) for the loop, which records them after it applied the
+// revocation queued before them, as it does the jobs a revocation
+// cancelled.
+func (c *ownershipChanges) notStarted(jobs []job) {
+	if len(jobs) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.list = append(c.mu.list, ownershipChange{cancelled: jobs})
+}
+
 func (c *ownershipChanges) take() []ownershipChange {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -150,7 +150,7 @@ func (e *Executor) resumeReads(p int32, calls []partition.Call) {
 	for _, c := range calls {
 		e.cfg.Hooks.at(PointAfterStartedCommit, c.RK) // their read_started events are committed
 	}
-	e.disp.submit(calls...)
+	e.changes.notStarted(e.disp.submit(calls...))
 }
 
 // noteGap records p as gapped and, the first time, pauses its fetches.
