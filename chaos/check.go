@@ -33,8 +33,19 @@ type Report struct {
 	EscalatedIntents int            `json:"escalated_intents"`
 	// EscalatedKnown counts the calls escalated to a person although a
 	// member knew their answer (facts.go); each is a violation.
-	EscalatedKnown  int            `json:"escalated_known"`
-	EscalatedKeys   []string       `json:"escalated_keys"` // the first 20, sorted
+	EscalatedKnown int      `json:"escalated_known"`
+	EscalatedKeys  []string `json:"escalated_keys"` // the first 20, sorted
+	// Undecided counts the intents left unanswered, and UndecidedKeys the
+	// keys left in doubt, on partitions the run made undecidable on
+	// purpose (a log start moved past every snapshot round: the executor
+	// must refuse them, docs/DESIGN.md "Gaps"); only the simulation sets
+	// them.
+	Undecided     int `json:"undecided,omitempty"`
+	UndecidedKeys int `json:"undecided_keys,omitempty"`
+	// LateLandings counts undos that came before an effect whose request
+	// had reached the tool before its call's deadline, the tool acting
+	// after it (the documented limit, not a violation).
+	LateLandings    int            `json:"late_landings,omitempty"`
 	ProduceFailed   int            `json:"produce_failed"`
 	Answers         int            `json:"answers"`
 	Statuses        map[string]int `json:"statuses"`
@@ -114,6 +125,10 @@ type checkInput struct {
 	ledger    LedgerStats
 	hist      map[string]*keyHistory // by routing key
 	escalated map[string]bool        // routing keys the reconciler escalated
+	// undecided says whether an intent (tenant and id; "" for a key's
+	// record) of a routing key lies on a partition the run made
+	// undecidable on purpose; nil: none.
+	undecided func(tenant, id, rk string) bool
 	// escalatedCalls are the calls the reconciler ever listed escalated,
 	// facts those a member delivered a fact about (facts.go).
 	escalatedCalls map[callRef]bool
@@ -225,12 +240,14 @@ func checkGenerations(in checkInput, r *Report, rk string, h *keyHistory) {
 	}
 	path := pathOf[h.Tool]
 	var effect time.Time
+	var late bool // the first effect's request reached the tool before its call's deadline
 	var with []generation
 	for _, g := range h.Calls {
 		if k := in.ledger.Keys[g.DK]; k.Path == path && k.Effects > 0 {
 			with = append(with, g)
 			if effect.IsZero() || k.FirstEffect.Before(effect) {
 				effect = k.FirstEffect
+				late = g.Deadline > 0 && k.FirstRequest.UnixMilli() < g.Deadline
 			}
 		}
 	}
@@ -242,7 +259,17 @@ func checkGenerations(in checkInput, r *Report, rk string, h *keyHistory) {
 		}
 	}
 	for _, g := range h.Comps {
-		if k := in.ledger.Keys[g.DK]; k.Effects > 0 && !effect.IsZero() && k.FirstEffect.Before(effect) {
+		k := in.ledger.Keys[g.DK]
+		switch {
+		case k.Effects == 0 || effect.IsZero() || !k.FirstEffect.Before(effect):
+		case late:
+			// The call's request reached the tool within its budget and
+			// the tool acted after the deadline, when the key was the
+			// reconciler's: the documented limit (docs/RELIABILITY.md,
+			// Limits) that only a tool refusing requests past a deadline
+			// closes. Counted, not a broken promise.
+			r.LateLandings++
+		default:
 			r.violate("undo_before_effect: %s: compensation %s undid at %s, the effect came at %s", rk, g.ID,
 				k.FirstEffect.Format("15:04:05.000"), effect.Format("15:04:05.000"))
 		}
@@ -271,6 +298,8 @@ func checkIntents(in checkInput, r *Report) {
 			r.violate("multiple_terminal_answers: intent %s of %s (%s): %v", it.ID, rk, it.Tool, it.Terminal)
 		case in.escalated[rk]:
 			r.EscalatedIntents++
+		case in.undecided != nil && in.undecided(it.Tenant, it.ID, rk):
+			r.Undecided++
 		case it.Pending > 0:
 			r.Unanswered++
 			r.violate("unanswered: intent %s of %s (%s): %d pending answers, no terminal one, key not escalated", it.ID, rk, it.Tool, it.Pending)
@@ -342,6 +371,9 @@ func checkInDoubt(in checkInput, r *Report, rk string, h *keyHistory) {
 	switch {
 	case !settled && in.escalated[rk]:
 		return // counted as escalated
+	case !settled && in.undecided != nil && in.undecided("", "", rk):
+		r.UndecidedKeys++
+		return
 	case !settled:
 		r.violate("unsettled: %s (%s, %s) still %s, not escalated", rk, h.Tool, class, final)
 		return

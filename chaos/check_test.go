@@ -54,6 +54,19 @@ func TestCheckFlagsEachViolation(t *testing.T) {
 			in.hist["t0/k1"].LastStatus = saga.StatusUnknown
 		}, ""},
 		{"unsettled", func(in *checkInput) { in.hist["t0/k1"].LastStatus = saga.StatusUnknown }, "unsettled"},
+		{"undecided partition: neither lost nor unsettled", func(in *checkInput) {
+			r := in.intents["i1"]
+			r.Terminal = nil
+			in.intents["i1"] = r
+			in.hist["t0/k1"].LastStatus = saga.StatusUnknown
+			in.undecided = func(_, _, rk string) bool { return rk == "t0/k1" }
+		}, ""},
+		{"undecided partition: a duplicate effect still counts", func(in *checkInput) {
+			k := in.ledger.Keys[dk]
+			k.Effects = 2
+			in.ledger.Keys[dk] = k
+			in.undecided = func(string, string, string) bool { return true }
+		}, "duplicate_effect"},
 		{"not executed but effect", func(in *checkInput) {
 			h := in.hist["t0/k1"]
 			h.LastStatus, h.ResolvedSt, h.Calls[0].Status = saga.StatusNotExecuted, []saga.Status{saga.StatusNotExecuted}, saga.StatusNotExecuted
@@ -83,6 +96,22 @@ func TestCheckFlagsEachViolation(t *testing.T) {
 			in.hist["t0/k1"].Calls[1].DK = dk2
 		}, "effect_without_started,succeeded_without_effect"},
 		{"an undo that overtook the effect", func(in *checkInput) {
+			in.hist["t0/k1"].Comps = []generation{{ID: "c1", DK: undo, Status: saga.StatusCompensated}}
+			in.ledger.Keys[undo] = keyLedger{Path: "/undo", Tenant: "t0", Key: "k1", Calls: 1, Effects: 1, FirstEffect: at.Add(-time.Second)}
+		}, "undo_before_effect"},
+		{"an undo before an effect whose request came within the call's budget: the documented limit", func(in *checkInput) {
+			in.hist["t0/k1"].Calls[0].Deadline = at.Add(-2 * time.Second).UnixMilli()
+			k := in.ledger.Keys[dk]
+			k.FirstRequest = at.Add(-3 * time.Second)
+			in.ledger.Keys[dk] = k
+			in.hist["t0/k1"].Comps = []generation{{ID: "c1", DK: undo, Status: saga.StatusCompensated}}
+			in.ledger.Keys[undo] = keyLedger{Path: "/undo", Tenant: "t0", Key: "k1", Calls: 1, Effects: 1, FirstEffect: at.Add(-time.Second)}
+		}, ""},
+		{"an undo before an effect whose request came after the call's deadline", func(in *checkInput) {
+			in.hist["t0/k1"].Calls[0].Deadline = at.Add(-2 * time.Second).UnixMilli()
+			k := in.ledger.Keys[dk]
+			k.FirstRequest = at.Add(-1500 * time.Millisecond)
+			in.ledger.Keys[dk] = k
 			in.hist["t0/k1"].Comps = []generation{{ID: "c1", DK: undo, Status: saga.StatusCompensated}}
 			in.ledger.Keys[undo] = keyLedger{Path: "/undo", Tenant: "t0", Key: "k1", Calls: 1, Effects: 1, FirstEffect: at.Add(-time.Second)}
 		}, "undo_before_effect"},

@@ -79,9 +79,17 @@ const sessionTimeout = 3 * time.Second
 
 // toolsYAML is the tool file of the run; base is the ledger's address as
 // the executors reach it (through the network proxy).
-func toolsYAML(base string) string {
+func toolsYAML(base string) string { return ToolsYAML(base, nil) }
+
+// ToolsYAML is the tool file of the ledger's tools, reached at base;
+// more, if not nil, gives YAML lines to add to a tool's entry (each
+// indented by four spaces and ending in a newline), e.g. max_in_flight.
+func ToolsYAML(base string, more func(tool string) string) string {
 	u := "http://" + base
 	entry := func(name, extra string) string {
+		if more != nil {
+			extra += more(name)
+		}
 		return fmt.Sprintf("  - name: %s\n    class: %s\n    url: %s%s\n    timeout: 1s\n    pending_ttl: 6s\n    retention: 1h\n    retries: 2\n%s",
 			name, classOf[name], u, pathOf[name], extra)
 	}

@@ -24,8 +24,9 @@
 // lapse the calls of the tool that needs approval), track.go (intents and
 // answers), eventscan.go (the event log), deadletters.go, counters.go (the
 // executors' counters: aborted and unconfirmed transactions), check.go,
-// checkhostile.go and checkapproval.go (the verdict), diagnose.go (what to look at when a run does not
-// settle); with --cluster, cluster.go and run_cluster.go (the three
+// checkhostile.go and checkapproval.go (the verdict), judge.go (the verdict
+// as a library, for chaos/sim), diagnose.go (what to look at when a run
+// does not settle); with --cluster, cluster.go and run_cluster.go (the three
 // nodes, a proxy each), faults_cluster.go (the node and disk faults),
 // disk.go (the executors' tmpfs disks), clusterwatch.go (leader
 // elections, ISR shrinks, the wait for every replica in sync).

@@ -46,11 +46,12 @@ type keyHistory struct {
 // generation is one call (or compensation) of a key: its downstream key
 // and what the log says became of it.
 type generation struct {
-	ID      string // the intent id that started it
-	DK      string
-	At      int64 // unix ms it started
-	Status  saga.Status
-	Expired bool // the key's record expired after it (the key is free again)
+	ID       string // the intent id that started it
+	DK       string
+	At       int64 // unix ms it started
+	Deadline int64 // unix ms after which no executor may send it (At + the tool's pending_ttl); 0 unknown
+	Status   saga.Status
+	Expired  bool // the key's record expired after it (the key is free again)
 	// Approved: an approved event of this call's request, for the
 	// arguments the request recorded, came before its started event.
 	Approved bool
@@ -122,9 +123,13 @@ func foldEvent(out map[string]*keyHistory, rk string, ev *saga.Event) {
 	case saga.EvStarted:
 		h.Started++
 		h.Tool = ev.Tool
-		h.Calls = append(h.Calls, generation{ID: ev.IntentID, DK: tools.CallDownstreamKey(ev.DownstreamKey, ev.Tenant, ev.Tool, ev.Key), At: ev.At,
-			Approved: approves(h, ev)})
+		g := generation{ID: ev.IntentID, DK: tools.CallDownstreamKey(ev.DownstreamKey, ev.Tenant, ev.Tool, ev.Key), At: ev.At,
+			Approved: approves(h, ev)}
 		h.approved = nil
+		if ev.PendingTTL > 0 {
+			g.Deadline = ev.At + ev.PendingTTL
+		}
+		h.Calls = append(h.Calls, g)
 	case saga.EvOutcome:
 		if ev.Status == saga.StatusUnknown {
 			h.Unknown++

@@ -103,6 +103,7 @@ type Hostile struct {
 	adm        *kadm.Client
 	logf       func(string, ...any)
 	count      func(detail string)
+	opts       []kgo.Opt // extra options of every client it makes
 
 	wg sync.WaitGroup
 	mu struct {
@@ -113,15 +114,15 @@ type Hostile struct {
 	}
 }
 
-func newHostile(brokers []string, names topics.Names, partitions int32, tr *Tracker, logf func(string, ...any)) (*Hostile, error) {
-	h := &Hostile{brokers: brokers, names: names, partitions: partitions, tr: tr, logf: logf, count: func(string) {}}
+func newHostile(brokers []string, names topics.Names, partitions int32, tr *Tracker, logf func(string, ...any), opts ...kgo.Opt) (*Hostile, error) {
+	h := &Hostile{brokers: brokers, names: names, partitions: partitions, tr: tr, logf: logf, count: func(string) {}, opts: opts}
 	var err error
-	if h.prod, err = kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchMaxBytes(4<<20)); err != nil {
+	if h.prod, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchMaxBytes(4 << 20)}, opts...)...); err != nil {
 		return nil, err
 	}
-	if h.big, err = kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.ProducerBatchMaxBytes(8<<20), kgo.MaxBufferedBytes(64<<20)); err != nil {
+	if h.big, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.ProducerBatchMaxBytes(8 << 20), kgo.MaxBufferedBytes(64 << 20)}, opts...)...); err != nil {
 		h.prod.Close()
 		return nil, err
 	}
@@ -299,7 +300,7 @@ func (h *Hostile) replyGone(ctx context.Context, tag string) {
 	}
 	fctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
-	if err := h.tr.follow(fctx, h.brokers, x, done); err != nil {
+	if err := h.tr.follow(fctx, h.brokers, x, done, h.opts...); err != nil {
 		stop()
 		h.logf("hostile: follow %s: %v", x, err)
 		return

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -49,6 +50,7 @@ import (
 // Safe for concurrent use.
 type Ledger struct {
 	dropEvery uint32
+	latency   atomic.Int64 // the bound of SetLatency, in nanoseconds
 	ln        net.Listener
 	srv       *http.Server
 
@@ -88,7 +90,10 @@ type keyLedger struct {
 	Effects     int
 	Dropped     int
 	FirstEffect time.Time // zero without an effect
-	Result      map[string]any
+	// FirstRequest is when the first request reached the ledger (before
+	// a slow key's wait or the latency).
+	FirstRequest time.Time
+	Result       map[string]any
 }
 
 // NewLedger listens on 127.0.0.1 (a free port) and serves until Close.
@@ -103,6 +108,21 @@ func NewLedger(dropEvery uint32) (*Ledger, error) {
 	l.srv = &http.Server{Handler: http.HandlerFunc(l.serve)}
 	go func() { _ = l.srv.Serve(ln) }()
 	return l, nil
+}
+
+// SetLatency makes every request that is not a slow key's take a while
+// before its effect: up to max, the same for every request of one
+// downstream key (a hash of it), so that calls overlap and queue behind a
+// tool's max_in_flight as in a real downstream. 0 (the default) answers
+// at once.
+func (l *Ledger) SetLatency(max time.Duration) { l.latency.Store(int64(max)) }
+
+func (l *Ledger) latencyOf(dk string) time.Duration {
+	max := l.latency.Load()
+	if max <= 0 {
+		return 0
+	}
+	return time.Duration(int64(hash32(dk+"/latency")) % max)
 }
 
 // Addr is the host:port the ledger listens on.
@@ -123,10 +143,13 @@ func (l *Ledger) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := r.Header.Get("X-Tool-Key")
+	arrived := time.Now()
 	if slow(r.URL.Path, key) {
 		time.Sleep(slowEffect) // the caller gives up meanwhile; the effect still comes
+	} else if d := l.latencyOf(dk); d > 0 {
+		time.Sleep(d)
 	}
-	res, drop := l.record(r.URL.Path, dk, r.Header.Get("X-Tool-Tenant"), key, body)
+	res, drop := l.record(r.URL.Path, dk, r.Header.Get("X-Tool-Tenant"), key, body, arrived)
 	if res == nil && !drop {
 		w.WriteHeader(http.StatusConflict)
 		_, _ = io.WriteString(w, `{"error":{"code":"fenced","message":"a probe fenced this key"}}`)
@@ -143,7 +166,7 @@ func (l *Ledger) serve(w http.ResponseWriter, r *http.Request) {
 // record counts the request and performs the effect its class allows. It
 // returns the answer and whether to drop the connection instead; no answer
 // and no drop: the key is fenced, the request refused without an effect.
-func (l *Ledger) record(path, dk, tenant, key string, body []byte) (map[string]any, bool) {
+func (l *Ledger) record(path, dk, tenant, key string, body []byte, arrived time.Time) (map[string]any, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.fenced[dk] {
@@ -152,7 +175,7 @@ func (l *Ledger) record(path, dk, tenant, key string, body []byte) (map[string]a
 	}
 	k := l.mu.keys[dk]
 	if k == nil {
-		k = &keyLedger{Path: path, Tenant: tenant, Key: key}
+		k = &keyLedger{Path: path, Tenant: tenant, Key: key, FirstRequest: arrived}
 		l.mu.keys[dk] = k
 	}
 	k.Calls++

@@ -14,11 +14,31 @@ import (
 	"github.com/atmostonce/toolexec/wire"
 )
 
-// toolMix is the weight of each tool in new keys.
+// toolMix is the weight of each tool in cmd/chaos's new keys, in percent
+// (the compensating tool is reached only by compensations).
 var toolMix = []struct {
 	tool   string
 	weight int
 }{{ToolNative, 25}, {ToolProbe, 18}, {ToolComp, 18}, {ToolIrrev, 10}, {ToolRead, 19}, {ToolApproval, 10}}
+
+// ToolMix is the weight of each tool that needs no person, in percent: the
+// simulation's workload (chaos/sim has no approver, so ToolApproval's keys
+// would wait until their approval_ttl lapsed).
+var ToolMix = []struct {
+	Tool   string
+	Weight int
+}{{ToolNative, 30}, {ToolProbe, 20}, {ToolComp, 20}, {ToolIrrev, 10}, {ToolRead, 20}}
+
+// PickTool is the tool of ToolMix that r, in [0, 100), falls on.
+func PickTool(r int) string {
+	for _, m := range ToolMix {
+		if r < m.Weight {
+			return m.Tool
+		}
+		r -= m.Weight
+	}
+	return ToolNative
+}
 
 // agentKey is a key an agent has used: enough to re-emit it.
 type agentKey struct {

@@ -45,6 +45,9 @@ type Tracker struct {
 		keys    map[string][]string   // routing key -> intent ids
 		answers int
 		strays  map[string]int // answers to intent ids we never produced (reconciler commands), by status
+		// strayWhy keeps the first reasons of stray answers that are not
+		// plain successes, "status code: message" (bounded).
+		strayWhy map[string]int
 	}
 }
 
@@ -54,6 +57,7 @@ func newTracker(results string) *Tracker {
 	t.mu.byID = map[string][]string{}
 	t.mu.keys = map[string][]string{}
 	t.mu.strays = map[string]int{}
+	t.mu.strayWhy = map[string]int{}
 	return t
 }
 
@@ -102,6 +106,9 @@ func (t *Tracker) answer(res *wire.Result, topic string) {
 	r := t.findLocked(res)
 	if r == nil {
 		t.mu.strays[res.Status]++
+		if res.Error != nil && (len(t.mu.strayWhy) < 50 || t.mu.strayWhy[strayReason(res)] > 0) {
+			t.mu.strayWhy[strayReason(res)]++
+		}
 		return
 	}
 	if !codes.Terminal(res.Status) {
@@ -196,4 +203,13 @@ func (t *Tracker) follow(ctx context.Context, brokers []string, topic string, do
 		}
 	}()
 	return nil
+}
+
+// strayReason names why a command was answered as it was.
+func strayReason(res *wire.Result) string {
+	msg := res.Error.Message
+	if len(msg) > 120 {
+		msg = msg[:120]
+	}
+	return res.Status + " " + res.Error.Code + ": " + msg
 }

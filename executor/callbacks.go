@@ -28,6 +28,7 @@ type ownershipChanges struct {
 	// cancel takes the jobs of revoked partitions that have not started
 	// out of the dispatcher (dispatcher.cancelPartitions).
 	cancel func(ps []int32) []job
+	hooks  Hooks
 	dirty  atomic.Bool // a callback ran: reset the session before the next transaction
 
 	mu struct {
@@ -48,7 +49,7 @@ type ownershipChange struct {
 	cancelled []job
 }
 
-func (c *ownershipChanges) push(assigned bool, parts map[string][]int32) {
+func (c *ownershipChanges) push(assigned bool, parts map[string][]int32) []int32 {
 	ps := partitionsOf(parts)
 	ch := ownershipChange{assigned: assigned, partitions: ps, byTopic: parts}
 	if !assigned && c.cancel != nil {
@@ -57,6 +58,7 @@ func (c *ownershipChanges) push(assigned bool, parts map[string][]int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.list = append(c.mu.list, ch)
+	return ps
 }
 
 // partitionsOf lists the partitions of parts once each.
@@ -74,6 +76,19 @@ func partitionsOf(parts map[string][]int32) []int32 {
 	return ps
 }
 
+// notStarted queues jobs the dispatcher refused (their partition was
+// released) for the loop, which records them after it applied the
+// revocation queued before them, as it does the jobs a revocation
+// cancelled.
+func (c *ownershipChanges) notStarted(jobs []job) {
+	if len(jobs) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.list = append(c.mu.list, ownershipChange{cancelled: jobs})
+}
+
 func (c *ownershipChanges) take() []ownershipChange {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -82,21 +97,24 @@ func (c *ownershipChanges) take() []ownershipChange {
 	return l
 }
 
-// The group's callbacks: each queues the change for the loop and marks
-// the session dirty.
+// The group's callbacks: each queues the change for the loop, marks the
+// session dirty, and then tells Hooks.Ownership.
 func (c *ownershipChanges) onAssigned(_ context.Context, _ *kgo.Client, parts map[string][]int32) {
-	c.push(true, c.ours(parts))
+	ps := c.push(true, c.ours(parts))
 	c.dirty.Store(true)
+	c.hooks.ownership(true, ps)
 }
 
 func (c *ownershipChanges) onRevoked(_ context.Context, _ *kgo.Client, parts map[string][]int32) {
-	c.push(false, c.ours(parts))
+	ps := c.push(false, c.ours(parts))
 	c.dirty.Store(true)
+	c.hooks.ownership(false, ps)
 }
 
 func (c *ownershipChanges) onLost(_ context.Context, _ *kgo.Client, parts map[string][]int32) {
-	c.push(false, c.ours(parts))
+	ps := c.push(false, c.ours(parts))
 	c.dirty.Store(true)
+	c.hooks.ownership(false, ps)
 }
 
 // ours keeps the intents and control partitions of parts.

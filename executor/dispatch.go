@@ -47,11 +47,12 @@ type dispatcher struct {
 
 	mu struct {
 		sync.Mutex
-		running int
-		queued  int    // jobs waiting, over all tools
-		seq     uint64 // submission order of the jobs
-		tools   map[string]*toolQueue
-		waiting []*toolQueue // the tools with waiting jobs, in no order
+		running  int
+		queued   int    // jobs waiting, over all tools
+		seq      uint64 // submission order of the jobs
+		tools    map[string]*toolQueue
+		waiting  []*toolQueue   // the tools with waiting jobs, in no order
+		released map[int32]bool // partitions the callbacks released and the loop has not assigned again
 	}
 }
 
@@ -73,14 +74,26 @@ func newDispatcher(ctx context.Context, reg *tools.Registry, maxInFlight int, ho
 	d := &dispatcher{reg: reg, maxInFlight: maxInFlight, hooks: hooks, ctx: ctx,
 		out: make(chan completion, maxInFlight), wake: wake}
 	d.mu.tools = map[string]*toolQueue{}
+	d.mu.released = map[int32]bool{}
 	return d
 }
 
-// submit queues jobs and starts those the bounds allow. Never blocks.
-func (d *dispatcher) submit(jobs ...job) {
+// submit queues jobs and starts those the bounds allow. Never blocks. It
+// refuses, and returns, the jobs of partitions the group's callbacks
+// released and the loop has not assigned again (cancelPartitions,
+// grantPartitions): between a revocation and the loop's next poll the
+// loop may still restore such a partition and take its reads over, or
+// commit a tick's calls for it, and none of those may start.
+func (d *dispatcher) submit(jobs ...job) (refused []job) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	n := 0
 	for _, j := range jobs {
+		if d.mu.released[j.P] {
+			refused = append(refused, j)
+			continue
+		}
+		n++
 		q := d.toolLocked(j.Tool)
 		if len(q.jobs) == 0 {
 			d.mu.waiting = append(d.mu.waiting, q)
@@ -88,8 +101,9 @@ func (d *dispatcher) submit(jobs ...job) {
 		d.mu.seq++
 		q.jobs = append(q.jobs, queuedJob{job: j, seq: d.mu.seq})
 	}
-	d.mu.queued += len(jobs)
+	d.mu.queued += n
 	d.startRunnableLocked()
+	return refused
 }
 
 // queued is the number of jobs waiting for a slot plus those running.
@@ -218,7 +232,22 @@ func (d *dispatcher) cancelQueued() []job {
 // taken a partition back, no call of it may start here. Safe to call from
 // a group callback: the lock is never held while waiting.
 func (d *dispatcher) cancelPartitions(ps []int32) []job {
+	d.mu.Lock()
+	for _, p := range ps {
+		d.mu.released[p] = true
+	}
+	d.mu.Unlock()
 	return d.cancel(func(j job) bool { return slices.Contains(ps, j.P) })
+}
+
+// grantPartitions lets jobs of ps be submitted again: the loop applied
+// their assignment.
+func (d *dispatcher) grantPartitions(ps []int32) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, p := range ps {
+		delete(d.mu.released, p)
+	}
 }
 
 // cancel removes and returns the waiting jobs that drop chooses.

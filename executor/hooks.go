@@ -17,10 +17,23 @@ const (
 // to freeze the protocol there.
 type Hooks struct {
 	At func(p Point, routingKey string)
+	// Ownership is told of every change of this member's partitions, on
+	// the group's goroutine, as the last step of the callback that
+	// learned of it: assigned, or released (revoked or lost). Once it
+	// is told of a release the member no longer owns those partitions,
+	// and a call it starts for one of them afterwards is a call from a
+	// non-owner (the simulation checks that none is, chaos/sim).
+	Ownership func(assigned bool, partitions []int32)
 }
 
 func (h Hooks) at(p Point, rk string) {
 	if h.At != nil {
 		h.At(p, rk)
+	}
+}
+
+func (h Hooks) ownership(assigned bool, partitions []int32) {
+	if h.Ownership != nil && len(partitions) > 0 {
+		h.Ownership(assigned, partitions)
 	}
 }

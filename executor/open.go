@@ -32,6 +32,7 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 	}
 	e := &Executor{cfg: cfg, m: newMetrics(cfg.Registerer), runDone: make(chan struct{})}
 	e.changes.names = cfg.Names
+	e.changes.hooks = cfg.Hooks
 	if err := e.open(ctx); err != nil {
 		e.Close()
 		return nil, err

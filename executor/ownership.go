@@ -18,6 +18,7 @@ func (e *Executor) applyOwnershipChanges() {
 		if ch.assigned {
 			e.guard.checkAssignment(ch.byTopic)
 			e.core.Assign(e.cfg.Now(), ch.partitions...)
+			e.disp.grantPartitions(ch.partitions)
 			e.assigned = true
 			e.restores.assigned(e.cfg.Now())
 			continue

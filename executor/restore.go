@@ -147,7 +147,10 @@ func (e *Executor) resumeReads(p int32, calls []partition.Call) {
 	}
 	e.cfg.Logger.Info("calling again the reads a previous owner left unanswered", "partition", p, "reads", len(calls))
 	e.m.ReadsResumed.Add(float64(len(calls)))
-	e.disp.submit(calls...)
+	for _, c := range calls {
+		e.cfg.Hooks.at(PointAfterStartedCommit, c.RK) // their read_started events are committed
+	}
+	e.changes.notStarted(e.disp.submit(calls...))
 }
 
 // noteGap records p as gapped and, the first time, pauses its fetches.

@@ -145,7 +145,7 @@ func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) error {
 	for _, c := range rd.Calls {
 		e.cfg.Hooks.at(PointAfterStartedCommit, c.RK)
 	}
-	e.disp.submit(rd.Calls...)
+	e.changes.notStarted(e.disp.submit(rd.Calls...))
 	err := e.materialise(rd, tr)
 	if errors.Is(err, state.ErrBroken) {
 		return fmt.Errorf("%w: the view cannot be written: %w", ErrFatal, err)

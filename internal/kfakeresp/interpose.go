@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -50,12 +51,18 @@ type Verdict struct {
 	// partitions', topics', groups'), or the top-level one when the
 	// answer has nothing below it.
 	TopLevel bool
+	// Delay holds the request this long before the broker reads it, on
+	// the connection's reading goroutine: the requests after it on the
+	// same connection wait too, as behind a slow link. It combines with
+	// any Way.
+	Delay time.Duration
 }
 
 // Request is one request as the broker received it.
 type Request struct {
-	Addr string       // the listener the client reached (one per kfake node)
-	Req  kmsg.Request // decoded, with its version set; never modified
+	Addr     string       // the listener the client reached (one per kfake node)
+	ClientID string       // the request header's client id ("" when null)
+	Req      kmsg.Request // decoded, with its version set; never modified
 }
 
 // Decider chooses the verdict for each request. It runs on the
@@ -179,7 +186,9 @@ func (c *conn) Read(p []byte) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		c.note(frame)
+		if d := c.note(frame); d > 0 {
+			time.Sleep(d)
+		}
 		c.in = frame
 	}
 	n := copy(p, c.in)
@@ -201,30 +210,35 @@ func readFrame(r io.Reader) ([]byte, error) {
 	return frame, nil
 }
 
-// note decodes a request frame and remembers its verdict. A frame it
-// cannot decode passes untouched: the broker will refuse it on its own.
-func (c *conn) note(frame []byte) {
+// note decodes a request frame, remembers its verdict and returns how
+// long to hold the request. A frame it cannot decode passes untouched: the
+// broker will refuse it on its own.
+func (c *conn) note(frame []byte) time.Duration {
 	rd := kbin.Reader{Src: frame[4:]}
 	key, version, corr := rd.Int16(), rd.Int16(), rd.Int32()
-	rd.NullableString() // client id
+	var clientID string
+	if id := rd.NullableString(); id != nil {
+		clientID = *id
+	}
 	req := kmsg.RequestForKey(key)
 	if req == nil {
-		return
+		return 0
 	}
 	req.SetVersion(version)
 	if req.IsFlexible() {
 		kmsg.SkipTags(&rd)
 	}
 	if !rd.Ok() || req.ReadFrom(rd.Src) != nil {
-		return
+		return 0
 	}
-	v := c.ip.verdict(Request{Addr: c.addr, Req: req})
+	v := c.ip.verdict(Request{Addr: c.addr, ClientID: clientID, Req: req})
 	if v.Way == Pass {
-		return
+		return v.Delay
 	}
 	c.mu.Lock()
 	c.pending[corr] = pendingAnswer{key: key, version: version, verdict: v}
 	c.mu.Unlock()
+	return v.Delay
 }
 
 func (c *conn) Write(p []byte) (int, error) {

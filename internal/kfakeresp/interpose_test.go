@@ -116,3 +116,45 @@ func TestSetErrorCodesTopLevelAndNested(t *testing.T) {
 		t.Fatalf("Fetch top level: set %d, top %d, partition %d", n, fetch.ErrorCode, fetch.Topics[0].Partitions[0].ErrorCode)
 	}
 }
+
+// The decider sees who sent a request, and a Delay holds the request
+// before the broker reads it (a lower bound only: a sleep never ends
+// early) without changing its answer.
+func TestDelayHoldsTheRequestAndTheDeciderSeesTheClientID(t *testing.T) {
+	ip := NewInterposer()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ListenFn(ip.Listen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ClientID("who-asks"), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	const hold = 300 * time.Millisecond
+	seen := make(chan string, 16)
+	ip.Set(func(r Request) Verdict {
+		if r.Req.Key() != int16(kmsg.CreateTopics) {
+			return Verdict{}
+		}
+		seen <- r.ClientID
+		return Verdict{Delay: hold}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "held")
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("a held create failed: %v", err)
+	}
+	if took := time.Since(start); took < hold {
+		t.Fatalf("the create was answered after %s, before its %s hold", took, hold)
+	}
+	if id := <-seen; id != "who-asks" {
+		t.Fatalf("the decider saw client id %q, want who-asks", id)
+	}
+}
