@@ -16,6 +16,7 @@ const (
 	VerdictRecord // a completion or an expiry was recorded
 	VerdictStale  // nothing to do: the input no longer matches the key
 	VerdictLookup // answered what the key's record says, nothing else
+	VerdictRefuse // no room for the call now: answered not_executed, nothing logged
 )
 
 var verdictNames = [...]string{
@@ -31,6 +32,7 @@ var verdictNames = [...]string{
 	VerdictRecord:     "record",
 	VerdictStale:      "stale",
 	VerdictLookup:     "lookup",
+	VerdictRefuse:     "refuse",
 }
 
 func (v Verdict) String() string {
@@ -44,7 +46,7 @@ func (v Verdict) String() string {
 // what to call once the log is committed.
 type Decision struct {
 	Verdict Verdict
-	Reason  string // a codes.Reason* code for rejects
+	Reason  string // a codes.Reason* code for rejects; the error code of a refusal
 	Detail  string
 	Events  []Event
 	Answers []Answer
@@ -93,4 +95,5 @@ type Answer struct {
 	CompletedAt      int64
 	PreviousStatus   string
 	Attempt          int
+	RetryAfterMs     int64 // a refusal's (admit.go)
 }
