@@ -30,8 +30,12 @@ type Config struct {
 	Tools   *tools.Registry
 
 	// Bounds.
-	MaxInFlight    int // calls running at once across tools; default 256
-	MaxQueued      int // started calls waiting for a slot before polling pauses; default 4*MaxInFlight
+	MaxInFlight int // calls running at once across tools; default 256
+	// MaxQueued bounds the started calls waiting for a slot, over all tools
+	// and tenants: with MaxInFlight, the calls this member takes on, past
+	// which (or past a tenant's share of them) a call is refused at once
+	// (partition/admission.go); default 4*MaxInFlight.
+	MaxQueued      int
 	MaxPollRecords int // records decided per tick; default DefaultMaxPollRecords
 	MaxWaiters     int // intents waiting on one key; default 64
 

@@ -79,6 +79,17 @@ const (
 	// within this.
 	replyMissingTTL = 10 * time.Second
 
+	// toolQueueRounds: a tool's calls in one member wait at most this many
+	// times its max_in_flight (partition/admission.go), so that a call
+	// waits about as many of the tool's call times before it starts: a
+	// bound on the wait, and room for a burst of one tenant (a closed loop
+	// of 8 × max_in_flight outstanding intents stays within a lone
+	// tenant's share, four fifths of 17 × max_in_flight).
+	toolQueueRounds = 16
+	// maxTenantLabels bounds the tenants named in the metrics' labels;
+	// later tenants share one label (admission.go).
+	maxTenantLabels = 256
+
 	// maxSnapshotInterval: rounds come at least daily, whatever the
 	// retention, so that a DeleteRecords or a retention lowered by an
 	// operator leaves at most a day to a complete round.

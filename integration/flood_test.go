@@ -1,0 +1,227 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/executor"
+	"github.com/atmostonce/toolexec/tools"
+	"github.com/atmostonce/toolexec/wire"
+)
+
+// TestTenantFloodStraightToKafka: tenant a floods a slow tool with intents
+// produced straight to the intents topic (no gateway, no admission but
+// the executor's), tenant b calls a fast other tool meanwhile. The slow
+// tool runs none of a's calls to the end until the test lets it, so a's
+// intents pile up as fast as they are produced.
+//
+//   - b's calls are decided and answered while a's wait: the member never
+//     stops polling for a's sake;
+//   - a holds at most the slow tool's places (17 × its max_in_flight); the
+//     rest of a's intents are answered at once not_executed, over_share,
+//     with a retry hint, and nothing recorded for them;
+//   - a refused key is free: a later call with it runs, with other
+//     arguments too, and is not a replay or a conflict;
+//   - the metrics count a's admitted and refused intents.
+//
+// On main before the executor's admission, the member stopped polling
+// every partition once MaxQueued calls waited: b's calls got no answer.
+func TestTenantFloodStraightToKafka(t *testing.T) {
+	e := newEnv(t, 4)
+	gate := make(chan struct{})
+	var slowMu sync.Mutex
+	slowRan := map[string]int{}
+	slow := func(ctx context.Context, r tools.Request) tools.Outcome {
+		slowMu.Lock()
+		slowRan[r.Tenant+"/"+r.Key]++
+		slowMu.Unlock()
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return tools.Outcome{Status: tools.Unknown, Code: "cancelled", Attempts: 1}
+		}
+		return tools.Outcome{Status: tools.Succeeded, Result: map[string]any{"key": r.Key}, Attempts: 1}
+	}
+	fast := func(ctx context.Context, r tools.Request) tools.Outcome {
+		return tools.Outcome{Status: tools.Succeeded, Result: map[string]any{"ok": true}, Attempts: 1}
+	}
+	reg := tools.NewRegistry()
+	const slowInFlight = 2
+	for _, s := range []struct {
+		spec tools.Spec
+		fn   tools.Func
+	}{
+		{tools.Spec{Name: "f.slow", Class: tools.Irreversible, Timeout: 5 * time.Minute, PendingTTL: 10 * time.Minute, Retention: time.Hour, MaxInFlight: slowInFlight}, slow},
+		{tools.Spec{Name: "f.fast", Class: tools.Irreversible, Timeout: 5 * time.Second, PendingTTL: time.Minute, Retention: time.Hour, MaxInFlight: 4}, fast},
+	} {
+		if err := reg.Register(s.spec, s.fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	metrics := prometheus.NewRegistry()
+	m := e.startInproc(reg, func(c *executor.Config) {
+		c.MaxInFlight, c.Registerer = 8, metrics // MaxQueued: 32, the member's places 40
+	})
+	defer func() {
+		select {
+		case <-gate:
+		default:
+			close(gate)
+		}
+		m.stop()
+	}()
+	c := e.client()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	// b's first call: the member is up and its partitions restored.
+	e.call(c, wire.Intent{Tenant: "b", Key: "warm", Tool: "f.fast", Args: map[string]any{}}, 60*time.Second)
+
+	const flood = 200
+	pending := make([]*client.Pending, flood)
+	for i := range flood {
+		p, err := c.Start(ctx, wire.Intent{Tenant: "a", Key: fmt.Sprintf("a-%d", i), Tool: "f.slow", Args: map[string]any{"n": i}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending[i] = p
+	}
+	// b's calls are decided while a's wait.
+	for i := range 10 {
+		res := e.call(c, wire.Intent{Tenant: "b", Key: fmt.Sprintf("b-%d", i), Tool: "f.fast", Args: map[string]any{}}, 30*time.Second)
+		if res.Status != codes.StatusSucceeded || res.WasReplay {
+			t.Fatalf("b's call %d: %+v", i, res)
+		}
+	}
+	// Every one of a's intents is decided: started (and waiting at the
+	// slow tool: no answer before the gate opens), or refused at once.
+	var admitted, refusedN int
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		admitted = int(counter(t, metrics, "toolexec_executor_tenant_admitted_total", map[string]string{"tenant": "a"}))
+		refusedN = int(counter(t, metrics, "toolexec_executor_tenant_refused_total", map[string]string{"tenant": "a", "limit": "tool_share"}))
+		if admitted+refusedN == flood {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of a's %d intents admitted and %d refused after 60 s", admitted, flood, refusedN)
+		}
+	}
+	if max := slowInFlight * 17; admitted > max || admitted <= slowInFlight || refusedN == 0 {
+		t.Fatalf("%d of a's %d intents admitted, %d refused; want more than the slow tool's %d running, at most its %d places, the rest refused",
+			admitted, flood, refusedN, slowInFlight, max)
+	}
+	t.Logf("a: %d admitted, %d refused", admitted, refusedN)
+	refused := map[int]*wire.Result{}
+	for deadline := time.Now().Add(30 * time.Second); len(refused) < refusedN; {
+		for i, p := range pending {
+			if refused[i] != nil {
+				continue
+			}
+			res, err := nextAnswer(p, 5*time.Millisecond)
+			if err != nil {
+				continue
+			}
+			if !res.Busy() || res.Error.Code != codes.ErrOverShare || res.RetryAfterMs <= 0 || res.WasReplay {
+				t.Fatalf("a's intent %d answered %+v (error %+v), want not_executed over_share with a retry hint", i, res, res.Error)
+			}
+			refused[i] = res
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of a's %d refusals answered after 30 s", len(refused), refusedN)
+		}
+	}
+	if n := startedSlow(&slowMu, slowRan); n != slowInFlight {
+		t.Fatalf("the slow tool ran %d calls, want its max_in_flight %d", n, slowInFlight)
+	}
+
+	// A refused key is free: sent again (with other arguments) once a
+	// place is free, it runs as a first call.
+	var again int
+	for i := range refused {
+		again = i
+		break
+	}
+	close(gate)
+	for i, p := range pending {
+		if refused[i] != nil {
+			continue
+		}
+		res, err := p.Wait(ctx)
+		if err != nil || res.Status != codes.StatusSucceeded {
+			t.Fatalf("a's admitted intent %d: %+v, %v", i, res, err)
+		}
+	}
+	res := e.call(c, wire.Intent{Tenant: "a", Key: fmt.Sprintf("a-%d", again), Tool: "f.slow", Args: map[string]any{"n": -1}}, 60*time.Second)
+	if res.Status != codes.StatusSucceeded || res.WasReplay || res.Attempt != 1 || res.OriginalIntentID != res.IntentID {
+		t.Fatalf("a refused key sent again: %+v, want its first call, succeeded", res)
+	}
+	slowMu.Lock()
+	for k, n := range slowRan {
+		if n != 1 {
+			t.Errorf("the slow tool ran %s %d times", k, n)
+		}
+	}
+	slowMu.Unlock()
+
+	if got := counter(t, metrics, "toolexec_executor_tenant_admitted_total", map[string]string{"tenant": "a"}); got != float64(admitted+1) {
+		t.Errorf("admitted_total{a} = %v, want %d", got, admitted+1)
+	}
+	if got := counter(t, metrics, "toolexec_executor_tenant_admitted_total", map[string]string{"tenant": "b"}); got != 11 {
+		t.Errorf("admitted_total{b} = %v, want 11", got)
+	}
+}
+
+// nextAnswer is p's next answer within d.
+func nextAnswer(p *client.Pending, d time.Duration) (*wire.Result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return p.Next(ctx)
+}
+
+func startedSlow(mu *sync.Mutex, ran map[string]int) int {
+	mu.Lock()
+	defer mu.Unlock()
+	return len(ran)
+}
+
+// counter reads the value of a counter with the given labels, 0 when
+// absent.
+func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if hasLabels(m, labels) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func hasLabels(m *dto.Metric, want map[string]string) bool {
+	n := 0
+	for _, l := range m.GetLabel() {
+		if v, ok := want[l.GetName()]; ok {
+			if v != l.GetValue() {
+				return false
+			}
+			n++
+		}
+	}
+	return n == len(want)
+}
