@@ -31,16 +31,19 @@ type Report struct {
 	SettledBy        map[string]int `json:"settled_by"`
 	Escalated        int            `json:"escalated"`
 	EscalatedIntents int            `json:"escalated_intents"`
-	EscalatedKeys    []string       `json:"escalated_keys"` // the first 20, sorted
-	ProduceFailed    int            `json:"produce_failed"`
-	Answers          int            `json:"answers"`
-	Statuses         map[string]int `json:"statuses"`
-	Load             map[string]int `json:"load"`
-	ExecutorExits    int            `json:"executor_exits"`
-	ReconcilerExits  int            `json:"reconciler_exits"`
-	LedgerCalls      int            `json:"ledger_calls"`
-	LedgerEffects    int            `json:"ledger_effects"`
-	LedgerDrops      int            `json:"ledger_drops"`
+	// EscalatedKnown counts the calls escalated to a person although a
+	// member knew their answer (facts.go); each is a violation.
+	EscalatedKnown  int            `json:"escalated_known"`
+	EscalatedKeys   []string       `json:"escalated_keys"` // the first 20, sorted
+	ProduceFailed   int            `json:"produce_failed"`
+	Answers         int            `json:"answers"`
+	Statuses        map[string]int `json:"statuses"`
+	Load            map[string]int `json:"load"`
+	ExecutorExits   int            `json:"executor_exits"`
+	ReconcilerExits int            `json:"reconciler_exits"`
+	LedgerCalls     int            `json:"ledger_calls"`
+	LedgerEffects   int            `json:"ledger_effects"`
+	LedgerDrops     int            `json:"ledger_drops"`
 	// LedgerFenced counts downstream keys a probe fenced (the probe tool
 	// never saw them), LedgerRefused the requests refused for a fence:
 	// each one a late request that would have acted after its key was
@@ -71,7 +74,19 @@ type Report struct {
 	// AbortedBehindOffsets counts the failed ends whose offsets the group
 	// showed committed while their records were aborted; their inputs
 	// were decided again.
-	AbortedBehindOffsets int            `json:"aborted_behind_offsets"`
+	AbortedBehindOffsets int `json:"aborted_behind_offsets"`
+	// FactsKept and FactsDelivered are the executors' facts: outcomes and
+	// unsent calls they could not record, delivered to the keys' owners.
+	FactsKept      int `json:"facts_kept"`
+	FactsDelivered int `json:"facts_delivered"`
+	// Approver counts what the run's approver sent (approve, deny, twice,
+	// forged, left_to_lapse); Approvals what the log says became of the
+	// requests (requested, approved, denied, lapsed); CallsWithoutApproval
+	// the calls of ToolApproval started without an approved event of
+	// their request and digest (each a violation).
+	Approver             map[string]int `json:"approver"`
+	Approvals            map[string]int `json:"approvals"`
+	CallsWithoutApproval int            `json:"calls_without_approval"`
 	Violations           []string       `json:"violations"`
 	kinds                map[string]int // violations by kind
 }
@@ -99,7 +114,11 @@ type checkInput struct {
 	ledger    LedgerStats
 	hist      map[string]*keyHistory // by routing key
 	escalated map[string]bool        // routing keys the reconciler escalated
-	stuck     []string               // events partitions whose open transaction never ended
+	// escalatedCalls are the calls the reconciler ever listed escalated,
+	// facts those a member delivered a fact about (facts.go).
+	escalatedCalls map[callRef]bool
+	facts          map[callRef]bool
+	stuck          []string // events partitions whose open transaction never ended
 	// The hostile waves' records, the dead letters by the record they are
 	// about, the executors' aborted transactions and the faults injected.
 	hostile     []hostileRec
@@ -115,9 +134,11 @@ func check(in checkInput, r *Report) {
 		r.violate("hanging_transaction: %s (the log was read up to its last stable offset)", s)
 	}
 	checkLedger(in, r)
+	checkApprovals(in, r)
 	checkIntents(in, r)
 	checkKeys(in, r)
 	checkHostile(in, r)
+	checkKnownEscalations(in, r)
 	r.Escalated = len(in.escalated)
 	r.EscalatedKeys = slices.Sorted(maps.Keys(in.escalated))
 	if len(r.EscalatedKeys) > 20 {
@@ -264,8 +285,8 @@ func checkIntents(in checkInput, r *Report) {
 }
 
 // checkKeys: every key that was in doubt was settled by its class's path
-// (or, irreversible, escalated), and what the log says agrees with the
-// ledger.
+// (or, irreversible, escalated), or by its member's fact, and what the log
+// says agrees with the ledger.
 func checkKeys(in checkInput, r *Report) {
 	rks := make([]string, 0, len(in.hist))
 	for rk := range in.hist {
@@ -329,6 +350,8 @@ func checkInDoubt(in checkInput, r *Report, rk string, h *keyHistory) {
 	path := "other"
 	investigation := class.Investigation()
 	switch {
+	case h.ResolvedBy["executor"] > 0 && resolvedByRec == 0 && h.CompInDoubt == 0:
+		path = "fact" // the call's member delivered what it knew: any class
 	case h.CompInDoubt > 0:
 		path = "compensate"
 	case h.Unknown == 0 && h.ResolvedComp > 0 && h.ResolvedComp == len(h.ResolvedSt):
@@ -342,10 +365,10 @@ func checkInDoubt(in checkInput, r *Report, rk string, h *keyHistory) {
 		path = "resolve"
 	}
 	r.SettledBy[label+":"+path]++
-	if want := wantPath(label, investigation); want != "" && path != want {
+	if want := wantPath(label, investigation); want != "" && path != want && path != "fact" {
 		r.violate("wrong_path: %s (%s) was in doubt and settled by %s (final %s), its class settles by %s", rk, label, path, final, want)
 	}
-	if label != "compensation" && investigation == tools.InvestigateEscalate {
+	if label != "compensation" && investigation == tools.InvestigateEscalate && path != "fact" {
 		r.violate("irreversible_settled: %s was in doubt and settled %s by %v, not by an operator", rk, final, h.ResolvedBy)
 	}
 }

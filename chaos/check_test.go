@@ -100,6 +100,17 @@ func TestCheckFlagsEachViolation(t *testing.T) {
 		{"a compensation started before the call's pending_ttl", func(in *checkInput) {
 			in.hist["t0/k1"].EarlyUndo = []string{"compensation c1 at 5, 995 ms before call i1's pending_ttl ended"}
 		}, "compensation_before_pending_ttl"},
+		{"a probe key settled by its member's fact", func(in *checkInput) {
+			in.hist["t0/k1"].ResolvedBy = map[string]int{"executor": 1}
+		}, ""},
+		{"an escalation whose answer a member delivered as a fact", func(in *checkInput) {
+			in.escalatedCalls = map[callRef]bool{{RK: "t0/k1", DK: dk}: true}
+			in.facts = map[callRef]bool{{RK: "t0/k1", DK: dk}: true}
+		}, "escalated_known_answer"},
+		{"an escalation of a call no member knew", func(in *checkInput) {
+			in.escalatedCalls = map[callRef]bool{{RK: "t0/k1", DK: dk}: true}
+			in.facts = map[callRef]bool{{RK: "t0/k1", DK: dk2}: true}
+		}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

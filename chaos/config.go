@@ -15,15 +15,23 @@ const (
 	ToolUndo   = "c.undo"
 	ToolIrrev  = "c.irrev"
 	ToolRead   = "c.read"
+	// ToolApproval (native_key, approval: required) is decided by the
+	// run's Approver (approver.go).
+	ToolApproval = "c.approval"
 )
 
 // classOf is the class of each tool, as in toolsYAML.
 var classOf = map[string]tools.Class{ToolNative: tools.NativeKey, ToolProbe: tools.Probe, ToolComp: tools.Compensatable,
-	ToolUndo: tools.NativeKey, ToolIrrev: tools.Irreversible, ToolRead: tools.ReadOnly}
+	ToolUndo: tools.NativeKey, ToolIrrev: tools.Irreversible, ToolRead: tools.ReadOnly, ToolApproval: tools.NativeKey}
 
 // pathOf is the ledger path of each tool.
 var pathOf = map[string]string{ToolNative: "/native", ToolProbe: "/probe", ToolComp: "/comp", ToolUndo: "/undo",
-	ToolIrrev: "/irrev", ToolRead: "/read"}
+	ToolIrrev: "/irrev", ToolRead: "/read", ToolApproval: "/approval"}
+
+// approvalTTL is ToolApproval's approval_ttl: longer than the approver's
+// pauses (approverPause), short enough that the requests it lets lapse end
+// within the run's settle.
+const approvalTTL = 8 * time.Second
 
 // Config is one run. The zero value is not usable: see cmd/chaos for the
 // defaults.
@@ -83,5 +91,6 @@ func toolsYAML(base string) string {
 		entry(ToolComp, "    compensate_with: "+ToolUndo+"\n") +
 		entry(ToolUndo, "") +
 		entry(ToolIrrev, "") +
-		entry(ToolRead, "")
+		entry(ToolRead, "") +
+		entry(ToolApproval, fmt.Sprintf("    approval: required\n    approval_ttl: %s\n", approvalTTL))
 }

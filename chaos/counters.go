@@ -15,15 +15,19 @@ import (
 // not confirm, commits the broker aborted after EndTxn reported them
 // (each a tick whose calls the confirmation kept from being made), and
 // failed ends whose offsets committed while their records aborted (each
-// a tick whose inputs were decided again).
+// a tick whose inputs were decided again), and the members' facts kept
+// and delivered (facts.go).
 const (
 	abortedMetric              = `toolexec_executor_transactions_total{result="aborted"}`
 	unconfirmedMetric          = `toolexec_executor_transactions_total{result="unconfirmed"}`
 	abortedAfterCommitMetric   = `toolexec_executor_commits_aborted_after_success_total`
 	abortedBehindOffsetsMetric = `toolexec_executor_aborted_behind_committed_offsets_total`
+	factsKeptMetric            = `toolexec_executor_facts_kept_total`
+	factsDeliveredMetric       = `toolexec_executor_facts_delivered_total`
 )
 
-var watchedCounters = []string{abortedMetric, unconfirmedMetric, abortedAfterCommitMetric, abortedBehindOffsetsMetric}
+var watchedCounters = []string{abortedMetric, unconfirmedMetric, abortedAfterCommitMetric, abortedBehindOffsetsMetric,
+	factsKeptMetric, factsDeliveredMetric}
 
 // Bound on aborted transactions: a member that aborts the same work over
 // and over (a record that cannot be produced) shows hundreds a

@@ -21,18 +21,30 @@ type deadLetterAt struct {
 // readDeadLetters reads the dead-letter topic to its stable end and
 // returns the dead letters of intents records, by where the record was.
 func readDeadLetters(ctx context.Context, brokers []string, names topics.Names) (map[deadLetterAt]*wire.DeadLetter, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(names.DeadLetter),
+	out := map[deadLetterAt]*wire.DeadLetter{}
+	err := readToEnd(ctx, brokers, names.DeadLetter, func(r *kgo.Record) {
+		if d, err := wire.DecodeDeadLetter(r.Value); err == nil && d.Topic == names.Intents {
+			out[deadLetterAt{d.Partition, d.Offset}] = d
+		}
+	})
+	return out, err
+}
+
+// readToEnd calls fn for every committed record of topic, each partition
+// read to the stable end it had when the read began.
+func readToEnd(ctx context.Context, brokers []string, topic string, fn func(*kgo.Record), opts ...kgo.Opt) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		// Dead letters are written in transactions: the last offset below
-		// the stable end is a commit marker, which only comes through kept.
-		kgo.KeepControlRecords())
+		// A topic written in transactions ends in a commit marker below
+		// its stable end, which only comes through kept.
+		kgo.KeepControlRecords()}, opts...)...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, names.DeadLetter)
+	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
 	if err != nil {
-		return nil, fmt.Errorf("chaos: end of %s: %w", names.DeadLetter, err)
+		return fmt.Errorf("chaos: end of %s: %w", topic, err)
 	}
 	left := map[int32]int64{}
 	ends.Each(func(o kadm.ListedOffset) {
@@ -40,22 +52,19 @@ func readDeadLetters(ctx context.Context, brokers []string, names topics.Names) 
 			left[o.Partition] = o.Offset
 		}
 	})
-	out := map[deadLetterAt]*wire.DeadLetter{}
 	for len(left) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("chaos: reading %s: %w", names.DeadLetter, err)
+			return fmt.Errorf("chaos: reading %s: %w", topic, err)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			if !r.Attrs.IsControl() {
-				if d, err := wire.DecodeDeadLetter(r.Value); err == nil && d.Topic == names.Intents {
-					out[deadLetterAt{d.Partition, d.Offset}] = d
-				}
+				fn(r)
 			}
 			if end, ok := left[r.Partition]; ok && r.Offset+1 >= end {
 				delete(left, r.Partition)
 			}
 		})
 	}
-	return out, nil
+	return nil
 }

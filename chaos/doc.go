@@ -20,10 +20,11 @@
 // Files: run.go (orchestration, settle), fleet.go and procs.go (processes,
 // supervisor, broker scripts), faults.go (the injector), netfault.go
 // (toxiproxy), hostile.go (poison records), ledger.go (the tool server),
-// load.go (agents), track.go (intents and answers), eventscan.go (the
-// event log), deadletters.go, counters.go (the executors' counters:
-// aborted and unconfirmed transactions), check.go and checkhostile.go
-// (the verdict), diagnose.go (what to look at when a run does not
+// load.go (agents), approver.go (the person who approves, denies or lets
+// lapse the calls of the tool that needs approval), track.go (intents and
+// answers), eventscan.go (the event log), deadletters.go, counters.go (the
+// executors' counters: aborted and unconfirmed transactions), check.go,
+// checkhostile.go and checkapproval.go (the verdict), diagnose.go (what to look at when a run does not
 // settle); with --cluster, cluster.go and run_cluster.go (the three
 // nodes, a proxy each), faults_cluster.go (the node and disk faults),
 // disk.go (the executors' tmpfs disks), clusterwatch.go (leader

@@ -36,6 +36,11 @@ type keyHistory struct {
 	// in doubt and could still reach its tool (before its PendingUntil),
 	// without an operator's force: the undo may overtake the effect.
 	EarlyUndo []string
+	// Approvals counts the key's requests for approval and what became of
+	// them (requested, approved, denied, lapsed); approved is the last
+	// approved event not yet followed by its call's started event.
+	Approvals map[string]int
+	approved  *saga.Event
 }
 
 // generation is one call (or compensation) of a key: its downstream key
@@ -46,6 +51,9 @@ type generation struct {
 	At      int64 // unix ms it started
 	Status  saga.Status
 	Expired bool // the key's record expired after it (the key is free again)
+	// Approved: an approved event of this call's request, for the
+	// arguments the request recorded, came before its started event.
+	Approved bool
 }
 
 // scanEvents reads every events partition to its end (waiting until no
@@ -106,14 +114,17 @@ func lastStable(ctx context.Context, adm *kadm.Client, topic string, p int32) (i
 func foldEvent(out map[string]*keyHistory, rk string, ev *saga.Event) {
 	h := out[rk]
 	if h == nil {
-		h = &keyHistory{ResolvedBy: map[string]int{}}
+		h = &keyHistory{ResolvedBy: map[string]int{}, Approvals: map[string]int{}}
 		out[rk] = h
 	}
+	foldApproval(h, ev)
 	switch ev.Kind {
 	case saga.EvStarted:
 		h.Started++
 		h.Tool = ev.Tool
-		h.Calls = append(h.Calls, generation{ID: ev.IntentID, DK: tools.CallDownstreamKey(ev.DownstreamKey, ev.Tenant, ev.Tool, ev.Key), At: ev.At})
+		h.Calls = append(h.Calls, generation{ID: ev.IntentID, DK: tools.CallDownstreamKey(ev.DownstreamKey, ev.Tenant, ev.Tool, ev.Key), At: ev.At,
+			Approved: approves(h, ev)})
+		h.approved = nil
 	case saga.EvOutcome:
 		if ev.Status == saga.StatusUnknown {
 			h.Unknown++
@@ -136,6 +147,32 @@ func foldEvent(out map[string]*keyHistory, rk string, ev *saga.Event) {
 		h.LastStatus = h.Rec.Status
 	}
 	settleGenerations(h)
+}
+
+// foldApproval counts a key's approval events and keeps the last approved
+// one for the started event that must follow it.
+func foldApproval(h *keyHistory, ev *saga.Event) {
+	switch ev.Kind {
+	case saga.EvAwaitingApproval:
+		h.Tool = ev.Tool
+		h.Approvals["requested"]++
+	case saga.EvApproved:
+		h.Approvals["approved"]++
+		h.approved = ev
+	case saga.EvDenied:
+		h.Approvals["denied"]++
+	case saga.EvApprovalLapsed:
+		h.Approvals["lapsed"]++
+	}
+}
+
+// approves reports whether the key's last approved event is of the
+// request st starts, for its recorded arguments: its intent, and the
+// digest of the request as the fold holds it, which st carries too.
+func approves(h *keyHistory, st *saga.Event) bool {
+	a, req := h.approved, h.Rec
+	return a != nil && req != nil && req.Status == saga.StatusAwaitingApproval && req.Origin.IntentID == st.IntentID &&
+		a.CallID == st.IntentID && string(a.ArgsHash) == string(req.ArgsHash) && string(st.ArgsHash) == string(req.ArgsHash)
 }
 
 func foldCompensationStarted(h *keyHistory, ev *saga.Event) {

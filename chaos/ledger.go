@@ -27,6 +27,7 @@ import (
 //	/undo     the compensating tool (native_key): undoes /comp's effect.
 //	/irrev    irreversible: every request performs an effect.
 //	/read     read_only: no effect, the call is only counted.
+//	/approval the tool that needs approval (native_key): as /native.
 //
 // Drop mode: for about one key in dropEvery (chosen by a hash of the
 // downstream key, so a replay chooses the same keys) the first request
@@ -156,7 +157,7 @@ func (l *Ledger) record(path, dk, tenant, key string, body []byte) (map[string]a
 	}
 	k.Calls++
 	l.mu.calls++
-	if path == "/native" || path == "/undo" {
+	if path == "/native" || path == "/undo" || path == "/approval" {
 		if k.Result != nil {
 			return k.Result, false // the stored answer: no second effect
 		}

@@ -18,7 +18,7 @@ import (
 var toolMix = []struct {
 	tool   string
 	weight int
-}{{ToolNative, 30}, {ToolProbe, 20}, {ToolComp, 20}, {ToolIrrev, 10}, {ToolRead, 20}}
+}{{ToolNative, 25}, {ToolProbe, 18}, {ToolComp, 18}, {ToolIrrev, 10}, {ToolRead, 19}, {ToolApproval, 10}}
 
 // agentKey is a key an agent has used: enough to re-emit it.
 type agentKey struct {
@@ -41,6 +41,7 @@ type Load struct {
 	partitions int32
 	tr         *Tracker
 	tag        string
+	approver   *Approver // decides the keys of ToolApproval
 
 	seq    int
 	recent []*agentKey // ring of recent keys
@@ -48,9 +49,9 @@ type Load struct {
 	counts map[string]int
 }
 
-func newLoad(seed uint64, rate float64, prod *kgo.Client, names topics.Names, partitions int32, tr *Tracker, tag string) *Load {
+func newLoad(seed uint64, rate float64, prod *kgo.Client, names topics.Names, partitions int32, tr *Tracker, tag string, ap *Approver) *Load {
 	return &Load{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), rate: rate, prod: prod, names: names,
-		partitions: partitions, tr: tr, tag: tag, counts: map[string]int{}}
+		partitions: partitions, tr: tr, tag: tag, approver: ap, counts: map[string]int{}}
 }
 
 // Run emits until ctx ends, then waits for every produce to be acknowledged.
@@ -137,6 +138,9 @@ func (l *Load) newKey() *agentKey {
 		l.recent = append(l.recent, k)
 	} else {
 		l.recent[l.rng.IntN(len(l.recent))] = k
+	}
+	if tool == ToolApproval {
+		l.approver.offer(k)
 	}
 	return k
 }

@@ -73,8 +73,10 @@ type run struct {
 	tr       *Tracker
 	hostile  *Hostile
 	counters *counterWatch
-	undo     []func()
-	recExits int
+	// escalations: every call the reconciler listed escalated (facts.go)
+	escalations escalationWatch
+	undo        []func()
+	recExits    int
 }
 
 // loadKafkaConfig reads Config.KafkaConfig (checked against the broker at
@@ -164,7 +166,12 @@ func (rn *run) setup(ctx context.Context) error {
 	rn.rec = &Proc{Name: "reconciler", DataDir: filepath.Join(rn.dir, "rec-data"), HTTP: freeAddr(), Log: filepath.Join(rn.dir, "reconciler.log"), bin: recBin}
 	rn.rec.args = []string{"--brokers", strings.Join(rn.brokers, ","), "--tools", toolsFile, "--data-dir", rn.rec.DataDir, "--http-addr", rn.rec.HTTP,
 		"--topic-prefix", tag + ".", "--group", tag + "-rec", "--scan-interval", "1s", "--backoff", "1s", "--backoff-cap", "10s",
-		"--session-timeout", "6s", "--command-timeout", "30s"}
+		"--session-timeout", "6s", "--command-timeout", "30s",
+		// Over the recovery bound of the run's executors (12 s rebalance and
+		// 10 s transaction timeouts, the broker's 1 s abort cleanup: 24 s,
+		// docs/DESIGN.md) plus their facts' 5 s delivery backoff: what the
+		// members know lands first, and the settle waits less.
+		"--fact-grace", "40s"}
 	rn.rec.args = append(rn.rec.args, rn.kafkaArgs()...)
 	if err := rn.rec.Start(); err != nil {
 		return err
@@ -311,16 +318,24 @@ func (rn *run) execute(ctx context.Context) (*Report, error) {
 	wctx, stopWatching := context.WithCancel(ctx)
 	defer stopWatching()
 	go watch.run(wctx)
-	load := newLoad(rn.cfg.Seed, rn.cfg.Rate, rn.prod, rn.names, int32(rn.cfg.Partitions), rn.tr, fmt.Sprintf("s%d", rn.cfg.Seed))
+	ap := newApprover(rn.cfg.Seed, rn.prod, rn.names, int32(rn.cfg.Partitions))
+	approverDone := make(chan struct{})
+	go func() { defer close(approverDone); ap.Run(ctx) }()
+	load := newLoad(rn.cfg.Seed, rn.cfg.Rate, rn.prod, rn.names, int32(rn.cfg.Partitions), rn.tr, fmt.Sprintf("s%d", rn.cfg.Seed), ap)
 	lctx, cancel := context.WithTimeout(ctx, rn.cfg.Duration)
 	defer cancel()
 	stopWatch := rn.watchReconciler(lctx)
+	ectx, stopEscalations := context.WithCancel(ctx)
+	defer stopEscalations()
+	go rn.watchEscalations(ectx)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); load.Run(lctx) }()
 	go func() { defer wg.Done(); in.Run(lctx) }()
 	go rn.progress(lctx, in)
 	wg.Wait()
+	ap.Close()
+	<-approverDone // its last decisions are sent before the settle
 	rn.hostile.Wait()
 	stopWatch()
 	rn.logf("load and faults stopped; %v; settling (at most %s)", in, rn.cfg.Settle)
@@ -332,6 +347,7 @@ func (rn *run) execute(ctx context.Context) (*Report, error) {
 	rep, err := rn.verdict(ctx, in, load, escalated)
 	if rep != nil {
 		rep.LeaderElections, rep.ISRShrinks = watch.Counts()
+		rep.Approver = ap.Counts()
 	}
 	return rep, err
 }
@@ -395,6 +411,7 @@ func (rn *run) settle(ctx context.Context) (map[string]bool, error) {
 	var escalated map[string]bool
 	for {
 		rows, err := rn.pendingRows()
+		rn.escalations.note(rows)
 		escalated = map[string]bool{}
 		busy := 0
 		for _, w := range rows {
@@ -426,6 +443,7 @@ func (rn *run) settle(ctx context.Context) (map[string]bool, error) {
 // pendingRow is the part of the reconciler's /pending rows the harness reads.
 type pendingRow struct {
 	Tenant, Key, Tool, State, Status string
+	DownstreamKey                    string `json:"downstream_key"`
 }
 
 func (rn *run) pendingRows() ([]pendingRow, error) {
@@ -452,14 +470,20 @@ func (rn *run) verdict(ctx context.Context, in *Injector, load *Load, escalated 
 	if err != nil {
 		return nil, err
 	}
+	facts, err := readFacts(sctx, rn.brokers, rn.names, rn.kopts...)
+	if err != nil {
+		return nil, err
+	}
 	intents, answers, strays := rn.tr.snapshot()
 	rep := &Report{Answers: answers, Load: load.counts}
 	rep.Faults, rep.FaultDetail = in.Counts()
 	check(checkInput{intents: intents, ledger: rn.ledger.Stats(), hist: hist, escalated: escalated, stuck: stuck,
+		escalatedCalls: rn.escalations.calls(), facts: facts,
 		hostile: rn.hostile.Records(), deadLetters: dead, aborted: rn.counters.Total(abortedMetric), faults: sumFaults(rep.Faults)}, rep)
 	rep.CommitsUnconfirmed = rn.counters.Total(unconfirmedMetric)
 	rep.CommitsAbortedAfterSuccess = rn.counters.Total(abortedAfterCommitMetric)
 	rep.AbortedBehindOffsets = rn.counters.Total(abortedBehindOffsetsMetric)
+	rep.FactsKept, rep.FactsDelivered = rn.counters.Total(factsKeptMetric), rn.counters.Total(factsDeliveredMetric)
 	if rn.cfg.RequireAll {
 		if len(rn.cfg.Only) == 0 || slices.Contains(rn.cfg.Only, FaultHostile) {
 			for _, k := range poisonKinds {

@@ -24,6 +24,11 @@ var (
 	ErrInDoubt = errors.New("client: key in doubt")
 	// ErrClosed is returned by Call after Close.
 	ErrClosed = errors.New("client: closed")
+	// ErrApprovalPending: the key's tool needs a person's approval and
+	// nothing ran yet; the answer so far is pending (awaiting_approval).
+	// Returned at once: a person, not a retry, decides when it runs. Ask
+	// again later with the same key and arguments.
+	ErrApprovalPending = errors.New("client: awaiting a person's approval")
 )
 
 // Config configures a Client.
@@ -242,7 +247,8 @@ func (p *Pending) Intent() wire.Intent { return p.in }
 
 // Wait waits for the terminal answer, as Call does: when ctx ends first it
 // returns the last pending answer with an error wrapping ErrInDoubt, or nil
-// and ctx's error when no answer came at all.
+// and ctx's error when no answer came at all. An answer that says the key
+// awaits approval ends the wait at once, with ErrApprovalPending.
 func (p *Pending) Wait(ctx context.Context) (*wire.Result, error) { return p.c.await(ctx, p.ch) }
 
 // Next waits for the intent's next answer, terminal or not: a lookup's
@@ -321,6 +327,9 @@ func (c *Client) await(ctx context.Context, ch chan *wire.Result) (*wire.Result,
 		case res := <-ch:
 			if codes.Terminal(res.Status) {
 				return res, nil
+			}
+			if res.AwaitingApproval() {
+				return res, ErrApprovalPending
 			}
 			last = res
 			if c.cfg.OnPending != nil {

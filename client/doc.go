@@ -26,6 +26,12 @@
 //     answer together with an error wrapping ErrInDoubt: the key is parked
 //     for investigation and a later Call with the same key and arguments
 //     will get the final outcome.
+//     - A tool with approval: required: Call returns at once with the
+//     pending answer (Error.Code "awaiting_approval", ApprovalUntil) and
+//     ErrApprovalPending. Nothing ran; a person approves or denies the key
+//     with these arguments. Keep the key: a later Call with the same key
+//     and arguments gets the outcome once it is decided (the call's, or
+//     "failed" approval_denied, or "not_executed" approval_lapsed).
 //  5. Retry freely on timeouts and errors with the same key and arguments:
 //     that is the point. The executor calls the tool at most once.
 package client

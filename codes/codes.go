@@ -22,6 +22,10 @@ const (
 	StatusCompensationFailed  = "compensation_failed"
 	StatusCompensationPending = "compensation_pending"
 	StatusResolved            = "resolved"
+	// StatusApproved and StatusDenied answer an operator's approve and
+	// deny commands (never an agent's intent): the command was applied.
+	StatusApproved = "approved"
+	StatusDenied   = "denied"
 )
 
 // Terminal reports whether status ends the intent's conversation.
@@ -65,6 +69,27 @@ const (
 	// ErrRunning: a lookup's pending answer for a call started within its
 	// pending_ttl: still running, not yet in doubt.
 	ErrRunning = "running"
+	// ErrNoCallRunning: the key's owner found its call (or compensation)
+	// started with no call of its own running: the member that started it
+	// lost the partition or stopped. Recorded as an unknown outcome, so
+	// that everyone waiting is told the key is in doubt.
+	ErrNoCallRunning = "no_call_running"
+	// ErrNotSent: a member started a call (its started event may have
+	// committed) and never sent it: the transaction's end was unknown, so
+	// the call was not made. Its not_executed fact carries this code.
+	ErrNotSent = "not_sent"
+	// ErrAwaitingApproval: a pending answer's code: the key's tool needs a
+	// person's approval and nothing ran yet; the same intent (and every
+	// duplicate with the same arguments) gets the final answer once the
+	// request is approved and the call ends, denied, or lapses.
+	ErrAwaitingApproval = "awaiting_approval"
+	// ErrApprovalDenied: a failed answer's code: a person denied the call
+	// (the message carries who and why); nothing ran.
+	ErrApprovalDenied = "approval_denied"
+	// ErrApprovalLapsed: a not_executed answer's code: no one approved the
+	// call within its tool's approval_ttl (or the intent's deadline_ms);
+	// nothing ran and the key is free again.
+	ErrApprovalLapsed = "approval_lapsed"
 	// ErrOverShare: a not_executed answer's code: the intent's tenant
 	// holds its share of the calls its tool (or the member) may hold, so
 	// the call was not started and nothing was recorded; the key is free.

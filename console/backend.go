@@ -18,6 +18,9 @@ import (
 type Backend interface {
 	// Rows are the keys in doubt as of the reconciler's last scan.
 	Rows() []reconciler.Row
+	// Approvals are the keys awaiting a person's approval as of the
+	// reconciler's last scan, oldest first.
+	Approvals() []reconciler.ApprovalRow
 	// Coverage: the partitions the last scan covered, of how many.
 	Coverage() (scanned []int32, partitions int32)
 	// Started: by tool, keys whose call may still be running.

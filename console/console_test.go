@@ -49,15 +49,30 @@ func (b *fakeBackend) Rows() []reconciler.Row {
 			Reason: "retry: http_503"},
 	}
 }
+func (b *fakeBackend) Approvals() []reconciler.ApprovalRow {
+	return []reconciler.ApprovalRow{reconciler.RowOfRequest(saga.Apply(nil, *b.request()))}
+}
 func (b *fakeBackend) Coverage() ([]int32, int32)               { return []int32{0, 1}, 2 }
 func (b *fakeBackend) Started() map[string]int                  { return map[string]int{"t.native": 1} }
 func (b *fakeBackend) ToolErrors(string) []reconciler.ToolError { return nil }
 func (b *fakeBackend) Specs() []tools.Spec {
 	return []tools.Spec{{Name: "t.irrev", Class: tools.Irreversible, URL: "http://user:pw@tool/x?secret=1", Timeout: time.Second, PendingTTL: 3 * time.Second},
-		{Name: "t.native", Class: tools.NativeKey, URL: "http://tool/n", Timeout: time.Second, PendingTTL: time.Minute}}
+		{Name: "t.native", Class: tools.NativeKey, URL: "http://tool/n", Timeout: time.Second, PendingTTL: time.Minute},
+		{Name: "t.wire", Class: tools.NativeKey, URL: "http://tool/w", Timeout: time.Second, PendingTTL: time.Minute,
+			Approval: tools.ApprovalRequired, Approvers: []string{"group:payments"}}}
+}
+
+// request is the event of acme/k-9, a call of t.wire awaiting approval.
+func (b *fakeBackend) request() *saga.Event {
+	return &saga.Event{Kind: saga.EvAwaitingApproval, Tenant: "acme", Key: "k-9", At: b.t0(), IntentID: "i-9", Tool: "t.wire",
+		ArgsHash: []byte{0xab, 0xcd}, Args: []byte{0x81, 0xa6, 'a', 'm', 'o', 'u', 'n', 't', 0x78}, RetentionMs: 3600_000, Attempt: 1,
+		Waiter: &saga.Waiter{IntentID: "i-9"}, ApprovalUntil: b.t0() + 3600_000, Approvers: "group:payments"}
 }
 
 func (b *fakeBackend) History(_ context.Context, tenant, key string) ([]*saga.Event, error) {
+	if tenant == "acme" && key == "k-9" {
+		return []*saga.Event{b.request()}, nil
+	}
 	if tenant != "acme" || key != "k-1" {
 		return nil, nil
 	}
@@ -104,6 +119,9 @@ func operatorsYAML(entries map[string]string) string {
 	s := "operators:\n"
 	for name, tok := range entries {
 		s += "  - name: " + name + "\n    tokens: [\"" + tokenfile.HashToken(tok) + "\"]\n"
+		if name == "alice" {
+			s += "    groups: [payments]\n"
+		}
 	}
 	return s
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/reconciler"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/tools"
@@ -25,6 +26,7 @@ type keyData struct {
 	Spec        tools.Spec
 	Subject     *reconciler.Subject // what is in doubt; nil when nothing is
 	Row         *reconciler.Row     // the reconciler's investigation, when it lists the key
+	Request     *requestData        // the key's request for approval, while it awaits one
 	Timeline    []timelineRow
 	Actions     []keyAction
 	StillLands  bool  // an action now needs force: the call may still reach its tool
@@ -61,7 +63,7 @@ func (c *Console) keyData(ctx context.Context, op operator, tenant, key string) 
 		d.Problem = fmt.Sprintf("the event log holds no event of %s (the key was never called, or its events are past retention)", wire.RoutingKey(tenant, key))
 		return d, http.StatusNotFound
 	}
-	d.Found, d.Timeline, d.Rec = true, timeline(evs), fold(evs)
+	d.Found, d.Timeline, d.Rec = true, timeline(evs), eventlog.FoldHistory(evs)
 	c.describe(&d)
 	return d, http.StatusOK
 }
@@ -86,6 +88,13 @@ func (c *Console) describe(d *keyData) {
 		}
 	}
 	d.Actions = actionsFor(d.Rec, d.Subject, d.Spec)
+	if d.Rec.Status == saga.StatusAwaitingApproval {
+		req := c.requestOf(d.Op, reconciler.RowOfRequest(d.Rec), d.Spec)
+		d.Request = &req
+		if !req.MayDecide {
+			d.Actions = nil
+		}
+	}
 }
 
 // history reads the key's events, at most maxHistoryReads at once (each
@@ -100,18 +109,6 @@ func (c *Console) history(ctx context.Context, tenant, key string) ([]*saga.Even
 	}
 	defer func() { <-c.historyQ }()
 	return c.cfg.Backend.History(ctx, tenant, key)
-}
-
-// fold is the key's record from its events, as the executor folds it.
-func fold(evs []*saga.Event) *saga.Record {
-	var rec *saga.Record
-	for _, ev := range evs {
-		if ev.Kind == saga.EvRound || ev.Kind.IsRead() {
-			continue
-		}
-		rec = saga.Apply(rec, *ev)
-	}
-	return rec
 }
 
 func specLookup(specs []tools.Spec) reconciler.Lookup {
@@ -155,6 +152,9 @@ func actionsFor(rec *saga.Record, subj *reconciler.Subject, spec tools.Spec) []k
 			keyAction{Type: wire.TypeResolve, Outcome: codes.StatusNotExecuted, Title: "Resolve the compensation: not executed",
 				Explain: "Records that the compensation never reached its tool: the key returns to its state before the compensation, and may be compensated again."})
 	}
+	if rec.Status == saga.StatusAwaitingApproval {
+		return approvalActions()
+	}
 	canUndo := rec.Status == saga.StatusSucceeded || (subj != nil && subj.Phase == reconciler.PhaseCall)
 	if spec.CompensateWith != "" && canUndo {
 		out = append(out, keyAction{Type: wire.TypeCompensate, Title: "Compensate with " + spec.CompensateWith,
@@ -174,10 +174,12 @@ func (c *Console) keyAction(w http.ResponseWriter, r *http.Request, op operator)
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), c.cfg.ActionTimeout)
 	defer cancel()
-	res, err := c.cfg.Backend.Send(ctx, req)
+	res, err := c.send(ctx, op, req)
 	c.cfg.Logger.Info("console: operator action", "operator", op.name, "key", wire.RoutingKey(req.Tenant, req.Key), "type", req.Type,
 		"outcome", req.Outcome, "forced", req.Force, "call_id", req.CallID, "answer", answerStatus(res), "err", err)
 	switch {
+	case errors.Is(err, errNotApprover), errors.Is(err, errNotAwaiting):
+		c.refuse(w, r, op, f, http.StatusForbidden, "Not sent: "+err.Error()+".")
 	case errors.Is(err, reconciler.ErrRejected) && reconciler.StillLanding(res):
 		c.refuse(w, r, op, f, http.StatusConflict, "Refused: the call may still reach its tool until its pending_ttl passes ("+res.Error.Message+"). Wait, or tick \"force\" if you know it cannot land any more (recorded as forced).")
 	case errors.Is(err, reconciler.ErrRejected):
@@ -197,9 +199,19 @@ func answerStatus(res *wire.Result) string {
 	return res.Status
 }
 
+// send sends an action's command: an approve or deny through decide
+// (who may, bound to the request), any other as it is.
+func (c *Console) send(ctx context.Context, op operator, req reconciler.ResolveRequest) (*wire.Result, error) {
+	if req.Type == wire.TypeApprove || req.Type == wire.TypeDeny {
+		return c.decide(ctx, op, req)
+	}
+	return c.cfg.Backend.Send(ctx, req)
+}
+
 func describeCommand(req reconciler.ResolveRequest) string {
-	if req.Type == wire.TypeCompensate {
-		return "compensate"
+	switch req.Type {
+	case wire.TypeCompensate, wire.TypeApprove, wire.TypeDeny:
+		return req.Type
 	}
 	return "resolve " + req.Outcome
 }
@@ -216,18 +228,20 @@ func (c *Console) refuse(w http.ResponseWriter, r *http.Request, op operator, f 
 func commandOf(f url.Values, by string) (reconciler.ResolveRequest, error) {
 	req := reconciler.ResolveRequest{Type: f.Get("type"), Tenant: f.Get("tenant"), Key: f.Get("key"), CallID: f.Get("call_id"),
 		Outcome: f.Get("outcome"), By: by, Reason: strings.TrimSpace(f.Get("reason")), Force: f.Get("force") == "on",
-		ID: "op-console-" + randomToken()[:16]}
+		ArgsDigest: f.Get("args_digest"), ID: "op-console-" + randomToken()[:16]}
+	decision := req.Type == wire.TypeApprove || req.Type == wire.TypeDeny
 	switch {
 	case req.Tenant == "" || req.Key == "":
 		return req, errors.New("the form names no key")
-	case req.Type != wire.TypeResolve && req.Type != wire.TypeCompensate:
+	case req.Type != wire.TypeResolve && req.Type != wire.TypeCompensate && !decision:
 		return req, fmt.Errorf("unknown action %q", req.Type)
-	case req.Type == wire.TypeCompensate && req.Outcome != "":
-		return req, errors.New("a compensate takes no outcome")
-	case req.Reason == "":
-		return req, errors.New("say why: the reason is recorded in the event log with your name")
-	case len(req.Reason) > wire.MaxReasonBytes:
-		return req, fmt.Errorf("the reason is longer than %d bytes", wire.MaxReasonBytes)
+	case req.Type != wire.TypeResolve && req.Outcome != "":
+		return req, fmt.Errorf("a %s takes no outcome", req.Type)
+	case decision && (req.CallID == "" || req.ArgsDigest == ""):
+		return req, errors.New("the form names no request (call id and arguments' digest): reload the page")
+	}
+	if err := checkReason(req.Reason); err != nil {
+		return req, err
 	}
 	if s := strings.TrimSpace(f.Get("result")); s != "" {
 		if err := json.Unmarshal([]byte(s), &req.Result); err != nil {

@@ -100,7 +100,7 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, op operator) {
 	now := c.cfg.Now().UnixMilli()
 	rows := c.cfg.Backend.Rows()
 	d := listData{Op: op, Counts: countRows(now, rows), Coverage: c.coverage(), Ages: ageChoices,
-		States: []string{"escalated", "retry", "probe", "compensate", "command_sent", stateWithinTTL}}
+		States: []string{"escalated", "awaiting_facts", "retry", "probe", "compensate", "command_sent", stateWithinTTL}}
 	f, err := filterOf(r.URL.Query())
 	if err != nil {
 		d.Problem = err.Error()

@@ -22,9 +22,10 @@ var validOperator = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,64}$`).MatchString
 //	operators:
 //	  - name: alice
 //	    tokens: ["sha256:<64 hex digits>"]
+//	    groups: [payments]   # optional: a tool's approvers may name it as group:payments
 var operatorsFile = tokenfile.Kind{
 	List: "operators", Item: "operator", ValidName: validOperator, NameRule: "[A-Za-z0-9._@-]{1,64}",
-	MaxNames: 1000, MaxTokens: 16, MaxHashes: 2000, Err: ErrOperators,
+	MaxNames: 1000, MaxTokens: 16, MaxHashes: 2000, Err: ErrOperators, Groups: true,
 }
 
 // Operators are the people who may use the console, by their tokens'

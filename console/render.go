@@ -19,7 +19,7 @@ type pages struct {
 	byName map[string]*template.Template
 }
 
-var pageNames = []string{"off", "signin", "error", "list", "key", "tools"}
+var pageNames = []string{"off", "signin", "error", "list", "key", "tools", "approvals"}
 
 func parsePages() (*pages, error) {
 	funcs := template.FuncMap{"ms": formatMs, "ago": ago}

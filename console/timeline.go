@@ -61,7 +61,26 @@ func sentence(ev *saga.Event) string {
 	case saga.EvReadAnswered:
 		return "The read-only call of intent " + ev.IntentID + " was answered."
 	}
+	if s := approvalSentence(ev); s != "" {
+		return s
+	}
 	return ev.Kind.String()
+}
+
+// approvalSentence says what an event of a request for approval means.
+func approvalSentence(ev *saga.Event) string {
+	switch ev.Kind {
+	case saga.EvAwaitingApproval:
+		return fmt.Sprintf("Intent %s asked for call %d of %s, which needs a person's approval (asked: %s) until %s; nothing ran. Arguments' digest %x.",
+			ev.IntentID, ev.Attempt, ev.Tool, asked(ev.Approvers), formatMs(ev.ApprovalUntil), ev.ArgsHash)
+	case saga.EvApproved:
+		return fmt.Sprintf("Approved by %s (command %s) for intent %s's arguments (digest %x): %s", ev.By, ev.IntentID, ev.CallID, ev.ArgsHash, ev.Reason)
+	case saga.EvDenied:
+		return fmt.Sprintf("Denied by %s (command %s): %s. The key ends failed; nothing ran.", ev.By, ev.IntentID, ev.Reason)
+	case saga.EvApprovalLapsed:
+		return "The request lapsed: " + ev.Reason + ". The key ends not_executed; nothing ran."
+	}
+	return ""
 }
 
 func statusWithError(ev *saga.Event) string {

@@ -147,6 +147,20 @@ func Check(ev *saga.Event) error {
 	case ev.Kind == saga.EvSnapshot && (ev.Snapshot == nil || ev.Snapshot.Tenant != ev.Tenant || ev.Snapshot.Key != ev.Key || ev.Snapshot.Tool == ""):
 		return fmt.Errorf("%w: snapshot without the record of its key", ErrBadEvent)
 	}
+	return checkApproval(ev)
+}
+
+// checkApproval checks the events of a request for approval: what it is
+// for, and who decided it.
+func checkApproval(ev *saga.Event) error {
+	switch {
+	case ev.Kind == saga.EvAwaitingApproval && (ev.Waiter == nil || ev.Waiter.IntentID == "" || ev.Tool == "" || len(ev.ArgsHash) == 0 || ev.ApprovalUntil <= 0):
+		return fmt.Errorf("%w: awaiting_approval without origin, tool, args hash or deadline", ErrBadEvent)
+	case (ev.Kind == saga.EvApproved || ev.Kind == saga.EvDenied) && (ev.CallID == "" || ev.IntentID == "" || len(ev.ArgsHash) == 0 || ev.By == ""):
+		return fmt.Errorf("%w: %s without request, command, args hash or who decided", ErrBadEvent, ev.Kind)
+	case ev.Kind == saga.EvApprovalLapsed && ev.CallID == "":
+		return fmt.Errorf("%w: approval_lapsed without request", ErrBadEvent)
+	}
 	return nil
 }
 

@@ -61,10 +61,24 @@ func evEvents() map[saga.EventKind]saga.Event {
 	expired := base(saga.EvExpired)
 	expired.Reason = "retention passed"
 
+	awaiting := base(saga.EvAwaitingApproval)
+	awaiting.Tool, awaiting.ArgsHash, awaiting.Args, awaiting.RetentionMs, awaiting.Attempt = "transfer", []byte{7, 7}, []byte{0x80}, 86_400_000, 1
+	awaiting.Waiter, awaiting.ApprovalUntil, awaiting.Approvers = evWaiter("i-1"), evAt+86_400_000, "alice, group:payments"
+
+	approved := base(saga.EvApproved)
+	approved.IntentID, approved.CallID, approved.ArgsHash, approved.By, approved.Reason = "op-1", "i-1", []byte{7, 7}, "alice", "invoice checked"
+
+	denied := base(saga.EvDenied)
+	denied.IntentID, denied.CallID, denied.ArgsHash, denied.By, denied.Reason = "op-2", "i-1", []byte{7, 7}, "bob", "wrong account"
+
+	lapsed := base(saga.EvApprovalLapsed)
+	lapsed.IntentID, lapsed.CallID, lapsed.Reason = "", "i-1", "no one approved the call before ..."
+
 	return map[saga.EventKind]saga.Event{
 		saga.EvStarted: started, saga.EvOutcome: outcome, saga.EvReplayed: replayed, saga.EvCoalesced: coalesced,
 		saga.EvWaiting: waiting, saga.EvConflicted: conflicted, saga.EvResolved: resolved,
 		saga.EvCompensationStarted: compStarted, saga.EvCompensationOutcome: compOutcome, saga.EvExpired: expired,
+		saga.EvAwaitingApproval: awaiting, saga.EvApproved: approved, saga.EvDenied: denied, saga.EvApprovalLapsed: lapsed,
 		// A failed outcome under a kind that is already in the map would
 		// collide; the round trip test adds it separately.
 	}
@@ -78,6 +92,9 @@ func TestEventRoundTripEveryKind(t *testing.T) {
 			t.Fatalf("no test event for kind %s", k)
 		}
 		evRoundTrip(t, ev)
+	}
+	for k := saga.EvAwaitingApproval; k <= saga.EvApprovalLapsed; k++ {
+		evRoundTrip(t, evs[k])
 	}
 	failed := evs[saga.EvOutcome]
 	failed.Status, failed.Result, failed.Err = saga.StatusFailed, nil, &saga.Error{Code: "declined", Message: "card declined"}
@@ -138,6 +155,14 @@ func TestEncodeRejectsInvalidEvents(t *testing.T) {
 		"outcome without call id":       mut(saga.EvOutcome, func(e *saga.Event) { e.CallID = "" }),
 		"resolved without call id":      mut(saga.EvResolved, func(e *saga.Event) { e.CallID = "" }),
 		"comp. outcome without call id": mut(saga.EvCompensationOutcome, func(e *saga.Event) { e.CallID = "" }),
+		"awaiting without waiter":       mut(saga.EvAwaitingApproval, func(e *saga.Event) { e.Waiter = nil }),
+		"awaiting without args hash":    mut(saga.EvAwaitingApproval, func(e *saga.Event) { e.ArgsHash = nil }),
+		"awaiting without deadline":     mut(saga.EvAwaitingApproval, func(e *saga.Event) { e.ApprovalUntil = 0 }),
+		"approved without request":      mut(saga.EvApproved, func(e *saga.Event) { e.CallID = "" }),
+		"approved without args hash":    mut(saga.EvApproved, func(e *saga.Event) { e.ArgsHash = nil }),
+		"approved without who":          mut(saga.EvApproved, func(e *saga.Event) { e.By = "" }),
+		"denied without command":        mut(saga.EvDenied, func(e *saga.Event) { e.IntentID = "" }),
+		"lapsed without request":        mut(saga.EvApprovalLapsed, func(e *saga.Event) { e.CallID = "" }),
 	}
 	for name, ev := range cases {
 		if _, err := eventlog.Encode(&ev); !errors.Is(err, eventlog.ErrBadEvent) {

@@ -39,7 +39,8 @@ func allFields() saga.Event {
 		ArgsHash: []byte{1}, Args: []byte{2, 3}, PendingTTL: 5, RetentionMs: 6, Attempt: 7, RunID: "r",
 		ThreadID: "th", DownstreamKey: "dk", CallID: "c", Status: saga.StatusFailed, Result: []byte{9},
 		Err: &saga.Error{Code: "x", Message: "m"}, By: "b", Reason: "why", Forced: true,
-		Waiter: &saga.Waiter{IntentID: "w", ReplyTo: "rt", Traceparent: "tp", Type: "call", At: 4}, RoundFrom: 8}
+		Waiter: &saga.Waiter{IntentID: "w", ReplyTo: "rt", Traceparent: "tp", Type: "call", At: 4}, RoundFrom: 8,
+		ApprovalUntil: 10, Approvers: "alice, group:ops"}
 }
 
 // TestDecodeMatchesReflectionForEveryField: the encoder's bytes of each

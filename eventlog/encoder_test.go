@@ -44,6 +44,7 @@ func TestEncodeMatchesReflectionForEveryField(t *testing.T) {
 	all.PendingTTL, all.RetentionMs, all.Attempt, all.RunID, all.ThreadID, all.DownstreamKey = 5, 6, 7, "r", "th", "dk"
 	all.CallID, all.Status, all.Result, all.Err, all.By, all.Reason, all.Forced = "c", saga.StatusFailed, []byte{9}, &saga.Error{Code: "x", Message: "m"}, "b", "why", true
 	all.Waiter, all.RoundFrom = &saga.Waiter{IntentID: "w", ReplyTo: "rt", Traceparent: "tp", Type: "call", At: 4}, 8
+	all.ApprovalUntil, all.Approvers = 10, "alice, group:ops"
 	cases := []func(*saga.Event){
 		func(*saga.Event) {},
 		func(e *saga.Event) { *e = all },

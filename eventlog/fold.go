@@ -32,7 +32,15 @@ type RestoreOptions struct {
 	// PartitionOf names a key's partition; needed to clear a partition's
 	// stale view after a gap (gap.go).
 	PartitionOf func(tenant, key string) int32
+	// Progress, when set, is called every progressEvery records read: a
+	// long restore is a loop that turns (the executor's liveness). It
+	// must not block.
+	Progress func()
 }
+
+// progressEvery is how many records a restore reads between two calls of
+// RestoreOptions.Progress.
+const progressEvery = 1024
 
 const (
 	// DefaultSettleWait bounds the wait for the transactions open on the
@@ -92,7 +100,7 @@ func restoreOnce(ctx context.Context, st *state.Store, adm *kadm.Client, partiti
 		return RestoreStats{}, err
 	}
 	f := newFolder(st, o.Topic, partition, o.FlushEvery, viewed == 0 || from != viewed)
-	next, err := Read(ctx, o.Seeds, o.Topic, partition, from, to, f.apply, o.ClientOpts...)
+	next, err := Read(ctx, o.Seeds, o.Topic, partition, from, to, withProgress(f.apply, o.Progress), o.ClientOpts...)
 	if err != nil {
 		return RestoreStats{}, fmt.Errorf("eventlog: restore %s/%d: %w", o.Topic, partition, err)
 	}
@@ -100,6 +108,21 @@ func restoreOnce(ctx context.Context, st *state.Store, adm *kadm.Client, partiti
 		return RestoreStats{}, err
 	}
 	return RestoreStats{From: from, To: next, Events: f.events}, nil
+}
+
+// withProgress calls progress, when set, before every progressEvery-th
+// record apply takes.
+func withProgress(apply Applier, progress func()) Applier {
+	if progress == nil {
+		return apply
+	}
+	n := 0
+	return func(offset int64, rec *kgo.Record) error {
+		if n++; n%progressEvery == 1 {
+			progress()
+		}
+		return apply(offset, rec)
+	}
 }
 
 // folder folds a partition of the log through an overlay and writes it

@@ -58,3 +58,19 @@ func History(ctx context.Context, seeds []string, topic, tenant, key string, opt
 	}, opts...)
 	return out, err
 }
+
+// FoldHistory is a key's record from its events as History returns them,
+// folded as the executor folds them (round and read events are about the
+// partition or a read, never the record): what `history`, the console and
+// `reconciler approve` show and act on. nil when the key has no record
+// (never called, or expired).
+func FoldHistory(evs []*saga.Event) *saga.Record {
+	var rec *saga.Record
+	for _, ev := range evs {
+		if ev.Kind == saga.EvRound || ev.Kind.IsRead() {
+			continue
+		}
+		rec = saga.Apply(rec, *ev)
+	}
+	return rec
+}

@@ -56,8 +56,14 @@ type Config struct {
 	SnapshotInterval time.Duration
 	// BrokerOutage is how long a failed transaction keeps being aborted
 	// while the broker cannot be reached (a restart, a partition) before
-	// the process gives up with ErrFatal; default 2m.
+	// Run gives up with ErrFatal (Outage reports it: the process may start
+	// a new executor); default 2m.
 	BrokerOutage time.Duration
+	// Turned, when set, is called once per turn of the loop and once per
+	// fetch of a restore: a liveness probe's evidence that the member is
+	// not stuck (httpserve.Liveness). It must not block. Called from the
+	// loop and the restores' goroutines at once.
+	Turned func()
 
 	Settings topicadmin.Settings // topic creation; MinEventRetention defaults from the tools
 	// StateFS is the file system of the Pebble view; default the OS's.

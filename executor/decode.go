@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"encoding/hex"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -71,7 +72,7 @@ func (d recordDecoder) toInput(in *wire.Intent, r *kgo.Record, traceparent strin
 		IntentID: in.ID, Tenant: in.Tenant, Key: in.Key, Tool: in.Tool,
 		ArgsHash: wire.ArgsHash(canon), Args: canon, ReplyTo: in.ReplyTo,
 		Traceparent: traceparent, DeadlineMs: in.DeadlineMs,
-		By: in.By, Reason: in.Reason, CallID: in.CallID, Force: in.Force,
+		By: in.By, Reason: in.Reason, CallID: in.CallID, DownstreamKey: in.DownstreamKey, Force: in.Force,
 		Partition: r.Partition, Owner: d.partitionOf(in.Tenant, in.Key),
 	}
 	if in.Scope != nil {
@@ -112,6 +113,26 @@ func fillType(si *saga.Input, in *wire.Intent) *wire.Reject {
 		return fillResolve(si, in)
 	case wire.TypeLookup:
 		si.Type = saga.InputLookup
+	case wire.TypeApprove, wire.TypeDeny:
+		return fillDecision(si, in)
+	}
+	return nil
+}
+
+// fillDecision reads an approve or deny: the digest it decides (the
+// request's, when it names none), never the hash of its own empty args.
+func fillDecision(si *saga.Input, in *wire.Intent) *wire.Reject {
+	si.Type = saga.InputApprove
+	if in.Type == wire.TypeDeny {
+		si.Type = saga.InputDeny
+	}
+	si.ArgsHash, si.Args = nil, nil
+	if in.ArgsDigest != "" {
+		d, err := hex.DecodeString(in.ArgsDigest)
+		if err != nil {
+			return rejectFrom(in, codes.ReasonInvalidField, "field args_digest is not hex")
+		}
+		si.ArgsHash = d
 	}
 	return nil
 }

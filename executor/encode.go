@@ -117,7 +117,8 @@ func (e *encoder) encodeAnswer(a *partition.Answer) *kgo.Record {
 		IntentID: a.To.IntentID, Type: a.To.Type, Tenant: a.Tenant, Key: a.Key, Tool: a.Tool, Status: a.Status,
 		WasReplay: a.WasReplay, OriginalIntentID: a.OriginalIntentID, OriginalCalledAt: a.OriginalCalledAt,
 		CompletedAt: a.CompletedAt, PreviousStatus: a.PreviousStatus, Attempt: a.Attempt, ReplyToError: a.ReplyToError,
-		RetryAfterMs: a.RetryAfterMs,
+		ApprovalUntil: a.ApprovalUntil,
+		RetryAfterMs:  a.RetryAfterMs,
 	}
 	if len(a.Result) > 0 {
 		res.Result = msgpack.RawMessage(a.Result)

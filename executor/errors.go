@@ -16,3 +16,10 @@ var ErrFatal = txn.ErrFatal
 // reason (a restore that timed out, a partition with a gap): nothing was
 // produced, so the polled records are rewound and decided again later.
 var errRetryTick = errors.New("executor: retry tick")
+
+// Outage reports whether err, from New or Run, is the broker's absence
+// outlasting BrokerOutage (a transport failure, no coordinator) rather
+// than a verdict on this member or its configuration: a new executor,
+// started once the broker is back, goes on where this one stopped, as a
+// restarted process would.
+func Outage(err error) bool { return txn.BrokerUnreachable(err) }

@@ -31,6 +31,7 @@ type Executor struct {
 	enc     *encoder
 	dec     recordDecoder
 	folds   *folder
+	courier *courier // delivers the member's facts (facts.go)
 
 	callCtx    context.Context // parent of calls: outlives Run's ctx for the drain
 	cancelCall context.CancelFunc
@@ -93,6 +94,7 @@ func (e *Executor) Close() {
 	if e.txns != nil {
 		e.txns.Close()
 	}
+	e.courier.close()
 	if e.store != nil {
 		_ = e.store.Close()
 	}
@@ -105,5 +107,6 @@ func (e *Executor) Crash() {
 	e.crashed.Store(true)
 	e.cancelCall()
 	e.txns.Close()
+	e.courier.close()
 	<-e.runDone
 }

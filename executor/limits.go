@@ -79,6 +79,23 @@ const (
 	// within this.
 	replyMissingTTL = 10 * time.Second
 
+	// courierBatch bounds the facts produced in one request; facts are
+	// rare (a moved partition, an unknown transaction end), a mass outage
+	// leaves at most one per call in flight.
+	courierBatch = 64
+	// courierProduceTimeout bounds one delivery; a broker away fails it,
+	// and the courier tries again after its backoff.
+	courierProduceTimeout = 10 * time.Second
+	// courierBackoffMin and courierBackoffMax: the wait between deliveries
+	// that failed, doubling. The maximum is part of the recovery bound
+	// (docs/DESIGN.md, "Recovery after a quorum loss"): a fact reaches the
+	// control topic at most this long after the broker can take it.
+	courierBackoffMin = 500 * time.Millisecond
+	courierBackoffMax = 5 * time.Second
+	// courierLastPass bounds the delivery a member tries at shutdown,
+	// after its drain (which may have kept facts).
+	courierLastPass = 5 * time.Second
+
 	// toolQueueRounds: a tool's calls in one member wait at most this many
 	// times its max_in_flight (partition/admission.go), so that a call
 	// waits about as many of the tool's call times before it starts: a

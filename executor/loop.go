@@ -21,6 +21,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	watched := make(chan struct{})
 	go func() { defer close(watched); e.watchDurability(wctx) }()
 	defer func() { stopWatch(); <-watched }()
+	defer e.runCourier()()
 	e.ready.Store(true)
 	defer e.ready.Store(false)
 	defer e.allowRebalances() // leaving the group (Close) waits for the gate
@@ -30,11 +31,19 @@ func (e *Executor) Run(ctx context.Context) error {
 		}
 		e.noteWarm()
 		e.noteRestored()
+		e.turned()
 	}
 	if e.crashed.Load() {
 		return nil
 	}
 	return e.shutdown()
+}
+
+// turned tells Config.Turned that the loop went round.
+func (e *Executor) turned() {
+	if e.cfg.Turned != nil {
+		e.cfg.Turned()
+	}
 }
 
 // iteration is one poll and one tick. The loop holds the rebalance gate

@@ -68,6 +68,8 @@ type Metrics struct {
 	// Durability is what the durability check at start and its watch
 	// found (durability.go).
 	Durability *topicadmin.DurabilityGauges
+	// Facts are the member's facts kept and delivered (courier.go).
+	Facts *FactMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) *Metrics {
@@ -124,6 +126,7 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 			m.LayoutMismatch, m.RestoreGaps, m.SnapshotRounds, m.SnapshotEvents, m.HotRecords, m.TenantAdmitted, m.TenantRefused, m.TenantQueueWait)
 	}
 	m.Durability = topicadmin.NewDurabilityGauges(reg, sub)
+	m.Facts = newFactMetrics(reg)
 	return m
 }
 

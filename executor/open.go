@@ -74,9 +74,13 @@ func (e *Executor) open(ctx context.Context) error {
 	}
 	e.dec = recordDecoder{names: e.cfg.Names, partitions: e.layout.Partitions}
 	e.folds = &folder{store: st, adm: e.adm, opts: eventlog.RestoreOptions{
-		Seeds: e.cfg.Brokers, Topic: e.cfg.Names.Events, PartitionOf: e.dec.partitionOf,
+		Seeds: e.cfg.Brokers, Topic: e.cfg.Names.Events, PartitionOf: e.dec.partitionOf, Progress: e.cfg.Turned,
 		ClientOpts: append([]kgo.Opt{kgo.WithLogger(kgoLogger{l: e.cfg.Logger})}, e.cfg.Connect...),
 	}}
+	if e.courier, err = newCourier(st, e.cfg.Names.Control, e.layout.Partitions, e.cfg.Logger, e.m.Facts,
+		append([]kgo.Opt{kgo.SeedBrokers(e.cfg.Brokers...), kgo.WithLogger(kgoLogger{l: e.cfg.Logger, level: e.cfg.KafkaLogLevel})}, e.cfg.Connect...)); err != nil {
+		return err
+	}
 	e.replies = newReplyTopics(e.adm, e.cfg.Names, e.layout)
 	e.enc = &encoder{names: e.cfg.Names, replies: e.replies, deadLetters: e.layout.DeadLetterPartitions, dlCount: e.m.DeadLetters, log: e.cfg.Logger}
 	e.hot = newHotRecords(e.m.HotRecords)
@@ -167,7 +171,8 @@ func toolPolicy(reg *tools.Registry) func(tool string) (saga.Policy, bool) {
 		return saga.Policy{
 			ReadOnly: spec.Class.ReadOnly(), PendingTTLMs: spec.PendingTTL.Milliseconds(),
 			RetentionMs: spec.Retention.Milliseconds(), CompensateWith: spec.CompensateWith, MaxArgsBytes: spec.MaxArgsBytes,
-			Resent: spec.Class.Investigation() == tools.InvestigateRetry,
+			Resent:        spec.Class.Investigation() == tools.InvestigateRetry,
+			ApprovalTTLMs: spec.ApprovalWindow().Milliseconds(), Approvers: spec.ApproversText(),
 		}, true
 	}
 }

@@ -37,7 +37,7 @@ func (e *Executor) release(p int32) {
 		e.client.ResumeFetchPartitions(coPartitions(e.cfg.Names, p))
 	}
 	for _, rk := range rel.Lost {
-		e.cfg.Logger.Warn("partition released with a call running; its key is in doubt for the next owner", "key", rk, "partition", p)
+		e.cfg.Logger.Warn("partition released with a call running; its key is in doubt for the next owner until the call's outcome, kept as a fact, reaches it", "key", rk, "partition", p)
 	}
 	e.m.KeysInDoubt.DeleteLabelValues(partitionLabel(p))
 }
@@ -56,11 +56,13 @@ func (e *Executor) notStarted(jobs []job) {
 
 // releasedOutcomes is where an outcome of a partition this member no
 // longer owns ends: a call that finished after its partition was released
-// (or re-assigned), or one that never started. Its key's next owner finds
-// it in doubt. Today the outcome is counted and dropped; the member cannot
-// write it to a partition it does not own.
-func (e *Executor) releasedOutcomes(lost []partition.Completion) {
+// (or re-assigned), or one that never started. The member cannot write it
+// to a partition it does not own, and its key's next owner finds the key
+// in doubt; a definite outcome is kept as a fact and delivered to that
+// owner (facts.go). An error means the fact could not be kept: fatal.
+func (e *Executor) releasedOutcomes(lost []partition.Completion) error {
 	e.m.OutcomesLost.Add(float64(len(lost)))
+	return e.keepLost(lost)
 }
 
 // noteWarm marks the member warm, once and for good, at the end of the

@@ -15,7 +15,7 @@ import (
 // TestLargestRecordFitsOneSnapshot: a key's record at every bound at once
 // (arguments at the largest max_args_bytes, a result and a compensation
 // result at the stored-result bound, the most waiters, every copied field
-// at its bound) still fits one snapshot event the broker accepts. If a
+// at its bound, a decided request for approval) still fits one snapshot event the broker accepts. If a
 // bound grows, this fails before a round silently skips such keys.
 func TestLargestRecordFitsOneSnapshot(t *testing.T) {
 	long := func(n int) string { return strings.Repeat("x", n) }
@@ -24,8 +24,10 @@ func TestLargestRecordFitsOneSnapshot(t *testing.T) {
 	rec := &saga.Record{Tenant: long(64), Key: long(wire.MaxKeyBytes), Tool: long(wire.MaxToolBytes),
 		ArgsHash: make([]byte, 32), Args: make([]byte, wire.MaxArgsLimit), Status: saga.StatusCompensated,
 		Origin: w, Attempt: 1 << 30, CalledAt: 1 << 62, PendingUntil: 1 << 62, RetentionMs: 1 << 62, CompletedAt: 1 << 62,
-		ExpiresAt: 1 << 62, Result: make([]byte, wire.MaxResultBytes), Err: &saga.Error{Code: long(64), Message: long(1024)},
+		ExpiresAt: 1 << 62, Result: make([]byte, wire.MaxResultBytes), Err: &saga.Error{Code: long(64), Message: long(wire.MaxByBytes + wire.MaxReasonBytes + 32)},
 		ResolvedBy: long(wire.MaxByBytes), DownstreamKey: long(44), LastEventAt: 1 << 62,
+		Approval: &saga.Approval{RequestedAt: 1 << 62, Until: 1 << 62, Approvers: long(wire.MaxApproversBytes), Decision: saga.ApprovalDenied,
+			DecidedAt: 1 << 62, By: long(wire.MaxByBytes), Reason: long(wire.MaxReasonBytes), CommandID: long(wire.MaxIDBytes)},
 		Comp: &saga.Compensation{Tool: long(wire.MaxToolBytes), Origin: w, StartedAt: 1 << 62, CompletedAt: 1 << 62,
 			PendingUntil: 1 << 62, DownstreamKey: long(44), Result: make([]byte, wire.MaxResultBytes), Err: &saga.Error{Code: long(64), Message: long(1024)}}}
 	for i := 0; i < wire.MaxWaitersLimit; i++ {

@@ -47,6 +47,9 @@ func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 	if err != nil {
 		return err
 	}
+	if err := e.releasedOutcomes(rd.Lost); err != nil {
+		return err
+	}
 	tt.decided(pr, rd)
 	tr, err := e.enc.encode(rd, pr.records)
 	if err != nil {
@@ -63,7 +66,10 @@ func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 	}
 	if out != txn.Committed {
 		e.afterAbort(rd, tr, out)
-		return nil
+		if out == txn.Aborted {
+			return nil
+		}
+		return e.keepUnsent(rd.Calls)
 	}
 	tt.committed(rd)
 	if err := e.afterCommit(rd, tr); err != nil {
@@ -92,10 +98,9 @@ func (e *Executor) step(ctx context.Context, pr *prepared) (*partition.Ready, er
 }
 
 // stepped counts what the core decided before the transaction (as the
-// decisions themselves were counted before): outcomes lost to a moved
-// partition, snapshot work.
+// decisions themselves were counted before): snapshot work. (Outcomes of
+// a moved partition are the tick's, releasedOutcomes.)
 func (e *Executor) stepped(rd *partition.Ready) {
-	e.releasedOutcomes(rd.Lost)
 	e.m.SnapshotEvents.Add(float64(rd.Snapshots))
 	e.m.SnapshotRounds.Add(float64(rd.Rounds))
 }

@@ -30,6 +30,9 @@ import (
 //	toolexec.commit_outcome  internal  the transaction that recorded the outcome
 //	toolexec.answer          producer  an answer committed (a replay's, a conflict's,
 //	                                   pending's, or the outcome's)
+//	toolexec.await_approval  internal  a request for a person's approval, from the
+//	                                   intent that asked to the approve, deny or
+//	                                   lapse (trace_approval.go)
 //
 // The decision, the commits and the answers are per tick: the spans of one
 // tick's calls share its times (the poll, the end of the step, the
@@ -118,6 +121,7 @@ func (tt *tickTrace) committed(rd *partition.Ready) {
 		return
 	}
 	end := time.Now()
+	tt.waited(rd)
 	n := attribute.Int(string(tracing.AttrCalls), len(rd.Calls))
 	for i := range rd.Calls {
 		c := &rd.Calls[i]
@@ -208,6 +212,8 @@ func (v verdicts) of(i int, in *partition.Input) (decision string, wasReplay boo
 		return "wait", false
 	case a.Status == codes.StatusConflict:
 		return "conflict", false
+	case a.Status == codes.StatusPending && a.Err != nil && a.Err.Code == codes.ErrAwaitingApproval:
+		return "await_approval", false
 	case a.Status == codes.StatusPending || a.Status == codes.StatusCompensationPending:
 		return "in_doubt", false
 	case a.Status == codes.StatusRejected:

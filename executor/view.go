@@ -64,3 +64,12 @@ func (v storeView) ScanRecords(afterTenant, afterKey string, limit int, fn func(
 func (v storeView) Checkpoint(p int32) (int64, error) { return v.st.Checkpoint(v.events, p) }
 
 func (v storeView) CountInDoubt(p int32) (int, error) { return v.st.CountInDoubt(p) }
+
+func (v storeView) InDoubtAfter(p int32, afterTenant, afterKey string, limit int) ([][2]string, error) {
+	ds, err := v.st.InDoubtAfter(p, afterTenant, afterKey, limit)
+	out := make([][2]string, len(ds))
+	for i, d := range ds {
+		out[i] = [2]string{d.Tenant, d.Key}
+	}
+	return out, err
+}

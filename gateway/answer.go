@@ -57,6 +57,10 @@ func recordAnswer(rec *saga.Record, now int64) (*wire.Result, answerState) {
 		return inDoubt(res, codes.StatusPending), stateInDoubt
 	case saga.StatusCompensating, saga.StatusCompensationUnknown:
 		return inDoubt(res, codes.StatusCompensationPending), stateInDoubt
+	case saga.StatusAwaitingApproval:
+		res.Status, res.ApprovalUntil = codes.StatusPending, rec.Approval.Until
+		res.Error = &wire.ErrorInfo{Code: codes.ErrAwaitingApproval, Message: "the call waits for a person's approval; nothing ran"}
+		return res, stateInDoubt
 	}
 	settled(res, rec)
 	return res, stateDone

@@ -65,3 +65,14 @@ func TestExpired(t *testing.T) {
 		t.Fatal("a key in doubt expired")
 	}
 }
+
+// A key awaiting approval, read from the log (an executor without
+// lookups): pending with awaiting_approval and the request's deadline.
+func TestRecordAnswerAwaitingApproval(t *testing.T) {
+	rec := record(saga.StatusAwaitingApproval)
+	rec.Approval = &saga.Approval{RequestedAt: 900, Until: 7000}
+	res, state := recordAnswer(rec, 2000)
+	if state != stateInDoubt || !res.AwaitingApproval() || res.ApprovalUntil != 7000 || retryAfter(res, retryInDoubt) != retryApproval {
+		t.Fatalf("got %+v (state %d)", res, state)
+	}
+}

@@ -159,7 +159,7 @@ func (g *Gateway) writeCallReply(w http.ResponseWriter, t *tool, rep reply) {
 	case stateRunning:
 		g.writeAccepted(w, t, runningAnswer(rep.intent), retryRunning)
 	case stateInDoubt:
-		g.writeAccepted(w, t, rep.res, retryInDoubt)
+		g.writeAccepted(w, t, rep.res, retryAfter(rep.res, retryInDoubt))
 	default:
 		writeTerminal(w, rep.res)
 	}

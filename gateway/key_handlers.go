@@ -33,7 +33,7 @@ func (g *Gateway) getCall(w http.ResponseWriter, r *http.Request, tenant string)
 	case stateRunning:
 		g.writeAccepted(w, t, res, retryRunning)
 	case stateInDoubt:
-		g.writeAccepted(w, t, res, retryInDoubt)
+		g.writeAccepted(w, t, res, retryAfter(res, retryInDoubt))
 	default:
 		writeAnswer(w, http.StatusOK, res)
 	}
@@ -104,7 +104,7 @@ func (g *Gateway) writeCompensateReply(w http.ResponseWriter, t *tool, rep reply
 	case stateRunning:
 		g.writeAccepted(w, t, runningAnswer(rep.intent), retryRunning)
 	case stateInDoubt:
-		g.writeAccepted(w, t, rep.res, retryInDoubt)
+		g.writeAccepted(w, t, rep.res, retryAfter(rep.res, retryInDoubt))
 	default:
 		if rep.res.Status != codes.StatusRejected {
 			writeAnswer(w, http.StatusOK, rep.res)

@@ -158,6 +158,9 @@ func mcpDescription(t *tool) string {
 	if t.requiresKey() {
 		d = strings.TrimSpace(d + "\n\nRuns at most once per idempotency_key: send the same key with the same arguments on every retry of this action.")
 	}
+	if t.spec.NeedsApproval() {
+		d += " " + approvalNote
+	}
 	return d
 }
 
@@ -308,11 +311,14 @@ func errorResult(text string) *mcp.CallToolResult {
 func mcpResult(rep reply, wait time.Duration) *mcp.CallToolResult {
 	var res *wire.Result
 	var summary string
-	switch replyState(rep) {
-	case stateRunning:
+	switch st := replyState(rep); {
+	case st == stateRunning:
 		res = runningAnswer(rep.intent)
 		summary = fmt.Sprintf("No answer within %s. The outcome is not known yet: the call is running or is being investigated, and it will not be executed again. Call again later with the same idempotency_key and arguments to get the outcome; do not use a new key for this action.", wait)
-	case stateInDoubt:
+	case st == stateInDoubt && rep.res.AwaitingApproval():
+		res = rep.res
+		summary = approvalText(res)
+	case st == stateInDoubt:
 		res = rep.res
 		summary = "The outcome is unknown: the tool may have acted, but no answer came. It is being investigated, and the call will not be executed again. Call again later with the same idempotency_key and arguments to learn the outcome; do not use a new key for this action."
 	default:
@@ -322,7 +328,7 @@ func mcpResult(rep reply, wait time.Duration) *mcp.CallToolResult {
 	body := answerJSON(res)
 	b, _ := json.Marshal(body)
 	out := &mcp.CallToolResult{
-		IsError:           res.Status != codes.StatusSucceeded,
+		IsError:           res.Status != codes.StatusSucceeded && !res.AwaitingApproval(),
 		StructuredContent: body,
 		Content:           []mcp.Content{&mcp.TextContent{Text: summary + "\n" + string(b)}},
 	}
@@ -331,6 +337,9 @@ func mcpResult(rep reply, wait time.Duration) *mcp.CallToolResult {
 }
 
 func terminalText(res *wire.Result) string {
+	if s := approvalTerminalText(res); s != "" {
+		return s
+	}
 	var s string
 	switch res.Status {
 	case codes.StatusConflict:

@@ -24,11 +24,12 @@ import (
 // comment claims. A README command this test does not know, or one it
 // knows that the README no longer has, fails it: the two change together.
 //
-// The blocks: the Kafka quick start (Terminal 2), the curl quick start,
+// The blocks: the Kafka quick start (Terminal 2), the approval quick start
+// (tr-1: a call that waits for a person, approved), the curl quick start,
 // the key that goes from in doubt to settled (refund-9: the reconciler's
 // retry after the tool's 10 s pending_ttl), and the console's scripted
 // sign-in, run side by side; then the restart the README promises the
-// keys survive. The escalation of page-7 is not run: it waits 30 s.
+// keys survive. The escalation of page-7 is not run: it waits its pending_ttl and the fact grace (2 min).
 func TestReadmeQuickStart(t *testing.T) {
 	firstHour(t)
 	n := newNetns(t)
@@ -51,10 +52,11 @@ func TestReadmeQuickStart(t *testing.T) {
 			section string
 			n       int
 		}{
-			"kafka":   {"## Quick start: a call, its replay and a conflict in a minute", 1},
-			"curl":    {"## Quick start over HTTP: curl, and an MCP client", 0},
-			"settled": {"## Watching a key go from in doubt to settled", 0},
-			"console": {"## Watching a key go from in doubt to settled", 2},
+			"kafka":    {"## Quick start: a call, its replay and a conflict in a minute", 1},
+			"approval": {"## Quick start: a call that waits for a person's approval", 0},
+			"curl":     {"## Quick start over HTTP: curl, and an MCP client", 0},
+			"settled":  {"## Watching a key go from in doubt to settled", 0},
+			"console":  {"## Watching a key go from in doubt to settled", 2},
 		} {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
@@ -284,6 +286,49 @@ var quickStartClaims = map[string]claim{
 			}
 		}},
 
+	// The approval quick start.
+	`go run ./cmd/executor send --tool demo.transfer --key tr-1 --args '{"amount":250,"to":"acct-42"}'`: {
+		"", func(q *quickStart, t *testing.T, o, _ outcome) {
+			// Twice in the block: its comment says which claim this is.
+			r := o.json(t)
+			e, _ := r["error"].(map[string]any)
+			res, _ := r["result"].(map[string]any)
+			switch {
+			case strings.Contains(o.comment, "answered at once, status pending, error.code awaiting_approval, approval_until; nothing ran (exit status 9"):
+				if o.code != 9 || r["status"] != "pending" || e["code"] != "awaiting_approval" || r["approval_until"] == nil ||
+					!strings.Contains(o.stderr, "reconciler approve --key tr-1 --tenant default --reason TEXT") {
+					t.Errorf("the request: %s", o)
+				}
+			case strings.Contains(o.comment, "the agent asks again with the same key and arguments: succeeded, the transfer_id"):
+				if id, _ := res["transfer_id"].(string); o.code != 0 || r["status"] != "succeeded" || !strings.HasPrefix(id, "tr_") || res["amount"] != float64(250) {
+					t.Errorf("after the approval: %s", o)
+				}
+			default:
+				t.Errorf("demo.transfer tr-1 under a comment this test does not know: %s", o.comment)
+			}
+		}},
+	`go run ./cmd/executor send --tool demo.transfer --key tr-1 --args '{"amount":9999,"to":"acct-666"}'`: {
+		"conflict; an approval never covers other arguments", func(q *quickStart, t *testing.T, o, _ outcome) {
+			if r := o.json(t); o.code != 5 || r["status"] != "conflict" {
+				t.Errorf("%s", o)
+			}
+		}},
+	`go run ./cmd/reconciler approve --key tr-1 --reason "invoice 42 checked"`: {
+		`the answer is "approved", and the transfer runs once`, func(q *quickStart, t *testing.T, o, _ outcome) {
+			if r := o.json(t); o.code != 0 || r["status"] != "approved" ||
+				!strings.Contains(o.stderr, `arguments (as the tool will receive them): {"amount":250,"to":"acct-42"}`) {
+				t.Errorf("%s", o)
+			}
+		}},
+	`go run ./cmd/executor history --key tr-1`: {
+		"who approved it and why, and the digest of the arguments approved", func(q *quickStart, t *testing.T, o, _ outcome) {
+			evs, all := o.events(t)
+			if o.code != 0 || !slices.Equal(evs, []string{"awaiting_approval", "conflicted", "approved", "started", "outcome", "replayed"}) ||
+				all[2]["reason"] != "invoice 42 checked" || all[2]["by"] == nil || all[2]["args_digest"] != all[0]["args_digest"] {
+				t.Errorf("trail %v: %s", evs, o)
+			}
+		}},
+
 	// The curl quick start (after TOKEN=$(cat data/gateway.token)).
 	`curl -si http://127.0.0.1:8080/v1/tools/demo.echo/calls -H "Authorization: Bearer $TOKEN" -H 'Idempotency-Key: order-7' -d '{"amount":120,"currency":"EUR"}'`: {
 		`200, Idempotent-Replayed: false, "status":"succeeded", "was_replay":false`, func(q *quickStart, t *testing.T, o, _ outcome) {
@@ -344,7 +389,7 @@ var quickStartClaims = map[string]claim{
 					InputSchema map[string]any `json:"input_schema"`
 				} `json:"tools"`
 			}
-			if err := json.Unmarshal([]byte(o.stdout), &list); err != nil || len(list.Tools) != 4 || list.Tools[0].Name != "demo.echo" || list.Tools[0].InputSchema == nil {
+			if err := json.Unmarshal([]byte(o.stdout), &list); err != nil || len(list.Tools) != 5 || list.Tools[0].Name != "demo.echo" || list.Tools[0].InputSchema == nil {
 				t.Errorf("%v: %s", err, o)
 			}
 		}},

@@ -247,7 +247,8 @@ func (e *env) startReconciler(reg *tools.Registry, dir string, mod func(*reconci
 	cfg := reconciler.Config{
 		Brokers: brokers, Names: e.names, Group: e.group + "-rec", DataDir: dir, Tools: reg, Policy: testPolicy,
 		ScanInterval: 200 * time.Millisecond, SessionTimeout: 3 * time.Second, Registerer: preg,
-		Logger: testLogger(e.t),
+		FactGrace: time.Second, // the tests that escalate have no member holding facts
+		Logger:    testLogger(e.t),
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -859,7 +860,7 @@ func (e *env) startReconcilerProc(toolsYAML, dataDir string, extra ...string) *p
 	addr := freeAddr(e.t)
 	cmd := exec.Command(reconcilerBinary(e.t), "--brokers", seedList(), "--tools", toolsFile, "--data-dir", dataDir,
 		"--http-addr", addr, "--topic-prefix", e.prefix, "--group", e.group+"-rec", "--session-timeout", "3s",
-		"--scan-interval", "200ms", "--backoff", "300ms", "--backoff-cap", "2s", "--command-timeout", "20s")
+		"--scan-interval", "200ms", "--backoff", "300ms", "--backoff-cap", "2s", "--command-timeout", "20s", "--fact-grace", "1s")
 	cmd.Args = append(cmd.Args, extra...)
 	return e.launch("reconciler", "reconciler", cmd, addr)
 }

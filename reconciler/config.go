@@ -35,6 +35,12 @@ type Config struct {
 	MaxScan        int           // keys in doubt examined per partition per scan, each scan after the last key the one before examined; default 100000
 	MaxPollRecords int           // events folded per poll; default 5000
 	SessionTimeout time.Duration // group session timeout; default 10s
+	// FactGrace is how long after a subject's deadline, and after the end
+	// of the last outage this member saw, it waits before escalating, so
+	// that a member's fact (the call's outcome, or that it was never sent)
+	// reaches the log first (grace.go); default 90s, over the recovery
+	// bound of docs/DESIGN.md plus the members' delivery backoff.
+	FactGrace time.Duration
 	// AllowWeakDurability lets the reconciler start on a cluster of more
 	// than one broker weaker than topicadmin.Production: logged, and
 	// exported as toolexec_reconciler_durability_override. Default false.
@@ -44,6 +50,10 @@ type Config struct {
 	Registerer prometheus.Registerer // default: none (metrics kept, not exported)
 	Now        func() time.Time      // default time.Now; tests move time
 	Hooks      Hooks                 // fault points for tests
+	// Turned, when set, is called once per turn of the loop: a liveness
+	// probe's evidence that the reconciler is not stuck
+	// (httpserve.Liveness). It must not block.
+	Turned func()
 	// TracerProvider makes a span per retry or probe, linked to the call's
 	// trace; nil: no spans.
 	TracerProvider trace.TracerProvider
@@ -88,6 +98,7 @@ func (c *Config) defaults() {
 	defaults.Set(&c.MaxScan, 100_000)
 	defaults.Set(&c.MaxPollRecords, 5000)
 	defaults.Set(&c.SessionTimeout, 10*time.Second)
+	defaults.Set(&c.FactGrace, 90*time.Second)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

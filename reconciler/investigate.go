@@ -31,6 +31,13 @@ func (r *Reconciler) examine(ctx context.Context, now int64, p int32, rec *saga.
 		return err
 	}
 	step := Plan(now, subj, inv, r.cfg.Policy)
+	if step.Kind == StepEscalate && !r.mayEscalate(now, p, subj) {
+		g.add(now, subj, false)
+		row := rowOf(now, subj, inv)
+		row.State = "awaiting_facts" // a member may still deliver its answer (grace.go)
+		*rows = append(*rows, row)
+		return nil
+	}
 	g.add(now, subj, step.Inv.Escalated)
 	*rows = append(*rows, rowOf(now, subj, &step.Inv))
 	rk := wire.RoutingKey(subj.Tenant, subj.Key)
@@ -79,6 +86,14 @@ func (r *Reconciler) carryOut(ctx context.Context, p int32, rec *saga.Record, su
 	case StepCompensate, StepResolve:
 		return r.send(ctx, subj, step)
 	case StepEscalate:
+		if !r.mayEscalate(r.now(), p, subj) {
+			// A round judged the subject hopeless before the grace ended:
+			// remembered unescalated, the next scan escalates it (Plan,
+			// the attempts being spent) once the grace allows.
+			inv := step.Inv
+			inv.Escalated = false
+			return r.remember(subj, &inv)
+		}
 		return r.escalate(subj, step)
 	}
 	if step.Changed {

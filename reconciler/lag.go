@@ -10,7 +10,7 @@ import (
 // partition be scanned. A partition is caught up once its position reached
 // the stable offset seen after its assignment; it stays so until it is
 // revoked (a later lag is only noise: see scan). A failed measurement
-// changes nothing.
+// changes nothing but the outage it marks (grace.go).
 func (r *Reconciler) measureLag(ctx context.Context) {
 	if len(r.owned) == 0 {
 		r.ready.Store(r.joined.Load())
@@ -21,13 +21,14 @@ func (r *Reconciler) measureLag(ctx context.Context) {
 	offs, err := r.adm.ListCommittedOffsets(lctx, r.cfg.Names.Events)
 	if err != nil {
 		r.cfg.Logger.Debug("reconciler: list offsets", "err", err)
+		r.noteMeasured(false)
 		return
 	}
-	all := true
+	all, measured := true, true
 	for p, o := range r.owned {
 		lo, ok := offs.Lookup(r.cfg.Names.Events, p)
 		if !ok || lo.Err != nil {
-			all = all && o.caughtUp
+			all, measured = all && o.caughtUp, false
 			continue
 		}
 		o.prevStable, o.prevStableAt = o.stable, o.stableAt
@@ -38,6 +39,7 @@ func (r *Reconciler) measureLag(ctx context.Context) {
 		}
 		all = all && o.caughtUp
 	}
+	r.noteMeasured(measured)
 	r.ready.Store(r.joined.Load() && all)
 }
 

@@ -30,6 +30,9 @@ func (r *Reconciler) loop(ctx context.Context) error {
 		if err := r.iterate(ctx); err != nil {
 			return err
 		}
+		if r.cfg.Turned != nil {
+			r.cfg.Turned()
+		}
 	}
 	return nil
 }

@@ -24,6 +24,7 @@ type Metrics struct {
 	Owned          prometheus.Gauge             // events partitions owned
 	ViewGaps       prometheus.Counter           // partitions whose view was rebuilt: the log had lost events it needed
 	Durability     *topicadmin.DurabilityGauges // what the check at start found
+	approvals      approvalMetrics              // keys awaiting a person's approval (approvals.go)
 }
 
 func newMetrics(reg prometheus.Registerer) *Metrics {
@@ -49,6 +50,7 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 		reg.MustRegister(m.KeysInDoubt, m.OldestAge, m.PastTTL, m.Investigations, m.Escalations, m.Escalated,
 			m.CommandsSent, m.CommandErrors, m.Lag, m.Owned, m.ViewGaps)
 	}
+	m.approvals = newApprovalMetrics(reg, opts)
 	m.Durability = topicadmin.NewDurabilityGauges(reg, sub)
 	return m
 }

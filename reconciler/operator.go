@@ -160,14 +160,18 @@ func FetchRows(ctx context.Context, httpAddr string) ([]Row, error) {
 	return body.Rows, nil
 }
 
-// ResolveRequest is an operator's word on a key in doubt: a resolve, or a
-// compensate when Type says so.
+// ResolveRequest is an operator's word on a key: a resolve of a key in
+// doubt, a compensate, or an approve or deny of a key awaiting approval,
+// as Type says.
 type ResolveRequest struct {
 	Brokers []string     // required
 	Names   topics.Names // default topics.NamesWithPrefix("tool.")
-	// Type is wire.TypeResolve (the default) or wire.TypeCompensate: undo
-	// the key's effect with its tool's compensate_with (Outcome, Result
-	// and Err stay empty).
+	// Type is wire.TypeResolve (the default), wire.TypeCompensate (undo
+	// the key's effect with its tool's compensate_with; Outcome, Result
+	// and Err stay empty), or wire.TypeApprove or wire.TypeDeny (decide
+	// the key's request for approval; Reason is required, CallID and
+	// ArgsDigest bind the decision to the request and arguments the
+	// operator saw).
 	Type   string
 	Tenant string // default "default"
 	Key    string // required
@@ -183,6 +187,9 @@ type ResolveRequest struct {
 	Err     *wire.ErrorInfo // optional, answered as the call's error
 	By      string          // who settles it (recorded in the event log); required
 	Reason  string
+	// ArgsDigest (approve, deny): the hex SHA-256 of the arguments
+	// decided on; the executor refuses the command for any other.
+	ArgsDigest string
 	// Force settles a call (or compensation) that may still reach its tool
 	// because its pending_ttl has not passed yet; without it the executor
 	// refuses such a resolve (StillLanding). Recorded in the event log
@@ -199,11 +206,12 @@ type ResolveRequest struct {
 // fit); the returned result says why.
 var ErrRejected = errors.New("reconciler: resolve rejected")
 
-// Resolve sends a resolve (or compensate) command on the control topic and
-// waits for the executor's answer to it: "resolved" (the key is settled and
-// every waiting intent got its final answer), a compensate's answer once
-// its compensation ended, or "rejected" (ErrRejected). It blocks until the
-// answer or ctx's end.
+// Resolve sends a resolve (or compensate, approve, deny) command on the
+// control topic and waits for the executor's answer to it: "resolved" (the
+// key is settled and every waiting intent got its final answer), a
+// compensate's answer once its compensation ended, "approved" (the call
+// started; its outcome comes to the intents that wait for it) or "denied",
+// or "rejected" (ErrRejected). It blocks until the answer or ctx's end.
 func Resolve(ctx context.Context, req ResolveRequest) (*wire.Result, error) {
 	in, err := req.intent()
 	if err != nil {
@@ -244,7 +252,7 @@ func (req *ResolveRequest) intent() (*wire.Intent, error) {
 		req.Type = wire.TypeResolve
 	}
 	in := &wire.Intent{V: wire.Version, Type: req.Type, ID: req.ID, Tenant: req.Tenant, Key: req.Key, CallID: req.CallID,
-		Outcome: req.Outcome, Result: req.Result, Error: req.Err, By: req.By, Reason: req.Reason, Force: req.Force}
+		Outcome: req.Outcome, Result: req.Result, Error: req.Err, By: req.By, Reason: req.Reason, Force: req.Force, ArgsDigest: req.ArgsDigest}
 	b, err := wire.EncodeIntent(in)
 	if err != nil {
 		return nil, err

@@ -50,6 +50,10 @@ type Reconciler struct {
 	running  map[string]bool // routing key -> a retry or probe runs for it
 	lastScan time.Time
 	warned   map[int32]bool // partitions whose doubt index exceeded MaxScan
+	// outage: the last lag measurement failed; quietSince (unix ms): when
+	// the last outage ended, or the member started (grace.go).
+	outage     bool
+	quietSince int64
 
 	errs toolErrors // the tools' last errors, for the console
 
@@ -61,9 +65,10 @@ type Reconciler struct {
 
 	mu struct {
 		sync.Mutex
-		rows    []Row          // the last scan's, for /pending
-		started map[string]int // by tool: keys started and within their pending_ttl at the last scan
-		owned   []int32        // the partitions the last scan covered
+		rows      []Row          // the last scan's, for /pending
+		started   map[string]int // by tool: keys started and within their pending_ttl at the last scan
+		owned     []int32        // the partitions the last scan covered
+		approvals []ApprovalRow  // the last scan's keys awaiting approval (approvals.go)
 	}
 }
 
@@ -93,6 +98,7 @@ func New(ctx context.Context, cfg Config) (*Reconciler, error) {
 	}
 	r := &Reconciler{cfg: cfg, m: newMetrics(cfg.Registerer), lookup: RegistryLookup(cfg.Tools),
 		owned: map[int32]*partition{}, running: map[string]bool{}, warned: map[int32]bool{}}
+	r.quietSince = r.now() // a member that starts cannot know whether an outage just ended
 	if err := r.open(ctx); err != nil {
 		r.Close()
 		return nil, err

@@ -47,8 +47,9 @@ type escalatedKey struct {
 // waiting spares it the noise (and a native_key tool a needless retry).
 func (r *Reconciler) scan(ctx context.Context) error {
 	now := r.now()
-	g := newGauges()
+	g, ag := newGauges(), newApprovalGauges()
 	var rows []Row
+	var approvals []ApprovalRow
 	var covered []int32
 	for _, p := range r.ownedPartitions() {
 		if !r.owned[p].caughtUp {
@@ -58,10 +59,15 @@ func (r *Reconciler) scan(ctx context.Context) error {
 		if err := r.scanPartition(ctx, now, p, g, &rows); err != nil {
 			return err
 		}
+		if err := r.scanApprovals(now, p, ag, &approvals); err != nil {
+			return err
+		}
 	}
 	r.m.publish(g)
+	r.m.approvals.publish(ag)
+	sortApprovals(approvals)
 	r.mu.Lock()
-	r.mu.rows, r.mu.started, r.mu.owned = rows, g.started, covered
+	r.mu.rows, r.mu.started, r.mu.owned, r.mu.approvals = rows, g.started, covered, approvals
 	r.mu.Unlock()
 	return nil
 }

@@ -30,6 +30,9 @@ func settledAnswer(rec *Record, to Waiter) Answer {
 }
 
 func pendingAnswer(rec *Record, to Waiter) Answer {
+	if rec.Status == StatusAwaitingApproval {
+		return awaitingAnswer(rec, to)
+	}
 	status := codes.StatusPending
 	if rec.Status == StatusCompensating || rec.Status == StatusCompensationUnknown {
 		status = codes.StatusCompensationPending

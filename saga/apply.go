@@ -34,11 +34,18 @@ func Apply(rec *Record, ev Event) *Record {
 		return nil
 	case EvSnapshot:
 		return ev.Snapshot.Clone()
+	case EvAwaitingApproval:
+		return applyAwaiting(rec, ev)
+	case EvApproved, EvDenied, EvApprovalLapsed:
+		return applyDecision(rec, ev)
 	}
 	return rec // an unknown kind (Check refuses it before a fold)
 }
 
 func applyStarted(prev *Record, ev Event) *Record {
+	if prev != nil && prev.Status == StatusAwaitingApproval && !startsApproved(prev, ev) {
+		return prev
+	}
 	rec := &Record{
 		Tenant: ev.Tenant, Key: ev.Key, Tool: ev.Tool, ArgsHash: ev.ArgsHash, Args: ev.Args,
 		Status: StatusStarted, Attempt: ev.Attempt, CalledAt: ev.At, PendingUntil: ev.At + ev.PendingTTL,
@@ -50,6 +57,9 @@ func applyStarted(prev *Record, ev Event) *Record {
 	if prev != nil && prev.Status == StatusNotExecuted {
 		rec.PrevStatus = StatusNotExecuted
 		rec.Waiters = prev.Waiters
+	}
+	if prev != nil && prev.Status == StatusAwaitingApproval {
+		rec.PrevStatus, rec.Waiters, rec.Approval = prev.PrevStatus, prev.Waiters, prev.Approval
 	}
 	return rec
 }

@@ -54,11 +54,17 @@ func startCompensation(rec *Record, in Input, env Env) Decision {
 // decideResolve settles a key in doubt by an operator's or the
 // reconciler's word. It arrives only on the control topic.
 func decideResolve(rec *Record, in Input, env Env) Decision {
+	if in.DownstreamKey != "" {
+		return decideFact(rec, in, env)
+	}
 	if rec == nil {
 		return rejectInput(in, codes.ReasonInvalidCommand, "no such key")
 	}
 	if env.InFlight {
 		return rejectInput(in, codes.ReasonInvalidCommand, "a call for this key is in flight in the executor; it settles by itself")
+	}
+	if rec.Status == StatusAwaitingApproval {
+		return rejectInput(in, codes.ReasonInvalidCommand, "the key awaits a person's approval and nothing ran: approve or deny it")
 	}
 	if mayStillLand(rec, env) && !in.Force {
 		return rejectInput(in, codes.ReasonInvalidCommand, stillLanding(rec, env, "resolve"))

@@ -107,8 +107,13 @@ func compensationNotExecuted(rec *Record, to Waiter, cause *Error) Answer {
 }
 
 // Expire removes a settled key whose retention has passed, so the key is
-// free again. Keys in doubt never expire: they wait to be settled.
+// free again, and ends a request for approval past its deadline
+// not_executed (approval.go). Keys in doubt never expire: they wait to be
+// settled.
 func Expire(rec *Record, env Env) Decision {
+	if rec.approvalLapsed(env.Now) {
+		return lapse(rec, env, "")
+	}
 	if !rec.expired(env.Now) {
 		return Decision{Verdict: VerdictStale}
 	}
@@ -139,15 +144,7 @@ const notExecutedMarginMs = 5_000
 // whatever its cause: a queued call not sent, a drain, a commit delayed
 // by an outage.
 func notExecutedTooLate(rec *Record, c Completion, env Env) Completion {
-	if c.Status != StatusNotExecuted {
-		return c
-	}
-	tool, until := rec.Tool, rec.PendingUntil
-	if c.Compensation {
-		tool, until = rec.Comp.Tool, compensationPendingUntil(rec.Comp, env)
-	}
-	pol, ok := env.Policy(tool)
-	if !ok || !pol.Resent || env.Now < until-min(notExecutedMarginMs, pol.PendingTTLMs/4) {
+	if c.Status != StatusNotExecuted || !resentTooLate(rec, c.Compensation, env) {
 		return c
 	}
 	c.Status = StatusUnknown

@@ -23,6 +23,8 @@ func Decide(rec *Record, in Input, env Env) Decision {
 		return decideResolve(rec, in, env)
 	case InputLookup:
 		return decideLookup(rec, in, env)
+	case InputApprove, InputDeny:
+		return decideApproval(rec, in, env)
 	}
 	return rejectInput(in, codes.ReasonInvalidField, "unknown input type")
 }
@@ -37,12 +39,19 @@ func decideCall(rec *Record, in Input, env Env) Decision {
 	case pol.ReadOnly:
 		return decideReadOnly(in, env)
 	}
-	var prefix []Event
+	var prefix Decision
 	if rec.expired(env.Now) {
-		prefix = append(prefix, Event{Kind: EvExpired, Tenant: in.Tenant, Key: in.Key, At: env.Now, IntentID: in.IntentID, Reason: "retention passed"})
+		prefix.Events = append(prefix.Events, Event{Kind: EvExpired, Tenant: in.Tenant, Key: in.Key, At: env.Now, IntentID: in.IntentID, Reason: "retention passed"})
 		rec = nil
 	}
-	if rec == nil || rec.Status.Free() {
+	if rec.approvalLapsed(env.Now) { // the sweep has not come by yet
+		prefix = lapse(rec, env, in.IntentID)
+		rec = Apply(rec.Clone(), prefix.Events[0])
+	}
+	switch {
+	case (rec == nil || rec.Status.Free()) && pol.ApprovalTTLMs > 0:
+		return prefixed(prefix, requestApproval(rec, in, pol, env))
+	case rec == nil || rec.Status.Free():
 		return prefixed(prefix, execute(rec, in, pol, env))
 	}
 	return prefixed(prefix, decideDuplicate(rec, in, env))
@@ -61,12 +70,15 @@ func unknownTool(in Input, env Env) string {
 	return msg
 }
 
-// prefixed puts events ahead of d's. Without any, d is returned as it is:
-// appending its events to a nil prefix copied them for every call
-// (about 2% of a new call's CPU).
-func prefixed(prefix []Event, d Decision) Decision {
-	if len(prefix) > 0 {
-		d.Events = append(prefix, d.Events...)
+// prefixed puts the events and answers of prefix ahead of d's. Without
+// any, d is returned as it is: appending its events to a nil prefix
+// copied them for every call (about 2% of a new call's CPU).
+func prefixed(prefix Decision, d Decision) Decision {
+	if len(prefix.Events) > 0 {
+		d.Events = append(prefix.Events, d.Events...)
+	}
+	if len(prefix.Answers) > 0 {
+		d.Answers = append(prefix.Answers, d.Answers...)
 	}
 	return d
 }

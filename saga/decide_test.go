@@ -37,6 +37,9 @@ func policies(tool string) (saga.Policy, bool) {
 		return saga.Policy{PendingTTLMs: pendingTTL, RetentionMs: retention, MaxArgsBytes: maxArgs}, true
 	case "native": // native_key: the reconciler sends a call in doubt again
 		return saga.Policy{PendingTTLMs: pendingTTL, RetentionMs: retention, MaxArgsBytes: maxArgs, Resent: true}, true
+	case "transfer": // approval: required (approval_test.go)
+		return saga.Policy{PendingTTLMs: pendingTTL, RetentionMs: retention, MaxArgsBytes: maxArgs,
+			ApprovalTTLMs: approvalTTL, Approvers: "alice, group:payments"}, true
 	}
 	return saga.Policy{}, false
 }
@@ -140,6 +143,7 @@ type step struct {
 	in     *saga.Input      // Decide
 	done   *saga.Completion // Complete
 	expire bool             // Expire
+	orphan bool             // Orphaned
 
 	verdict saga.Verdict
 	reason  string
@@ -175,6 +179,8 @@ func (h history) run(t *testing.T) *saga.Record {
 			d, what = saga.Complete(rec, *s.done, env), fmt.Sprintf("Complete(%s %s)", s.done.CallID, s.done.Status)
 		case s.expire:
 			d, what = saga.Expire(rec, env), "Expire"
+		case s.orphan:
+			d, what = saga.Orphaned(rec, env), "Orphaned"
 		default:
 			t.Fatalf("step %d: no input", i)
 		}
@@ -976,7 +982,7 @@ func TestStartedEventCarriesTheCall(t *testing.T) {
 
 // TestStatusNames: the wire names of the statuses round-trip.
 func TestStatusNames(t *testing.T) {
-	for s := saga.StatusNone; s <= saga.StatusCompensationUnknown; s++ {
+	for s := saga.StatusNone; s <= saga.StatusAwaitingApproval; s++ {
 		got, ok := saga.ParseStatus(s.String())
 		if !ok || got != s {
 			t.Errorf("ParseStatus(%q) = %v, %v", s.String(), got, ok)

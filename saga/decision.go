@@ -16,23 +16,31 @@ const (
 	VerdictRecord // a completion or an expiry was recorded
 	VerdictStale  // nothing to do: the input no longer matches the key
 	VerdictLookup // answered what the key's record says, nothing else
-	VerdictRefuse // no room for the call now: answered not_executed, nothing logged
+	// VerdictAwaitApproval: the first intent of a key whose tool needs a
+	// person's approval was recorded awaiting it; nothing is called.
+	VerdictAwaitApproval
+	VerdictApprove // an approve was applied: the call starts
+	VerdictDeny    // a deny was applied: the key ends failed
+	VerdictRefuse  // no room for the call now: answered not_executed, nothing logged
 )
 
 var verdictNames = [...]string{
-	VerdictExecute:    "execute",
-	VerdictReplay:     "replay",
-	VerdictCoalesce:   "coalesce",
-	VerdictPending:    "pending",
-	VerdictConflict:   "conflict",
-	VerdictReject:     "reject",
-	VerdictForward:    "forward",
-	VerdictResolve:    "resolve",
-	VerdictCompensate: "compensate",
-	VerdictRecord:     "record",
-	VerdictStale:      "stale",
-	VerdictLookup:     "lookup",
-	VerdictRefuse:     "refuse",
+	VerdictExecute:       "execute",
+	VerdictReplay:        "replay",
+	VerdictCoalesce:      "coalesce",
+	VerdictPending:       "pending",
+	VerdictConflict:      "conflict",
+	VerdictReject:        "reject",
+	VerdictForward:       "forward",
+	VerdictResolve:       "resolve",
+	VerdictCompensate:    "compensate",
+	VerdictRecord:        "record",
+	VerdictStale:         "stale",
+	VerdictLookup:        "lookup",
+	VerdictAwaitApproval: "await_approval",
+	VerdictApprove:       "approve",
+	VerdictDeny:          "deny",
+	VerdictRefuse:        "refuse",
 }
 
 func (v Verdict) String() string {
@@ -95,5 +103,8 @@ type Answer struct {
 	CompletedAt      int64
 	PreviousStatus   string
 	Attempt          int
-	RetryAfterMs     int64 // a refusal's (admit.go)
+	// ApprovalUntil (unix ms), on an answer of a key awaiting approval:
+	// when its request lapses unless a person decides first.
+	ApprovalUntil int64
+	RetryAfterMs  int64 // a refusal's (admit.go)
 }

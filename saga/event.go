@@ -25,6 +25,20 @@ const (
 	// RoundFrom, so a fold of the log from RoundFrom alone is complete.
 	// It is about the partition, not a key (no tenant, no key).
 	EvRound
+	// EvAwaitingApproval records the first intent of a key whose tool
+	// needs a person's approval: the key, its arguments and their digest
+	// (what an approval covers, and nothing else), who was asked and until
+	// when (approval.go).
+	EvAwaitingApproval
+	// EvApproved: an operator's approve command was applied. The owner
+	// writes it in the transaction that writes the call's started event,
+	// right after it: no call without a committed approval of its digest.
+	EvApproved
+	// EvDenied: an operator's deny; the key ends failed (approval_denied).
+	EvDenied
+	// EvApprovalLapsed: no one decided before the request's deadline; the
+	// key ends not_executed and is free again.
+	EvApprovalLapsed
 )
 
 var eventNames = [...]string{
@@ -42,6 +56,10 @@ var eventNames = [...]string{
 	EvReadAnswered:        "read_answered",
 	EvSnapshot:            "snapshot",
 	EvRound:               "round",
+	EvAwaitingApproval:    "awaiting_approval",
+	EvApproved:            "approved",
+	EvDenied:              "denied",
+	EvApprovalLapsed:      "approval_lapsed",
 }
 
 func (k EventKind) String() string {
@@ -52,7 +70,7 @@ func (k EventKind) String() string {
 }
 
 // Valid reports whether k is a known kind.
-func (k EventKind) Valid() bool { return k >= EvStarted && k <= EvRound }
+func (k EventKind) Valid() bool { return k >= EvStarted && k <= EvApprovalLapsed }
 
 // IsRead reports whether k is about one read-only call rather than the
 // key's record: such events never change a Record.
@@ -74,7 +92,8 @@ type Event struct {
 	At       int64     `msgpack:"at"`
 	IntentID string    `msgpack:"intent_id,omitempty"` // the intent or command that caused the fact
 
-	// Started, CompensationStarted, ReadStarted.
+	// Started, CompensationStarted, ReadStarted, AwaitingApproval
+	// (Approved and Denied: ArgsHash, the digest decided on).
 	Tool        string `msgpack:"tool,omitempty"`
 	ArgsHash    []byte `msgpack:"args_hash,omitempty"`
 	Args        []byte `msgpack:"args,omitempty"`
@@ -88,7 +107,8 @@ type Event struct {
 	// it existed, whose calls used the per-key tools.DownstreamKey.
 	DownstreamKey string `msgpack:"dk,omitempty"`
 
-	// Outcome, Resolved, CompensationOutcome.
+	// Outcome, Resolved, CompensationOutcome; CallID, By and Reason also
+	// Approved and Denied.
 	CallID string `msgpack:"call_id,omitempty"`
 	Status Status `msgpack:"status,omitempty"`
 	Result []byte `msgpack:"result,omitempty"`
@@ -106,4 +126,11 @@ type Event struct {
 	Snapshot *Record `msgpack:"snapshot,omitempty"`
 	// Round: the offset of the events partition at which the round began.
 	RoundFrom int64 `msgpack:"round_from,omitempty"`
+
+	// AwaitingApproval: the request lapses at ApprovalUntil (unix ms),
+	// and Approvers is who was asked, as the tool's config names them
+	// (operators, and groups as "group:<name>"; empty: any operator).
+	// Approved, Denied: CallID, the intent whose request was decided.
+	ApprovalUntil int64  `msgpack:"approval_until,omitempty"`
+	Approvers     string `msgpack:"approvers,omitempty"`
 }

@@ -8,6 +8,10 @@ const (
 	InputCompensate
 	InputResolve
 	InputLookup
+	// InputApprove and InputDeny decide a key's request for approval
+	// (approval.go); they arrive only on the control topic.
+	InputApprove
+	InputDeny
 )
 
 func (t InputType) String() string {
@@ -20,6 +24,10 @@ func (t InputType) String() string {
 		return "resolve"
 	case InputLookup:
 		return "lookup"
+	case InputApprove:
+		return "approve"
+	case InputDeny:
+		return "deny"
 	}
 	return "invalid"
 }
@@ -30,7 +38,7 @@ type Input struct {
 	IntentID    string
 	Tenant, Key string
 	Tool        string
-	ArgsHash    []byte // SHA-256 of the canonical arguments
+	ArgsHash    []byte // SHA-256 of the canonical arguments (approve, deny: the digest the person decided on; nil: the recorded one)
 	Args        []byte // the canonical arguments (msgpack)
 	ReplyTo     string
 	Traceparent string
@@ -38,7 +46,7 @@ type Input struct {
 	RunID       string
 	ThreadID    string
 
-	// Resolve only.
+	// Resolve only (By and Reason also approve and deny).
 	Outcome Status
 	Result  []byte
 	Err     *Error
@@ -52,6 +60,13 @@ type Input struct {
 	// (the call settled meanwhile) is refused instead of undoing a success
 	// or settling a newer call. Empty means unconditional (operators).
 	CallID string
+	// DownstreamKey, on a resolve, makes it a member's fact about one
+	// attempt (fact.go): the member that started the call under this
+	// downstream key got its outcome, or never sent it. It applies only
+	// while that attempt is the key's call (or compensation) in doubt,
+	// and, the attempt having ended, before its pending_ttl too. CallID
+	// is required with it.
+	DownstreamKey string
 	// Force (resolve, compensate; the control topic only) settles or
 	// undoes a call that may still reach its tool. Without it such a
 	// command is refused until the call's PendingUntil (command.go).
@@ -76,6 +91,11 @@ type Policy struct {
 	// tool by sending it again under its downstream key (native_key), so
 	// an executor's "not executed" is known only before then (complete.go).
 	Resent bool
+	// ApprovalTTLMs > 0: a call of this tool waits for a person's approval
+	// first, at most this long (approval.go). Approvers is who is asked,
+	// as the tool's config names them ("" : any operator).
+	ApprovalTTLMs int64
+	Approvers     string
 }
 
 // Env is the world as the runtime sees it for one decision.

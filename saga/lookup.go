@@ -17,9 +17,12 @@ func decideLookup(rec *Record, in Input, env Env) Decision {
 			Err: &Error{Code: codes.ReasonInvalidCommand, Message: "nothing to look up: " + codes.RefusalNoRecord}}
 		return Decision{Verdict: VerdictLookup, Answers: []Answer{a}}
 	}
+	if rec.approvalLapsed(env.Now) { // what the sweep will record
+		rec = Apply(rec.Clone(), lapse(rec, env, "").Events[0])
+	}
 	var a Answer
 	switch rec.Status {
-	case StatusStarted, StatusUnknown, StatusCompensating, StatusCompensationUnknown:
+	case StatusStarted, StatusUnknown, StatusCompensating, StatusCompensationUnknown, StatusAwaitingApproval:
 		a = pendingAnswer(rec, to)
 		if rec.Status == StatusStarted && env.Now < rec.PendingUntil {
 			a.Err = &Error{Code: codes.ErrRunning, Message: "the call is running; its outcome is not known yet"}

@@ -20,11 +20,15 @@ import (
 //   - no intent gets two terminal answers, and once every key in doubt is
 //     resolved every intent has exactly one;
 //   - the fold of the log from nothing equals the view kept incrementally;
-//   - Decide, Complete and Expire never modify the record they are given.
+//   - Decide, Complete and Expire never modify the record they are given;
+//   - no call of a tool that needs approval starts but by an approve of its
+//     request, for the arguments it recorded (approved, then started, in
+//     one decision).
 
 const (
-	propRetention = 1_000
-	propTTL       = 100
+	propRetention   = 1_000
+	propTTL         = 100
+	propApprovalTTL = 300
 )
 
 func propPolicies(tool string) (saga.Policy, bool) {
@@ -35,6 +39,8 @@ func propPolicies(tool string) (saga.Policy, bool) {
 		return saga.Policy{PendingTTLMs: propTTL, RetentionMs: propRetention, MaxArgsBytes: 16}, true
 	case "search":
 		return saga.Policy{ReadOnly: true, MaxArgsBytes: 16}, true
+	case "transfer":
+		return saga.Policy{PendingTTLMs: propTTL, RetentionMs: propRetention, MaxArgsBytes: 16, ApprovalTTLMs: propApprovalTTL}, true
 	}
 	return saga.Policy{}, false
 }
@@ -78,6 +84,7 @@ type propModel struct {
 	keys       []*propKey
 	calls      []*delivery // fresh call intents, for duplicates
 	sent       []*delivery // call and compensate deliveries, for re-deliveries
+	decisions  []*delivery // approve and deny commands, for re-deliveries
 	deliveries map[string]*delivery
 	order      []string       // tags in delivery order
 	terminal   map[string]int // terminal answers per delivery tag
@@ -93,9 +100,13 @@ func runHistory(t *rapid.T, mode propMode) {
 	}
 	steps := rapid.IntRange(1, 80).Draw(t, "steps")
 	for i := 0; i < steps; i++ {
-		switch op := rapid.IntRange(0, 13).Draw(t, "op"); {
+		switch op := rapid.IntRange(0, 15).Draw(t, "op"); {
 		case op <= 2:
 			m.newIntent()
+		case op == 14:
+			m.decideOne()
+		case op == 15:
+			m.redeliverDecision()
 		case op == 3:
 			m.duplicateByKey()
 		case op == 4:
@@ -111,7 +122,7 @@ func runHistory(t *rapid.T, mode propMode) {
 		case op <= 12:
 			m.advance()
 		default:
-			m.expireOne()
+			m.expireOne(m.pickKey("expireKey"))
 		}
 	}
 	m.settleAll()
@@ -142,7 +153,7 @@ func (m *propModel) env(k *propKey) saga.Env {
 
 func (m *propModel) newIntent() {
 	k := m.pickKey("key")
-	tool := rapid.SampledFrom([]string{"charge", "charge", "charge", "email", "search"}).Draw(m.t, "tool")
+	tool := rapid.SampledFrom([]string{"charge", "charge", "charge", "email", "search", "transfer", "transfer"}).Draw(m.t, "tool")
 	args := rapid.SampledFrom([]string{"a0", "a0", "a1"}).Draw(m.t, "args")
 	id, tag := m.freshID()
 	in := saga.Input{Type: saga.InputCall, IntentID: id, Tenant: tenant, Key: k.name, Tool: tool, ArgsHash: hashOf(args),
@@ -187,6 +198,41 @@ func (m *propModel) redeliver() {
 	m.deliver(m.key(in.Key), &delivery{tag: tag, in: in, redelivery: true, readOnly: orig.readOnly})
 }
 
+// decideOne sends an operator's approve or deny for a key: for its
+// current request and digest, another request, other arguments, or
+// unconditional.
+func (m *propModel) decideOne() {
+	k := m.pickKey("decideKey")
+	id, tag := m.freshID()
+	typ := rapid.SampledFrom([]saga.InputType{saga.InputApprove, saga.InputApprove, saga.InputDeny}).Draw(m.t, "decision")
+	in := saga.Input{Type: typ, IntentID: id, Tenant: tenant, Key: k.name, ReplyTo: "control", Traceparent: tag, By: "alice", Reason: "ok"}
+	switch rapid.IntRange(0, 3).Draw(m.t, "target") {
+	case 0:
+		if k.rec != nil {
+			in.CallID, in.ArgsHash = k.rec.Origin.IntentID, k.rec.ArgsHash
+		}
+	case 1:
+		in.CallID = "i0"
+	case 2:
+		in.ArgsHash = hashOf("a1")
+	}
+	d := &delivery{tag: tag, in: in}
+	m.decisions = append(m.decisions, d)
+	m.deliver(k, d)
+}
+
+// redeliverDecision delivers an approve or deny again with its id.
+func (m *propModel) redeliverDecision() {
+	if len(m.decisions) == 0 {
+		return
+	}
+	orig := m.decisions[rapid.IntRange(0, len(m.decisions)-1).Draw(m.t, "redeliverDecision")]
+	m.nextID++
+	in := orig.in
+	in.Traceparent = fmt.Sprintf("d%d", m.nextID)
+	m.deliver(m.key(in.Key), &delivery{tag: in.Traceparent, in: in, redelivery: true})
+}
+
 func (m *propModel) compensateOne() {
 	k := m.pickKey("compKey")
 	id, tag := m.freshID()
@@ -227,7 +273,7 @@ func (m *propModel) resolve(k *propKey, outcome saga.Status, force bool) saga.De
 func (m *propModel) deliver(k *propKey, d *delivery) saga.Decision {
 	m.deliveries[d.tag] = d
 	m.order = append(m.order, d.tag)
-	if d.in.Type != saga.InputResolve {
+	if d.in.Type == saga.InputCall || d.in.Type == saga.InputCompensate {
 		m.sent = append(m.sent, d)
 	}
 	before := k.rec.Clone()
@@ -341,8 +387,7 @@ func (m *propModel) advance() {
 	m.now += rapid.Int64Range(1, 3*propRetention/2).Draw(m.t, "advance")
 }
 
-func (m *propModel) expireOne() {
-	k := m.pickKey("expireKey")
+func (m *propModel) expireOne(k *propKey) {
 	before := k.rec.Clone()
 	dec := saga.Expire(k.rec, m.env(k))
 	m.t.Logf("expire %s (status %s) -> %s", k.name, statusOf(k.rec), dec.Verdict)
@@ -359,6 +404,7 @@ func (m *propModel) expireOne() {
 // dispatches its call, checking the invariants on the way.
 func (m *propModel) apply(k *propKey, dec saga.Decision) {
 	t := m.t
+	before := k.rec.Clone()
 	for _, ev := range dec.Events {
 		if ev.Key != k.name || ev.Tenant != tenant || ev.At != m.now || !ev.Kind.Valid() {
 			t.Fatalf("event %+v on %s at %d", ev, k.name, m.now)
@@ -407,6 +453,7 @@ func (m *propModel) apply(k *propKey, dec saga.Decision) {
 			if k.rec == nil || k.rec.Status != saga.StatusStarted || k.rec.Origin.IntentID != c.CallID {
 				t.Fatalf("invocation %s of %s is not fenced by its started record: %+v", c.CallID, k.name, k.rec)
 			}
+			m.checkApproved(k, before, dec, c)
 			k.invocations++
 			k.inflight = c
 		case saga.CallCompensation:
@@ -429,6 +476,21 @@ func (m *propModel) apply(k *propKey, dec saga.Decision) {
 	}
 
 	m.checkKey(k)
+}
+
+// checkApproved: a call of a tool that needs approval starts only by an
+// approve of the request it belongs to, for its recorded arguments.
+func (m *propModel) checkApproved(k *propKey, before *saga.Record, dec saga.Decision, c *saga.Call) {
+	if pol, _ := propPolicies(c.Tool); pol.ApprovalTTLMs == 0 {
+		return
+	}
+	evs := dec.Events
+	if before == nil || before.Status != saga.StatusAwaitingApproval || len(evs) != 2 || evs[0].Kind != saga.EvApproved ||
+		evs[1].Kind != saga.EvStarted || evs[0].CallID != c.CallID || before.Origin.IntentID != c.CallID ||
+		string(evs[0].ArgsHash) != string(before.ArgsHash) || string(evs[1].ArgsHash) != string(before.ArgsHash) ||
+		string(c.Args) != string(before.Args) {
+		m.t.Fatalf("call %s of %s (needs approval) started by %v from %+v", c.CallID, k.name, kinds(evs), before)
+	}
 }
 
 // checkKey checks the state invariants of one key.
@@ -502,8 +564,11 @@ func (m *propModel) checkNotBeforeDeadline(k *propKey, in saga.Input, dec saga.D
 func (m *propModel) settleAll() {
 	m.settling = true
 	m.crash()
-	m.now += 2 * propTTL
+	m.now += 2*propTTL + propApprovalTTL
 	for _, k := range m.keys {
+		if k.rec != nil && k.rec.Status == saga.StatusAwaitingApproval {
+			m.expireOne(k) // the sweep lapses every request left
+		}
 		for i := 0; k.rec != nil && k.rec.Status.InDoubt(); i++ {
 			if i == 4 {
 				m.t.Fatalf("%s is still in doubt after %d resolves", k.name, i)
@@ -576,7 +641,7 @@ func knownWireStatus(s string) bool {
 	switch s {
 	case codes.StatusSucceeded, codes.StatusFailed, codes.StatusNotExecuted, codes.StatusConflict, codes.StatusPending,
 		codes.StatusRejected, codes.StatusCompensated, codes.StatusCompensationFailed, codes.StatusCompensationPending,
-		codes.StatusResolved:
+		codes.StatusResolved, codes.StatusApproved, codes.StatusDenied:
 		return true
 	}
 	return false

@@ -49,7 +49,7 @@ type Record struct {
 	PendingUntil   int64         `msgpack:"pending_until"`          // in doubt past this; the reconciler takes over
 	RetentionMs    int64         `msgpack:"retention_ms"`           // how long the outcome is kept, from the started event
 	CompletedAt    int64         `msgpack:"completed_at,omitempty"` // unix ms of the outcome
-	ExpiresAt      int64         `msgpack:"expires_at,omitempty"`   // the key is free again after this
+	ExpiresAt      int64         `msgpack:"expires_at,omitempty"`   // the key is free again after this (awaiting_approval: its request lapses then)
 	Result         []byte        `msgpack:"result,omitempty"`       // msgpack of the tool's result
 	Err            *Error        `msgpack:"err,omitempty"`          // the tool's error on failure
 	ResolvedBy     string        `msgpack:"resolved_by,omitempty"`  // operator or reconciler that settled it
@@ -57,6 +57,50 @@ type Record struct {
 	Comp           *Compensation `msgpack:"comp,omitempty"`
 	DownstreamKey  string        `msgpack:"dk,omitempty"` // the current call's; empty: the legacy per-key one
 	LastEventAt    int64         `msgpack:"last_event_at"`
+	// Approval is the request for a person's approval of the current
+	// call, for a tool that needs one (approval.go); nil otherwise. It
+	// stays with the call it let run, for the audit.
+	Approval *Approval `msgpack:"approval,omitempty"`
+}
+
+// Approval is a request for a person's approval of one call: the key
+// with the arguments (ArgsHash) its first intent recorded, and what was
+// decided. An approval covers that call only: a call started again after
+// not_executed, or after the key expired, asks again.
+type Approval struct {
+	RequestedAt int64  `msgpack:"requested_at"`
+	Until       int64  `msgpack:"until"`               // the request lapses then, unless decided
+	Approvers   string `msgpack:"approvers,omitempty"` // who was asked (EvAwaitingApproval)
+	// Decision: set once an approve, a deny or the lapse was applied.
+	Decision  ApprovalDecision `msgpack:"decision,omitempty"`
+	DecidedAt int64            `msgpack:"decided_at,omitempty"`
+	By        string           `msgpack:"by,omitempty"`
+	Reason    string           `msgpack:"reason,omitempty"`
+	CommandID string           `msgpack:"command_id,omitempty"` // the approve or deny applied
+}
+
+// ApprovalDecision is what became of an approval request.
+type ApprovalDecision uint8
+
+const (
+	ApprovalUndecided ApprovalDecision = iota
+	ApprovalApproved
+	ApprovalDenied
+	ApprovalLapsed
+)
+
+var approvalDecisionNames = [...]string{
+	ApprovalUndecided: "undecided",
+	ApprovalApproved:  "approved",
+	ApprovalDenied:    "denied",
+	ApprovalLapsed:    "lapsed",
+}
+
+func (d ApprovalDecision) String() string {
+	if int(d) < len(approvalDecisionNames) {
+		return approvalDecisionNames[d]
+	}
+	return "invalid"
 }
 
 // Clone returns a deep copy, so a tick's overlay never aliases the view.
@@ -74,7 +118,22 @@ func (r *Record) Clone() *Record {
 		e := *r.Err
 		c.Err = &e
 	}
+	if r.Approval != nil {
+		a := *r.Approval
+		c.Approval = &a
+	}
 	return &c
+}
+
+// SweepAt is when the executor's sweep must look at the key again: the
+// end of a settled outcome's retention, or the deadline of an approval
+// request (approval.go); 0 for a key the sweep leaves alone (a call
+// running or in doubt). The store indexes records by it.
+func (r *Record) SweepAt() int64 {
+	if r.Status.Settled() || r.Status == StatusNotExecuted || r.Status == StatusAwaitingApproval {
+		return r.ExpiresAt
+	}
+	return 0
 }
 
 // expired reports whether a settled outcome has passed its retention.

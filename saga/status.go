@@ -18,6 +18,10 @@ const (
 	StatusCompensated
 	StatusCompensationFailed
 	StatusCompensationUnknown
+	// AwaitingApproval: the key's tool needs a person's approval before
+	// any call (approval.go); nothing ran, nothing may run until an
+	// approve command is applied. Not in doubt: no call was made.
+	StatusAwaitingApproval
 )
 
 var statusNames = [...]string{
@@ -31,6 +35,7 @@ var statusNames = [...]string{
 	StatusCompensated:         "compensated",
 	StatusCompensationFailed:  "compensation_failed",
 	StatusCompensationUnknown: "compensation_unknown",
+	StatusAwaitingApproval:    "awaiting_approval",
 }
 
 func (s Status) String() string {

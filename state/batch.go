@@ -71,10 +71,13 @@ func (b *Batch) setRecord(rec *saga.Record) error {
 }
 
 func (b *Batch) index(p int32, r *saga.Record) error {
-	if r.ExpiresAt > 0 && (r.Status.Settled() || r.Status == saga.StatusNotExecuted) {
-		if err := b.b.Set(expiryKey(r.ExpiresAt, r.Tenant, r.Key), nil, nil); err != nil {
+	if at := r.SweepAt(); at > 0 {
+		if err := b.b.Set(expiryKey(at, r.Tenant, r.Key), nil, nil); err != nil {
 			return fmt.Errorf("state: index expiry: %w", err)
 		}
+	}
+	if err := b.indexApproval(p, r); err != nil {
+		return err
 	}
 	if r.Status.InDoubt() {
 		v := binary.BigEndian.AppendUint64(nil, uint64(r.PendingUntil))
@@ -90,6 +93,9 @@ func (b *Batch) unindex(p int32, r *saga.Record) {
 		_ = b.b.Delete(expiryKey(r.ExpiresAt, r.Tenant, r.Key), nil)
 	}
 	_ = b.b.Delete(doubtKey(p, r.Tenant, r.Key), nil)
+	if r.Status == saga.StatusAwaitingApproval {
+		_ = b.b.Delete(approvalKey(p, r.Tenant, r.Key), nil)
+	}
 }
 
 // SetCheckpoint records that topic/partition is applied up to next.

@@ -45,7 +45,8 @@ func TestRecordEncodeMatchesReflectionForEveryField(t *testing.T) {
 		PrevStatus: saga.StatusNotExecuted, CalledAt: 4, PendingUntil: 5, RetentionMs: 6, CompletedAt: 7, ExpiresAt: 8, Result: []byte{9},
 		Err: &saga.Error{Code: "c", Message: "m"}, ResolvedBy: "ops", Waiters: []saga.Waiter{{IntentID: "a"}, {IntentID: "b", At: -1}},
 		Comp: &saga.Compensation{Tool: "undo", Origin: saga.Waiter{IntentID: "u"}, StartedAt: 10, CompletedAt: 11, PrevStatus: saga.StatusSucceeded,
-			PendingUntil: 12, DownstreamKey: "d", Result: []byte{13}, Err: &saga.Error{Code: "e"}}, DownstreamKey: "dk", LastEventAt: 1 << 62}
+			PendingUntil: 12, DownstreamKey: "d", Result: []byte{13}, Err: &saga.Error{Code: "e"}}, DownstreamKey: "dk", LastEventAt: 1 << 62,
+		Approval: &saga.Approval{RequestedAt: 14, Until: 15, Approvers: "a, group:b", Decision: saga.ApprovalDenied, DecidedAt: 16, By: "op", Reason: "no", CommandID: "c"}}
 	for _, r := range []*saga.Record{
 		{}, {Tenant: "t", Key: "k", Tool: "x", ArgsHash: []byte{}}, full,
 		{Waiters: []saga.Waiter{}, Comp: &saga.Compensation{}, Attempt: -5, Result: bytes.Repeat([]byte{1}, 70_000)},

@@ -13,6 +13,7 @@ import (
 //	'c' <topic> 0x00 <partition u32>               -> next offset to apply (u64)
 //	'x' <expires_at u64> <tenant> 0x00 <key>      -> empty: expiry index
 //	'd' <partition u32> <tenant> 0x00 <key>        -> pending_until (u64): keys in doubt
+//	'w' <partition u32> <tenant> 0x00 <key>        -> requested_at, until (u64 each), tool: keys awaiting approval
 //	'a' <caller's key>                             -> caller's bytes: see Batch.PutAux
 //
 // The auxiliary space 'a' is shared by the packages that commit state of
@@ -24,6 +25,7 @@ const (
 	spaceCheckpoint = 'c'
 	spaceExpiry     = 'x'
 	spaceDoubt      = 'd'
+	spaceApproval   = 'w'
 	spaceAux        = 'a'
 )
 
@@ -35,6 +37,9 @@ const (
 	// AuxAbortedTxns: the executor's own aborted transactions,
 	// "txn/" <producer id u64> <epoch u16>.
 	AuxAbortedTxns = "txn/"
+	// AuxFacts: the executor's facts not yet delivered (executor/facts.go),
+	// "fact/" <routing key> 0x00 <downstream key>.
+	AuxFacts = "fact/"
 	// AuxInvestigations: the reconciler's investigations of calls,
 	// "inv/" <tenant> 0x00 <key>.
 	AuxInvestigations = "inv/"

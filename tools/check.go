@@ -3,6 +3,7 @@ package tools
 import (
 	"fmt"
 	"net/url"
+	"strings"
 
 	"github.com/atmostonce/toolexec/wire"
 )
@@ -56,6 +57,62 @@ func checkSpec(c *checker, s Spec) {
 	checkLimits(c, s)
 	checkCredentials(c, s)
 	checkGatewayFields(c, s)
+	checkApproval(c, s)
+}
+
+// checkApproval checks approval, approval_ttl and approvers.
+func checkApproval(c *checker, s Spec) {
+	switch {
+	case !c.ok("approval"):
+		return
+	case s.Approval != ApprovalNone && s.Approval != ApprovalRequired && s.Approval != "none":
+		c.fail("approval", nil, "%s is not required or none", quoteBounded(string(s.Approval)))
+		return
+	case s.NeedsApproval() && c.ok("class") && s.Class.ReadOnly():
+		c.fail("approval", nil, "a read_only tool keeps no record for a call to wait on; it cannot require approval")
+	}
+	if !s.NeedsApproval() {
+		if s.ApprovalTTL != 0 && c.ok("approval_ttl") {
+			c.fail("approval_ttl", nil, "only with approval: required")
+		}
+		if s.Approvers != nil && c.ok("approvers") {
+			c.fail("approvers", nil, "only with approval: required")
+		}
+		return
+	}
+	if c.ok("approval_ttl") && (s.ApprovalTTL < 0 || s.ApprovalTTL > maxApprovalTTL) {
+		c.fail("approval_ttl", nil, "must be between 0 (the default, %s) and %s", DefaultApprovalTTL, maxApprovalTTL)
+	}
+	checkApprovers(c, s)
+}
+
+func checkApprovers(c *checker, s Spec) {
+	if !c.ok("approvers") {
+		return
+	}
+	for i, a := range s.Approvers {
+		if !validApprover(strings.TrimPrefix(a, ApproverGroupPrefix)) {
+			c.fail("approvers", nil, "[%d]: %s must be an operator name or %s<group>, each [A-Za-z0-9._@-]{1,64}", i, quoteBounded(a), ApproverGroupPrefix)
+			return
+		}
+	}
+	if n := len(s.ApproversText()); n > wire.MaxApproversBytes {
+		c.fail("approvers", nil, "are %d bytes joined, at most %d", n, wire.MaxApproversBytes)
+	}
+}
+
+// validApprover is the console's operator (and group) name grammar.
+func validApprover(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '@' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func checkName(c *checker, s Spec) {

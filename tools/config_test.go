@@ -124,6 +124,13 @@ func TestParseErrors(t *testing.T) {
 		{"not a mapping", "- 1\n", []string{"tools: required"}},
 		{"syntax error", "tools: [\n", []string{"invalid YAML"}},
 		{"two documents", "tools: []\n---\ntools: []\n", []string{"exactly one document"}},
+		{"approval of a read", "tools:\n" + tool(base, "approval: required"), []string{"tools[0] (a): approval: a read_only tool"}},
+		{"approval misspelt", "tools:\n" + tool("name: a", "class: irreversible", "approval: yes"), []string{`approval: "yes" is not required or none`}},
+		{"approval_ttl alone", "tools:\n" + tool("name: a", "class: irreversible", "approval_ttl: 1h"), []string{"approval_ttl: only with approval: required"}},
+		{"approvers alone", "tools:\n" + tool("name: a", "class: irreversible", "approvers: [alice]"), []string{"approvers: only with approval: required"}},
+		{"approval_ttl 0", "tools:\n" + tool("name: a", "class: irreversible", "approval: required", "approval_ttl: 0s"), []string{"approval_ttl: must be greater than 0"}},
+		{"approval_ttl too long", "tools:\n" + tool("name: a", "class: irreversible", "approval: required", "approval_ttl: 2200h"), []string{"approval_ttl: must be between"}},
+		{"bad approver", "tools:\n" + tool("name: a", "class: irreversible", "approval: required", `approvers: ["group:", "al ice"]`), []string{`approvers: [0]: "group:" must be`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,6 +144,34 @@ func TestParseErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestParseApproval: approval: required takes approval_ttl's default, and
+// who may approve is an operator or a group of the operators file.
+func TestParseApproval(t *testing.T) {
+	cfg, err := Parse([]byte("tools:\n" + tool("name: pay", "class: native_key", "approval: required", `approvers: [alice, "group:payments"]`) +
+		tool("name: wire", "class: irreversible", "approval: required", "approval_ttl: 15m") + tool("name: mail", "class: irreversible", "approval: none")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pay, wire, mail := cfg.Tools[0], cfg.Tools[1], cfg.Tools[2]
+	if !pay.NeedsApproval() || pay.ApprovalWindow() != DefaultApprovalTTL || pay.ApproversText() != "alice, group:payments" ||
+		wire.ApprovalWindow() != 15*time.Minute || wire.ApproversText() != "" || mail.NeedsApproval() || mail.ApprovalWindow() != 0 {
+		t.Fatalf("specs %+v", cfg.Tools)
+	}
+	for _, c := range []struct {
+		name   string
+		groups []string
+		spec   Spec
+		ok     bool
+	}{
+		{"alice", nil, pay, true}, {"bob", []string{"payments"}, pay, true}, {"bob", []string{"ops"}, pay, false},
+		{"payments", nil, pay, false}, {"anyone", nil, wire, true},
+	} {
+		if got := c.spec.MayApprove(c.name, c.groups); got != c.ok {
+			t.Errorf("%s (groups %v) may approve %s: %v, want %v", c.name, c.groups, c.spec.Name, got, c.ok)
+		}
 	}
 }
 

@@ -2,6 +2,8 @@ package tools
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -69,7 +71,72 @@ type Spec struct {
 	// the tool; nil lets every tenant call it. To any other tenant the tool
 	// does not exist (404, absent from the lists).
 	Tenants []string
+
+	// Approval (approval) is ApprovalRequired ("required") for a tool no
+	// intent may call without a person's approval: the first intent of a
+	// key waits (awaiting_approval) until an operator approves the key
+	// with the arguments it recorded, denies it, or ApprovalTTL passes
+	// (docs/DESIGN.md, "Approval"). "" or "none": no approval. Not for
+	// class read_only, which keeps no record to wait on.
+	Approval Approval
+	// ApprovalTTL (approval_ttl) is how long a request for approval waits
+	// before it lapses (the key ends not_executed). Default 24h, only with
+	// approval: required.
+	ApprovalTTL time.Duration
+	// Approvers (approvers) may approve or deny this tool's calls:
+	// operator names of the console's operators file, and its groups as
+	// "group:<name>"; nil lets every operator. At most 32. Only with
+	// approval: required. Enforced where people are authenticated (the
+	// console and its API); a command on the control topic is trusted as
+	// any operator command is (docs/SECURITY.md).
+	Approvers []string
 }
+
+// Approval says whether a tool's calls need a person's approval.
+type Approval string
+
+const (
+	ApprovalNone     Approval = ""
+	ApprovalRequired Approval = "required"
+)
+
+// NeedsApproval reports whether the tool's calls wait for a person's
+// approval.
+func (s Spec) NeedsApproval() bool { return s.Approval == ApprovalRequired }
+
+// ApprovalWindow is how long a request for approval of this tool waits:
+// ApprovalTTL, its default when unset, and 0 when the tool needs none.
+func (s Spec) ApprovalWindow() time.Duration {
+	switch {
+	case !s.NeedsApproval():
+		return 0
+	case s.ApprovalTTL > 0:
+		return s.ApprovalTTL
+	}
+	return DefaultApprovalTTL
+}
+
+// ApproversText is Approvers as the event log and answers name them: the
+// entries joined with ", " ("" for any operator).
+func (s Spec) ApproversText() string { return strings.Join(s.Approvers, ", ") }
+
+// MayApprove reports whether an operator with name and groups may approve
+// or deny this tool's calls.
+func (s Spec) MayApprove(name string, groups []string) bool {
+	if len(s.Approvers) == 0 {
+		return true
+	}
+	for _, a := range s.Approvers {
+		if g, ok := strings.CutPrefix(a, ApproverGroupPrefix); ok && slices.Contains(groups, g) || a == name {
+			return true
+		}
+	}
+	return false
+}
+
+// ApproverGroupPrefix marks an approver entry that names a group of the
+// operators file.
+const ApproverGroupPrefix = "group:"
 
 // Schema returns the tool's input schema, DefaultInputSchema when none is
 // configured.
@@ -135,6 +202,7 @@ const (
 	DefaultMaxInFlight  = 64
 	DefaultRetries      = 3
 	DefaultMaxArgsBytes = 64 << 10
+	DefaultApprovalTTL  = 24 * time.Hour
 )
 
 // Limits enforced by validation.
@@ -149,6 +217,12 @@ const (
 	maxDescriptionBytes = 4096
 	// maxToolTenants bounds an allow-list: it is scanned on every request.
 	maxToolTenants = 1000
+	// maxApprovers bounds approvers: the list is recorded with every
+	// request for approval, joined (wire.MaxApproversBytes).
+	maxApprovers = 32
+	// maxApprovalTTL: a request older than this is surely forgotten by
+	// the agent that made it.
+	maxApprovalTTL = 90 * 24 * time.Hour
 )
 
 // defaultSpec is the starting point for a spec decoded from YAML: fields
@@ -173,6 +247,9 @@ func (s Spec) withDefaults() Spec {
 	s.Retention = orDefault(s.Retention, d.Retention)
 	s.MaxInFlight = orDefault(s.MaxInFlight, d.MaxInFlight)
 	s.MaxArgsBytes = orDefault(s.MaxArgsBytes, d.MaxArgsBytes)
+	if s.NeedsApproval() {
+		s.ApprovalTTL = orDefault(s.ApprovalTTL, DefaultApprovalTTL)
+	}
 	return s
 }
 

@@ -119,6 +119,9 @@ func (d *decoder) spec(i int, n *yaml.Node) Spec {
 		return s
 	}
 	errs, bad := decodeFields(&s, n)
+	if s.NeedsApproval() && s.ApprovalTTL == 0 {
+		s.ApprovalTTL = DefaultApprovalTTL
+	}
 	for _, e := range errs {
 		e.Index, e.Tool = i, s.Name
 		d.errs = append(d.errs, e)
@@ -129,7 +132,7 @@ func (d *decoder) spec(i int, n *yaml.Node) Spec {
 
 // maxFields bounds the keys of one mapping. Why: an anchor holding a huge
 // mapping, aliased from every tools entry, would otherwise cost entries ×
-// keys work and as many errors; a spec has only fourteen fields.
+// keys work and as many errors; a spec has only twenty fields.
 const maxFields = 32
 
 // decodeFields sets the fields of s from the mapping n.
@@ -203,8 +206,26 @@ func setField(s *Spec, key string, n *yaml.Node) error {
 		return schemaField(n, &s.InputSchema)
 	case "tenants":
 		return stringList(n, &s.Tenants, maxToolTenants)
+	case "approval":
+		return scalarString(n, (*string)(&s.Approval))
+	case "approval_ttl":
+		return positiveDuration(n, &s.ApprovalTTL)
+	case "approvers":
+		return stringList(n, &s.Approvers, maxApprovers)
 	}
 	return errUnknownField
+}
+
+// positiveDuration decodes a duration that must be greater than 0 (an
+// unset one takes its default).
+func positiveDuration(n *yaml.Node, dst *time.Duration) error {
+	if err := scalarDuration(n, dst); err != nil {
+		return err
+	}
+	if *dst <= 0 {
+		return errors.New("must be greater than 0")
+	}
+	return nil
 }
 
 // scalar returns the text of a non-null scalar node.

@@ -37,6 +37,9 @@ const (
 	// MaxReasonBytes bounds an operator's or the reconciler's reason, a
 	// sentence or two for the audit trail.
 	MaxReasonBytes = 1024
+	// MaxApproversBytes bounds who is asked to approve a tool's calls, as
+	// recorded with each request for approval (a tool's approvers joined).
+	MaxApproversBytes = 1024
 	// MaxForwardHeaderBytes bounds the headers of a record that is
 	// forwarded to its owner partition: the forward copies them.
 	MaxForwardHeaderBytes = 16 << 10

@@ -125,7 +125,7 @@ func salvage(value []byte, rej *Reject) {
 // wrongTypeField names the first field of m whose msgpack type the
 // Intent cannot hold, or "" when none is found at the top level.
 func wrongTypeField(m map[string]any) string {
-	for _, k := range []string{"v", "type", "id", "tenant", "key", "tool", "args", "reply_to", "deadline_ms", "scope", "outcome", "error", "by", "reason", "call_id"} {
+	for _, k := range []string{"v", "type", "id", "tenant", "key", "tool", "args", "reply_to", "deadline_ms", "scope", "outcome", "error", "by", "reason", "call_id", "downstream_key", "args_digest"} {
 		v, ok := m[k]
 		if !ok || v == nil {
 			continue
@@ -165,6 +165,8 @@ func validateIntent(in *Intent, src Source) *Reject {
 		return validateCall(in)
 	case TypeResolve:
 		return validateResolve(in)
+	case TypeApprove, TypeDeny:
+		return validateDecision(in)
 	}
 	return nil
 }
@@ -177,12 +179,12 @@ func validateHeader(in *Intent, src Source) *Reject {
 		return reject(codes.ReasonUnsupportedVersion, "v=%d is not supported, this executor reads v=%d", in.V, Version)
 	case in.Type == "":
 		return reject(codes.ReasonMissingField, "field type is required")
-	case in.Type == TypeResolve && src == FromIntents:
-		return reject(codes.ReasonResolveOnIntents, "resolve is accepted only on the control topic")
+	case Operator(in.Type) && src == FromIntents:
+		return reject(codes.ReasonResolveOnIntents, "%s is accepted only on the control topic", in.Type)
 	case in.Force && src == FromIntents:
 		return reject(codes.ReasonResolveOnIntents, "force is accepted only on the control topic")
-	case in.Type != TypeCall && in.Type != TypeCompensate && in.Type != TypeResolve && in.Type != TypeLookup:
-		return reject(codes.ReasonInvalidField, "field type %q is not call, compensate, resolve or lookup", in.Type)
+	case in.Type != TypeCall && in.Type != TypeCompensate && in.Type != TypeLookup && !Operator(in.Type):
+		return reject(codes.ReasonInvalidField, "field type %q is not call, compensate, resolve, lookup, approve or deny", clip(in.Type))
 	}
 	return nil
 }
@@ -208,6 +210,10 @@ func validateIdentity(in *Intent) *Reject {
 		return reject(codes.ReasonBadReplyTo, "field reply_to is longer than %d bytes", MaxReplyToBytes)
 	case len(in.CallID) > MaxIDBytes:
 		return reject(codes.ReasonInvalidField, "field call_id is longer than %d bytes", MaxIDBytes)
+	case len(in.DownstreamKey) > MaxIDBytes:
+		return reject(codes.ReasonInvalidField, "field downstream_key is longer than %d bytes", MaxIDBytes)
+	case in.DownstreamKey != "" && (in.Type != TypeResolve || in.CallID == ""):
+		return reject(codes.ReasonInvalidField, "field downstream_key is accepted only on a resolve that names its call (call_id)")
 	}
 	return nil
 }
@@ -230,6 +236,33 @@ func validateResolve(in *Intent) *Reject {
 		return nil
 	}
 	return reject(codes.ReasonInvalidField, "field outcome %q is not succeeded, failed, not_executed, compensated or compensation_failed", clip(in.Outcome))
+}
+
+// validateDecision checks an approve or deny: a person decides, and says
+// why (both are recorded in the event log).
+func validateDecision(in *Intent) *Reject {
+	switch {
+	case in.By == "":
+		return reject(codes.ReasonMissingField, "field by (who decides) is required for %s", in.Type)
+	case in.Reason == "":
+		return reject(codes.ReasonMissingField, "field reason is required for %s", in.Type)
+	case in.ArgsDigest != "" && !validDigest(in.ArgsDigest):
+		return reject(codes.ReasonInvalidField, "field args_digest must be 64 lower-case hex digits (the SHA-256 of the canonical arguments)")
+	}
+	return nil
+}
+
+// validDigest reports whether s is a SHA-256 in lower-case hex.
+func validDigest(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // checkRecordKey enforces that the Kafka key names the same tenant and key

@@ -269,6 +269,41 @@ func TestDecodeIntentDefaultTenant(t *testing.T) {
 	}
 }
 
+// TestDecodeApprovalCommands: approve and deny come only on the control
+// topic, name who decides and why, and carry a digest only in the form
+// ArgsHash prints.
+func TestDecodeApprovalCommands(t *testing.T) {
+	digest := strings.Repeat("ab", 32)
+	for _, typ := range []string{wire.TypeApprove, wire.TypeDeny} {
+		ok := map[string]any{"type": typ, "tool": nil, "args": nil, "by": "alice", "reason": "checked", "call_id": "intent-0", "args_digest": digest}
+		in, rej := wire.DecodeIntent(codecMarshal(t, codecWith(ok)), []byte("acme/k-1"), wire.FromControl)
+		if rej != nil || in.Type != typ || in.ArgsDigest != digest || in.CallID != "intent-0" {
+			t.Fatalf("%s on control: %+v %v", typ, in, rej)
+		}
+		for _, c := range []struct {
+			name   string
+			with   map[string]any
+			src    wire.Source
+			reason string
+		}{
+			{"on intents", nil, wire.FromIntents, codes.ReasonResolveOnIntents},
+			{"without by", map[string]any{"by": nil}, wire.FromControl, codes.ReasonMissingField},
+			{"without reason", map[string]any{"reason": nil}, wire.FromControl, codes.ReasonMissingField},
+			{"a short digest", map[string]any{"args_digest": "abcd"}, wire.FromControl, codes.ReasonInvalidField},
+			{"an upper-case digest", map[string]any{"args_digest": strings.ToUpper(digest)}, wire.FromControl, codes.ReasonInvalidField},
+		} {
+			m := codecWith(ok)
+			for k, v := range c.with {
+				m[k] = v
+			}
+			_, rej := wire.DecodeIntent(codecMarshal(t, codecWith(m)), []byte("acme/k-1"), c.src)
+			if rej == nil || rej.Reason != c.reason || !rej.Answerable() {
+				t.Errorf("%s %s: %+v, want %s", typ, c.name, rej, c.reason)
+			}
+		}
+	}
+}
+
 func TestDecodeIntentResolveOutcomes(t *testing.T) {
 	for _, o := range []string{codes.StatusSucceeded, codes.StatusFailed, codes.StatusNotExecuted, codes.StatusCompensated, codes.StatusCompensationFailed} {
 		m := codecWith(map[string]any{"type": "resolve", "outcome": o, "tool": nil})
@@ -386,6 +421,8 @@ func TestResultRoundTrip(t *testing.T) {
 		{IntentID: "i-2", Tenant: "acme", Key: "k", Status: codes.StatusRejected,
 			Error: &wire.ErrorInfo{Code: codes.ReasonInvalidField, Message: "field tool is required"}},
 		{IntentID: "i-3", Tenant: "default", Key: "k", Status: codes.StatusPending},
+		{IntentID: "i-4", Tenant: "acme", Key: "k", Tool: "transfer", Status: codes.StatusPending, OriginalIntentID: "i-4", Attempt: 1,
+			Error: &wire.ErrorInfo{Code: codes.ErrAwaitingApproval, Message: "waits"}, ApprovalUntil: 1_700_000_600_000},
 	}
 	for _, r := range cases {
 		b, err := wire.EncodeResult(r)
@@ -401,6 +438,9 @@ func TestResultRoundTrip(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, r) {
 			t.Errorf("round trip:\n got %#v\nwant %#v", got, r)
+		}
+		if got.AwaitingApproval() != (r.ApprovalUntil > 0) {
+			t.Errorf("%s: AwaitingApproval %v", r.IntentID, got.AwaitingApproval())
 		}
 	}
 	// Unknown fields are ignored, and the v1 field names are the contract.

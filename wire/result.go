@@ -40,6 +40,17 @@ type Result struct {
 	// same key again. Readers that do not know it see a not_executed
 	// answer, which already means the key is free.
 	RetryAfterMs int64 `msgpack:"retry_after_ms,omitempty" json:"retry_after_ms,omitempty"`
+	// ApprovalUntil (unix ms), on a pending answer whose error code is
+	// awaiting_approval: the key's request for a person's approval lapses
+	// then (the key ends not_executed) unless someone decides first.
+	ApprovalUntil int64 `msgpack:"approval_until,omitempty" json:"approval_until,omitempty"`
+}
+
+// AwaitingApproval reports whether r says its key waits for a person's
+// approval: pending, with the error code awaiting_approval. Nothing ran;
+// the same key and arguments get the final answer once it is decided.
+func (r *Result) AwaitingApproval() bool {
+	return r.Status == codes.StatusPending && r.Error != nil && r.Error.Code == codes.ErrAwaitingApproval
 }
 
 // Busy reports whether r says the executor had no room for the call:

@@ -30,6 +30,11 @@ import (
 //     first answer of every key too, but honours the downstream key like
 //     Stripe does: the reconciler's retry with the same key gets the
 //     original refund back, and the key settles by itself.
+//   - demo.transfer needs a person's approval (approval: required, 1 h):
+//     the first intent of a key waits, answered pending (awaiting_approval),
+//     until an operator approves it (reconciler approve, or the console)
+//     and it runs once with those arguments, or denies it. Its transfer_id
+//     is tr_ and a part of the downstream key.
 func demoTools() (*tools.Registry, error) {
 	reg := tools.NewRegistry()
 	echo := &echoRuns{n: map[string]int64{}}
@@ -51,6 +56,9 @@ func demoTools() (*tools.Registry, error) {
 			return tools.Outcome{Status: tools.Unknown, Code: "reply_lost", Attempts: 1, Message: "the effect happened but the reply never came (demo of the crash window)"}
 		}},
 		{demoSpec("demo.lost_refund", tools.NativeKey, 10*time.Second, "Refund; the first answer of every key is lost, and the reconciler's retry with the same downstream key gets the original refund back."), lost.invoke},
+		{transferSpec(), func(_ context.Context, r tools.Request) tools.Outcome {
+			return tools.Outcome{Status: tools.Succeeded, Attempts: 1, Result: map[string]any{"transfer_id": demoID("tr_", r.DownstreamKey), "amount": r.Args["amount"], "to": r.Args["to"]}}
+		}},
 	}
 	for _, s := range specs {
 		if err := reg.Register(s.spec, s.fn); err != nil {
@@ -69,6 +77,14 @@ func demoSpec(name string, class tools.Class, pendingTTL time.Duration, descript
 func refundSpec() tools.Spec {
 	s := demoSpec("demo.refund", tools.NativeKey, 2*time.Minute, "Refund an amount; takes 300 ms, so a duplicate sent at once joins the call in flight.")
 	s.InputSchema = []byte(`{"type":"object","required":["amount"],"properties":{"amount":{"type":"number","exclusiveMinimum":0,"description":"the amount to refund"},"currency":{"type":"string","pattern":"^[A-Z]{3}$"}}}`)
+	return s
+}
+
+// transferSpec needs a person's approval of every key and its arguments.
+func transferSpec() tools.Spec {
+	s := demoSpec("demo.transfer", tools.NativeKey, 2*time.Minute, "Transfer an amount to an account; every call waits for a person's approval of this key with these arguments, then runs once.")
+	s.Approval, s.ApprovalTTL = tools.ApprovalRequired, time.Hour
+	s.InputSchema = []byte(`{"type":"object","required":["amount","to"],"properties":{"amount":{"type":"number","exclusiveMinimum":0},"to":{"type":"string","minLength":1}}}`)
 	return s
 }
 

@@ -25,6 +25,7 @@ type reconcilerFlags struct {
 	httpAddr, group       string
 	operators, consoleURL string
 	consoleKafka          string
+	factGrace             time.Duration
 }
 
 func addReconcilerFlags(fs *flag.FlagSet) *reconcilerFlags {
@@ -35,6 +36,7 @@ func addReconcilerFlags(fs *flag.FlagSet) *reconcilerFlags {
 	fs.StringVar(&f.consoleKafka, "console-kafka-config", "", "Kafka client properties of the console's own clients (event-log reads, actions and their answers on the results topic): the operator role's on a secured cluster; empty: --kafka-config")
 	fs.StringVar(&f.consoleURL, "console-url", "", "where operators reach the console (e.g. https://ops.example.com): alert annotations link there, and an https URL makes the session cookie Secure")
 	fs.StringVar(&f.group, "reconciler-group", "tool-reconciler", "consumer group of the embedded reconciler")
+	fs.DurationVar(&f.factGrace, "reconciler-fact-grace", 90*time.Second, "how long after a key's deadline, and after the end of an outage, the embedded reconciler's escalation waits for the executors' facts (cmd/reconciler's --fact-grace)")
 	return f
 }
 
@@ -85,6 +87,7 @@ func startReconciler(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tool
 	rc, err := reconciler.New(ctx, reconciler.Config{
 		Brokers: conn.Seeds, Names: topics.NamesWithPrefix(f.prefix), Group: f.rec.group,
 		DataDir: filepath.Join(f.dataDir, "reconciler"), Tools: reg, Logger: log, Registerer: promReg, AllowWeakDurability: f.allowWeak, TracerProvider: f.tracer,
+		FactGrace:  f.rec.factGrace,
 		ClientOpts: append([]kgo.Opt{kgo.ClientID(f.clientID + "-reconciler")}, conn.Opts...),
 	})
 	if err != nil {

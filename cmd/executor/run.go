@@ -53,7 +53,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.DurationVar(&f.session, "session-timeout", 10*time.Second, "group session timeout: how long a silent member keeps its partitions")
 	fs.DurationVar(&f.rebalance, "rebalance-timeout", 30*time.Second, "group rebalance timeout; must exceed --drain-timeout")
 	fs.DurationVar(&f.txnTimeout, "transaction-timeout", 20*time.Second, "Kafka transaction timeout")
-	fs.DurationVar(&f.outage, "broker-outage", 2*time.Minute, "how long the executor waits for an unreachable broker (at start, to abort or begin a transaction) before it exits")
+	fs.DurationVar(&f.outage, "broker-outage", 2*time.Minute, "how long one start attempt, or a transaction's begin or abort, waits for an unreachable broker; past it the executor starts over (the process stays up, not ready, until the broker is back)")
 	fs.StringVar(&f.clientID, "client-id", "toolexec-executor", "Kafka client id, shown in group descriptions")
 	fs.StringVar(&f.txnID, "transactional-id", "", "stable transactional id of this instance (default: random per process)")
 	fs.DurationVar(&f.snapshot, "snapshot-interval", 0, "how often every record is restated in the event log (default: a quarter of the event log's retention, at most 24h)")
@@ -145,33 +145,86 @@ func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry
 		Tools: reg, DrainTimeout: f.drain, SessionTimeout: f.session, RebalanceTimeout: f.rebalance, TransactionTimeout: f.txnTimeout, BrokerOutage: f.outage, TransactionalID: f.txnID, SnapshotInterval: f.snapshot, Logger: log, Registerer: promReg,
 		Settings: topicadmin.Settings{Partitions: int32(f.partitions)}, AllowWeakDurability: f.allowWeak, Hooks: hooksFromEnv(log),
 		ClientOpts: []kgo.Opt{kgo.ClientID(f.clientID)}, KafkaLogLevel: cli.KafkaLogLevel(os.Getenv("TOOLEXEC_KAFKA_LOG")), TracerProvider: tp,
+		Turned: func() { web.Live.Beat(executorLoop) },
 	}
-	// The topics may be missing for a while on a first install, where the
-	// topics Job creates them as the members start (deploy/k8s).
-	var ex *executor.Executor
-	err = cli.StartPatiently(ctx, f.outage, "executor start", log, promReg, func(ctx context.Context, r prometheus.Registerer) (err error) {
-		cfg.Registerer = r
-		ex, err = executor.New(ctx, cfg)
-		return err
-	}, func(err error) bool { return errors.Is(err, topicadmin.ErrNotCreated) })
+	ex, undo, err := startExecutor(ctx, f, cfg, web, log)
 	if err != nil {
 		return err
 	}
 	watchRepairAuthorization(ctx, conn, promReg, log)
-	defer ex.Close()
-	web.Serve(httpserve.Health(promReg, ex.Ready))
 	stopReconciler, err := startReconciler(ctx, f, conn, reg, fronts.reconciler, log)
 	if err != nil {
+		ex.Close()
 		return err
 	}
 	defer stopReconciler()
 	stopGateway, err := startGateway(ctx, f, conn, reg, promReg, fronts.gateway, hup, log)
 	if err != nil {
+		ex.Close()
 		return err
 	}
 	defer stopGateway()
 	log.Info("executor running", "brokers", strings.Join(conn.Seeds, ","), "kafka", conn.Config.String(), "group", f.group, "data_dir", f.dataDir, "http", f.httpAddr)
-	err = ex.Run(ctx)
-	log.Info("executor stopped", "err", err)
-	return err
+	for {
+		err = runExecutor(ctx, f, ex, web)
+		undo()
+		if err == nil || ctx.Err() != nil || !executor.Outage(err) {
+			log.Info("executor stopped", "err", err)
+			return err
+		}
+		// A broker outage outlasted --broker-outage inside a transaction:
+		// this executor is done, as a restarted process's would be, but
+		// the process stays up (not ready) and starts a new one, which
+		// waits for the broker like a first start. Exiting instead put
+		// every pod into CrashLoopBackOff, whose back-off kept them down
+		// for minutes after the broker was back.
+		web.Restarting()
+		log.Warn("executor stopped by a broker outage; starting a new one (not ready meanwhile)", "err", err)
+		if ex, undo, err = startExecutor(ctx, f, cfg, web, log); err != nil {
+			return err
+		}
+	}
+}
+
+// executorLoop names the executor's loop in the process's liveness.
+const executorLoop = "executor loop"
+
+// startExecutor starts an executor, waiting for the topics and the broker
+// as long as it takes (each attempt up to --broker-outage); undo
+// unregisters its metrics once it is closed.
+func startExecutor(ctx context.Context, f *runFlags, cfg executor.Config, web *httpserve.Process, log *slog.Logger) (*executor.Executor, func(), error) {
+	var ex *executor.Executor
+	undo, err := cli.StartPatiently(ctx, cli.Start{What: "executor start", Attempt: f.outage, Log: log, Reg: web.Registry, Live: web.Live,
+		// The topics may be missing for a while on a first install, where
+		// the topics Job creates them as the members start (deploy/k8s),
+		// and the broker may be away for longer than an attempt.
+		Passing: func(err error) bool {
+			return (errors.Is(err, topicadmin.ErrNotCreated) || executor.Outage(err)) && !cli.Lasting(err)
+		}},
+		func(ctx context.Context, r prometheus.Registerer) (err error) {
+			cfg.Registerer = r
+			ex, err = executor.New(ctx, cfg)
+			return err
+		})
+	return ex, undo, err
+}
+
+// runExecutor serves ex's readiness and runs it, its loop watched by the
+// process's liveness, until it stops; then closes it.
+func runExecutor(ctx context.Context, f *runFlags, ex *executor.Executor, web *httpserve.Process) error {
+	web.Live.Loop(executorLoop, executorStall(f))
+	defer web.Live.Stop(executorLoop)
+	defer ex.Close()
+	web.Serve(httpserve.Health(web.Registry, ex.Ready))
+	return ex.Run(ctx)
+}
+
+// executorStall is how long the executor's loop may go without a turn
+// before /healthz fails and the kubelet restarts the process. A turn may
+// legitimately wait out the broker three times (begin, abort, offsets:
+// each up to --broker-outage, each try up to --transaction-timeout) and
+// a drain; restores turn at every fetch. Two minutes more for a loaded
+// node. Only a loop that is stuck goes past it: 9m10s with the defaults.
+func executorStall(f *runFlags) time.Duration {
+	return 3*(f.outage+f.txnTimeout) + f.drain + 2*time.Minute
 }

@@ -117,6 +117,8 @@ func answer(w io.Writer, in wire.Intent, wait time.Duration, res *wire.Result, e
 		_ = cli.PrintJSON(w, jsonview.Value(res))
 	}
 	switch {
+	case errors.Is(err, client.ErrApprovalPending):
+		return &cli.ExitStatus{Code: exitAwaitingApproval, Err: awaitingApproval(in)}
 	case errors.Is(err, client.ErrInDoubt):
 		return &cli.ExitStatus{Code: exitInDoubt, Err: inDoubt(in, res)}
 	case err != nil && res == nil && errors.Is(err, context.DeadlineExceeded):
@@ -142,6 +144,14 @@ func inDoubt(in wire.Intent, res *wire.Result) error {
 		"downstream key, a probe or a compensation), or escalates it to an operator (reconciler pending lists it, "+
 		"reconciler resolve settles it). Send the same key and arguments again for the final answer",
 		in.Key, res.Tool)
+}
+
+// awaitingApproval says what a key awaiting approval means and how it is
+// decided.
+func awaitingApproval(in wire.Intent) error {
+	return fmt.Errorf("%s waits for a person's approval: nothing ran. Approve it (it then runs once, with these arguments): "+
+		"reconciler approve --key %s --tenant %s --reason TEXT, or deny it (reconciler deny); send the same key and arguments "+
+		"again for the outcome", in.Key, in.Key, in.Tenant)
 }
 
 // pendingCode is " (in_doubt)" for a pending answer with that code.

@@ -37,6 +37,20 @@ func TestSendExitStatusPerAnswer(t *testing.T) {
 	}
 }
 
+// A key that awaits a person's approval prints its pending answer and
+// exits 9 at once, saying how it is decided.
+func TestSendAwaitingApproval(t *testing.T) {
+	in := wire.Intent{Key: "tr-1", Tool: "demo.transfer", Tenant: "default"}
+	pending := &wire.Result{Key: "tr-1", Tool: "demo.transfer", Status: codes.StatusPending, Error: &wire.ErrorInfo{Code: codes.ErrAwaitingApproval}}
+	var out bytes.Buffer
+	err := answer(&out, in, 3*time.Second, pending, client.ErrApprovalPending)
+	var st *cli.ExitStatus
+	if !errors.As(err, &st) || st.Code != exitAwaitingApproval || documents(t, out.Bytes()) != 1 ||
+		!strings.Contains(err.Error(), "reconciler approve --key tr-1 --tenant default --reason TEXT") {
+		t.Fatalf("awaiting approval: %v, stdout %q", err, out.String())
+	}
+}
+
 // A key still in doubt when --wait ends prints its pending answer and
 // exits 7 with what that means; no answer at all exits 8 and says the
 // intent was sent.

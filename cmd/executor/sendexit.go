@@ -25,6 +25,10 @@ const (
 	exitRejected    = 6
 	exitInDoubt     = 7
 	exitNoAnswer    = 8
+	// exitAwaitingApproval: a pending answer whose code is
+	// awaiting_approval, which ends the wait at once (exitOf does not
+	// map it: its status is pending).
+	exitAwaitingApproval = 9
 )
 
 // sendExits are the statuses in the order the usage and the README list
@@ -39,6 +43,7 @@ var sendExits = []sendExit{
 	{exitRejected, []string{codes.StatusRejected}, "the intent was refused (error.code says why: unknown_tool, invalid_args, ...); nothing was called"},
 	{exitInDoubt, []string{codes.StatusPending, codes.StatusCompensationPending}, "the key is in doubt when --wait ends: its call may have happened, it will not run again; the answer above is pending"},
 	{exitNoAnswer, nil, "no answer within --wait; the intent was sent, and the same key sent again will not run it twice"},
+	{exitAwaitingApproval, nil, "pending with error.code awaiting_approval, at once: the tool needs a person's approval and nothing ran; reconciler approve or deny decides, and the same key sent again gets the outcome"},
 }
 
 // exitOf is the exit status of an answer's status.

@@ -35,7 +35,7 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.prefix, "topic-prefix", topics.DefaultPrefix, "prefix of the topic names")
 	fs.StringVar(&f.instanceID, "instance-id", gateway.InstanceIDFrom(host), "names this instance's reply topic <prefix>gateway.<id>; keep it stable across restarts (a StatefulSet's pod name; default: the host name)")
 	fs.StringVar(&f.clientID, "client-id", "toolexec-gateway", "Kafka client id")
-	fs.DurationVar(&f.outage, "broker-outage", 2*time.Minute, "how long the gateway waits at start for a broker that does not answer and for the executor's topics, before it exits")
+	fs.DurationVar(&f.outage, "broker-outage", 2*time.Minute, "how long one start attempt waits for a broker that does not answer and for the executor's topics; the gateway tries again until they are there (up, not ready)")
 	fs.DurationVar(&f.replyIdle, "reply-topic-idle", gateway.DefaultReplyTopicIdle, "delete the reply topics of other instances whose newest answer or heartbeat is older than this (instances gone for good); 0: never")
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
@@ -85,20 +85,22 @@ func runMain(args []string) error {
 	defer stopTracing()
 	reg := web.Registry
 	var g *gateway.Gateway
-	err = cli.StartPatiently(ctx, f.outage, "gateway start", log, reg, func(ctx context.Context, r prometheus.Registerer) (err error) {
-		g, err = gateway.New(ctx, gateway.Config{
-			Brokers: conn.Seeds, KafkaOpts: conn.Opts, Prefix: f.prefix, Tools: cfg.Tools, Tenants: gateway.NewTenantStore(tenants),
-			InstanceID: f.instanceID, ClientID: f.clientID, ReplyTopicIdle: replyIdle(f.replyIdle), Logger: log, Registerer: r, TracerProvider: tp,
+	_, err = cli.StartPatiently(ctx, cli.Start{What: "gateway start", Attempt: f.outage, Log: log, Reg: reg, Live: web.Live,
+		Passing: func(err error) bool { return !cli.Lasting(err, gateway.ErrConfig, gateway.ErrTenants) }},
+		func(ctx context.Context, r prometheus.Registerer) (err error) {
+			g, err = gateway.New(ctx, gateway.Config{
+				Brokers: conn.Seeds, KafkaOpts: conn.Opts, Prefix: f.prefix, Tools: cfg.Tools, Tenants: gateway.NewTenantStore(tenants),
+				InstanceID: f.instanceID, ClientID: f.clientID, ReplyTopicIdle: replyIdle(f.replyIdle), Logger: log, Registerer: r, TracerProvider: tp,
+			})
+			return err
 		})
-		return err
-	}, func(err error) bool { return !cli.Lasting(err, gateway.ErrConfig, gateway.ErrTenants) })
 	if err != nil {
 		return err
 	}
 	defer g.Close()
 	stopHUP := g.ReloadOn(f.tenantsFile, hup)
 	defer stopHUP()
-	kafkaUp := httpserve.Watch(ctx, "gateway: kafka", readyInterval, readyTimeout, g.Ping, log)
+	kafkaUp := httpserve.WatchLive(ctx, web.Live, "gateway: kafka", readyInterval, readyTimeout, g.Ping, log)
 	mux := httpserve.Health(reg, kafkaUp)
 	mux.Handle("/", g.Handler())
 	web.Serve(mux)

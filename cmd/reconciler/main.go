@@ -14,10 +14,13 @@ const usage = `Usage:
   reconciler --tools F [flags]                     run the reconciler
   reconciler pending [--json]                      list the keys in doubt
   reconciler resolve --key K --outcome O [flags]   settle a key by hand
+  reconciler approve --key K --reason TEXT [flags] approve a call awaiting approval
+  reconciler deny --key K --reason TEXT [flags]    deny it
   reconciler --version                             print the build
 
 The executor runs a reconciler of its own by default (executor --reconciler).`
 
 func main() {
-	cli.Main("reconciler", runMain, map[string]func([]string) error{"pending": pendingMain, "resolve": resolveMain})
+	cli.Main("reconciler", runMain, map[string]func([]string) error{"pending": pendingMain, "resolve": resolveMain,
+		"approve": approveMain, "deny": denyMain})
 }

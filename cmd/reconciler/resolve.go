@@ -46,15 +46,10 @@ func resolveMain(args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	conn, err := kafka.Connect(ctx)
-	if err != nil {
+	if err := connect(ctx, kafka, &req); err != nil {
 		return err
 	}
-	req.Brokers, req.Names, req.ClientOpts = conn.Seeds, kafka.Names(), conn.Opts
-	res, err := reconciler.Resolve(ctx, req)
-	if res != nil {
-		_ = cli.PrintJSON(os.Stdout, res)
-	}
+	res, err := sendCommand(ctx, req)
 	switch {
 	case errors.Is(err, reconciler.ErrRejected) && reconciler.StillLanding(res):
 		return errors.New("the executor refused the resolve: the key's call may still reach its tool until its pending_ttl passes " +
@@ -64,6 +59,25 @@ func resolveMain(args []string) error {
 		return errors.New("the executor rejected the resolve; its answer above says why")
 	}
 	return err
+}
+
+// connect checks the connection and names the cluster in req.
+func connect(ctx context.Context, kafka *cli.Kafka, req *reconciler.ResolveRequest) error {
+	conn, err := kafka.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	req.Brokers, req.Names, req.ClientOpts = conn.Seeds, kafka.Names(), conn.Opts
+	return nil
+}
+
+// sendCommand sends req and prints the executor's answer, when one came.
+func sendCommand(ctx context.Context, req reconciler.ResolveRequest) (*wire.Result, error) {
+	res, err := reconciler.Resolve(ctx, req)
+	if res != nil {
+		_ = cli.PrintJSON(os.Stdout, res)
+	}
+	return res, err
 }
 
 // currentUser is the default --by: the operator's login name.

@@ -22,7 +22,7 @@ type runFlags struct {
 	toolsFile, dataDir, httpAddr, group, by string
 	operators, consoleURL, consoleKafka     string
 	policy                                  reconciler.Policy
-	scan, session, outage                   time.Duration
+	scan, session, outage, factGrace        time.Duration
 	maxConcurrent, maxScan                  int
 	allowWeak                               bool
 }
@@ -45,7 +45,8 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.DurationVar(&f.policy.CommandTimeout, "command-timeout", time.Minute, "how long a sent command may take to show in the event log")
 	fs.DurationVar(&f.scan, "scan-interval", time.Second, "how often keys in doubt are examined")
 	fs.DurationVar(&f.session, "session-timeout", 10*time.Second, "group session timeout")
-	fs.DurationVar(&f.outage, "broker-outage", 2*time.Minute, "how long the reconciler waits at start for a broker that does not answer and for the executor's topics, before it exits")
+	fs.DurationVar(&f.factGrace, "fact-grace", 90*time.Second, "how long after a key's deadline, and after the end of an outage, an escalation waits for the executors' facts (the call's outcome, or that it was never sent): at least the recovery bound of docs/DESIGN.md plus 5 s")
+	fs.DurationVar(&f.outage, "broker-outage", 2*time.Minute, "how long one start attempt waits for a broker that does not answer and for the executor's topics; the reconciler tries again until they are there (up, not ready)")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent", 16, "retries and probes running at once")
 	cli.AllowWeakDurabilityFlag(fs, &f.allowWeak)
 	fs.IntVar(&f.maxScan, "max-scan", 100_000, "keys in doubt examined per partition per scan; each scan goes on after the last key the previous one examined")
@@ -98,15 +99,17 @@ func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry
 	defer stopTracing()
 	promReg := web.Registry
 	var rc *reconciler.Reconciler
-	err = cli.StartPatiently(ctx, f.outage, "reconciler start", log, promReg, func(ctx context.Context, r prometheus.Registerer) (err error) {
-		rc, err = reconciler.New(ctx, reconciler.Config{
-			Brokers: conn.Seeds, Names: f.kafka.Names(), Group: f.group, DataDir: f.dataDir,
-			Tools: reg, By: f.by, Policy: f.policy, ScanInterval: f.scan, SessionTimeout: f.session, MaxConcurrent: f.maxConcurrent,
-			MaxScan: f.maxScan, AllowWeakDurability: f.allowWeak,
-			Logger: log, Registerer: r, ClientOpts: conn.Opts, TracerProvider: tp,
+	_, err = cli.StartPatiently(ctx, cli.Start{What: "reconciler start", Attempt: f.outage, Log: log, Reg: promReg, Live: web.Live,
+		Passing: func(err error) bool { return !cli.Lasting(err, reconciler.ErrConfig, topicadmin.ErrWeakDurability) }},
+		func(ctx context.Context, r prometheus.Registerer) (err error) {
+			rc, err = reconciler.New(ctx, reconciler.Config{
+				Brokers: conn.Seeds, Names: f.kafka.Names(), Group: f.group, DataDir: f.dataDir,
+				Tools: reg, By: f.by, Policy: f.policy, ScanInterval: f.scan, SessionTimeout: f.session, MaxConcurrent: f.maxConcurrent,
+				MaxScan: f.maxScan, AllowWeakDurability: f.allowWeak, FactGrace: f.factGrace,
+				Logger: log, Registerer: r, ClientOpts: conn.Opts, TracerProvider: tp, Turned: func() { web.Live.Beat(reconcilerLoop) },
+			})
+			return err
 		})
-		return err
-	}, func(err error) bool { return !cli.Lasting(err, reconciler.ErrConfig, topicadmin.ErrWeakDurability) })
 	if err != nil {
 		return err
 	}
@@ -125,7 +128,22 @@ func serve(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.Registry
 		log.Info(console.OffHint)
 	}
 	log.Info("reconciler running", "brokers", strings.Join(conn.Seeds, ","), "kafka", conn.Config.String(), "group", f.group, "data_dir", f.dataDir, "http", f.httpAddr)
+	web.Live.Loop(reconcilerLoop, reconcilerStall(f))
 	err = rc.Run(ctx)
+	web.Live.Stop(reconcilerLoop)
 	log.Info("reconciler stopped", "err", err)
 	return err
+}
+
+// reconcilerLoop names the reconciler's loop in the process's liveness.
+const reconcilerLoop = "reconciler loop"
+
+// reconcilerStall is how long the reconciler's loop may go without a turn
+// before /healthz fails and the kubelet restarts the process: a turn polls
+// for at most a quarter second, measures the lag for at most 5 s, and may
+// read the event log across a gap while the broker is away (up to
+// --broker-outage, twice); two minutes more for a loaded node. 6 minutes
+// with the defaults.
+func reconcilerStall(f *runFlags) time.Duration {
+	return 2*f.outage + 2*time.Minute
 }

@@ -1,5 +1,6 @@
 """The session fixture: a counting tool server, and the executor with its
-embedded gateway on a real Kafka, with two tenants."""
+embedded gateway on a real Kafka (or, with MCP_EMBEDDED=1, on its embedded
+broker), with two tenants."""
 
 import hashlib
 import http.server
@@ -105,12 +106,17 @@ TOOLS = """tools:
     class: native_key
     url: {url}/ok
     tenants: [acme]
+  - name: shop.transfer
+    class: native_key
+    url: {url}/ok
+    approval: required
 """
 
 
 class Gateway:
     def __init__(self, binary, workdir, tools_url):
         prefix = f"mcp{uuid.uuid4().hex[:8]}."
+        self.prefix = prefix
         with open(os.path.join(workdir, "tools.yaml"), "w") as f:
             f.write(TOOLS.format(url=tools_url))
         with open(os.path.join(workdir, "tenants.yaml"), "w") as f:
@@ -121,8 +127,16 @@ class Gateway:
         self.gateway = f"127.0.0.1:{free_port()}"
         self.url = f"http://{self.gateway}/mcp"
         self.log = open(os.path.join(workdir, "executor.log"), "wb")
+        # MCP_EMBEDDED=1: the executor's embedded default (its in-process
+        # broker), instead of the real one at KAFKA_BROKERS.
+        if os.environ.get("MCP_EMBEDDED") == "1":
+            self.brokers = f"127.0.0.1:{free_port()}"
+            where = ["--embedded-addr", self.brokers]
+        else:
+            self.brokers = os.environ["KAFKA_BROKERS"]
+            where = ["--brokers", self.brokers]
         self.proc = subprocess.Popen(
-            [binary, "--brokers", os.environ["KAFKA_BROKERS"], "--data-dir", os.path.join(workdir, "data"),
+            [binary, *where, "--data-dir", os.path.join(workdir, "data"),
              "--tools", os.path.join(workdir, "tools.yaml"), "--tenants", os.path.join(workdir, "tenants.yaml"),
              "--http-addr", self.http, "--gateway-addr", self.gateway, "--topic-prefix", prefix,
              "--group", prefix + "g", "--partitions", "3", "--reconciler=false"],
@@ -130,6 +144,13 @@ class Gateway:
 
     def wait_ready(self, timeout=90):
         wait_ready(self.proc, self.http, timeout)
+
+    def approve(self, tenant, key, reason):
+        """An operator's approval of the key's request, by the reconciler's
+        CLI (it reads the request from the log and binds to its arguments)."""
+        subprocess.run([os.environ["MCP_RECONCILER"], "approve", "--brokers", self.brokers,
+                        "--topic-prefix", self.prefix, "--tenant", tenant, "--key", key, "--by", "conformance",
+                        "--reason", reason], check=True, capture_output=True, timeout=120)
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)

@@ -6,15 +6,16 @@
 # embedded default (test_example.py, no Kafka of its own).
 #
 #   KAFKA_BROKERS=127.0.0.1:19092 conformance/mcp/run.sh [pytest args...]
+#   MCP_EMBEDDED=1 conformance/mcp/run.sh      the executor on its embedded broker
 #
-# Needs a running broker (eval "$(deploy/kafka/start)"), Go and python3 with
-# venv. Creates conformance/mcp/.venv (git-ignored) once.
+# Needs a running broker (eval "$(deploy/kafka/start)") unless MCP_EMBEDDED=1,
+# Go and python3 with venv. Creates conformance/mcp/.venv (git-ignored) once.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 VENV="$HERE/.venv"
-export KAFKA_BROKERS="${KAFKA_BROKERS:-127.0.0.1:19092}"
+[[ "${MCP_EMBEDDED:-}" == 1 ]] || export KAFKA_BROKERS="${KAFKA_BROKERS:-127.0.0.1:19092}"
 # The versions this suite was tested with. mcp 2.x is the current line of
 # the official SDK (it brings httpx2 and anyio).
 MCP_VERSION="2.3.0"
@@ -34,12 +35,15 @@ fi
 PY="$VENV/bin/python"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcp-conformance.XXXXXX")"
-say "building the executor into $WORK"
-(cd "$ROOT" && go build -o "$WORK/executor" ./cmd/executor)
+say "building the executor and the reconciler into $WORK"
+(cd "$ROOT" && go build -o "$WORK/executor" ./cmd/executor && go build -o "$WORK/reconciler" ./cmd/reconciler)
 
-export MCP_EXECUTOR="$WORK/executor" MCP_WORKDIR="$WORK" PYTHONDONTWRITEBYTECODE=1
+export MCP_EXECUTOR="$WORK/executor" MCP_RECONCILER="$WORK/reconciler" MCP_WORKDIR="$WORK" PYTHONDONTWRITEBYTECODE=1
 set +e
-(cd "$HERE" && "$PY" -m pytest -p no:cacheprovider -rfEs "$@" test_mcp.py test_example.py)
+# test_example.py starts the embedded default itself: one run of it is enough.
+tests=(test_mcp.py test_example.py)
+[[ "${MCP_EMBEDDED:-}" == 1 ]] && tests=(test_mcp.py)
+(cd "$HERE" && "$PY" -m pytest -p no:cacheprovider -rfEs "$@" "${tests[@]}")
 rc=$?
 set -e
 if [[ $rc -ne 0 ]]; then

@@ -1,7 +1,8 @@
 """MCP conformance of the gateway with the official Python `mcp` package:
 list the tools, call one twice with the same idempotency_key (one effect,
-the second a replay), a conflict with other arguments, a key in doubt, the
-tenant's allow-list, a wrong token (refused in words the user sees)."""
+the second a replay), a conflict with other arguments, a key in doubt, a
+call that waits for a person's approval, the tenant's allow-list, a wrong
+token (refused in words the user sees)."""
 
 import asyncio
 import json
@@ -35,7 +36,7 @@ def text_of(result):
 def test_list_tools_requires_a_key_where_a_record_is_kept(gw):
     tools = session(gw, lambda s: s.list_tools()).tools
     by = {t.name: t for t in tools}
-    assert set(by) == {"shop.refund", "ops.page", "shop.search", "acme.only"}
+    assert set(by) == {"shop.refund", "ops.page", "shop.search", "acme.only", "shop.transfer"}
     refund = by["shop.refund"]
     assert refund.description.startswith("Refund an order.")
     assert set(refund.input_schema["required"]) == {"order", "amount", "idempotency_key"}
@@ -125,3 +126,29 @@ def _mcp_errors(exc):
     if isinstance(exc, MCPError):
         return [exc.error]
     return [err for sub in getattr(exc, "exceptions", ()) for err in _mcp_errors(sub)]
+
+
+def test_a_call_that_needs_approval_waits_for_a_person(gw, tools):
+    """A tool with approval: required: the first call is answered at once,
+    not as an error, telling the model that a person decides and to ask
+    again with the same key; nothing ran. Once an operator approves the key
+    (reconciler approve), the same call gets the outcome: one effect."""
+    key = "transfer-" + uuid.uuid4().hex
+    args = {"amount": 250, "to": "acct-42", "idempotency_key": key}
+    listed = {t.name: t for t in session(gw, lambda s: s.list_tools()).tools}
+    assert "waits for a person's approval" in listed["shop.transfer"].description
+    before = tools.total()
+    first = session(gw, lambda s: s.call_tool("shop.transfer", args))
+    assert not first.is_error, text_of(first)
+    assert first.structured_content["status"] == "pending"
+    assert first.structured_content["error"]["code"] == "awaiting_approval"
+    assert first.structured_content["approval_until"] > 0
+    text = text_of(first)
+    assert "Waiting for a person's approval" in text and "same idempotency_key" in text and "did not run" in text
+    assert tools.total() == before
+    gw.approve("acme", key, "invoice 42 checked")
+    done = session(gw, lambda s: s.call_tool("shop.transfer", args))
+    assert not done.is_error, text_of(done)
+    assert done.structured_content["status"] == "succeeded"
+    assert done.structured_content["original_intent_id"] == first.structured_content["intent_id"]
+    assert tools.total() - before == 1

@@ -3,11 +3,11 @@ package k8s
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 // The custom resources of other projects that the manifests use, as far
-// as the manifests use them. Neither project publishes Go types this
-// module can import (Strimzi is Java; external-secrets' API module pulls
-// a controller runtime), so these structs hold the fields written here,
-// from each CRD's v1 schema, and are decoded strictly like the rest: a
-// misspelt field fails.
+// as the manifests use them. None of the projects publishes Go types this
+// module should import (Strimzi is Java; external-secrets' API module
+// pulls a controller runtime, the Gateway API's a client), so these
+// structs hold the fields written here, from each CRD's v1 schema, and
+// are decoded strictly like the rest: a misspelt field fails.
 
 // externalSecret is external-secrets.io/v1 ExternalSecret.
 type externalSecret struct {
@@ -70,4 +70,34 @@ type kafkaACL struct {
 	} `json:"resource"`
 	Operations []string `json:"operations"`
 	Host       string   `json:"host"`
+}
+
+// httpRoute is the Gateway API's gateway.networking.k8s.io/v1 HTTPRoute
+// (components/gateway-api), as far as the manifests use it.
+type httpRoute struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		ParentRefs []struct {
+			Name        string `json:"name"`
+			Namespace   string `json:"namespace"`
+			SectionName string `json:"sectionName"`
+		} `json:"parentRefs"`
+		Hostnames []string `json:"hostnames"`
+		Rules     []struct {
+			Matches []struct {
+				Path struct {
+					Type  string `json:"type"`
+					Value string `json:"value"`
+				} `json:"path"`
+			} `json:"matches"`
+			BackendRefs []struct {
+				Name string `json:"name"`
+				Port int32  `json:"port"`
+			} `json:"backendRefs"`
+			Timeouts struct {
+				Request string `json:"request"`
+			} `json:"timeouts"`
+		} `json:"rules"`
+	} `json:"spec"`
 }

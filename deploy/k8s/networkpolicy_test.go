@@ -7,40 +7,40 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 )
 
-// The network policies: everything denied by default, then DNS and Kafka
-// for every component, the tools for the executor and the reconciler,
-// and into a pod only its metrics port from the monitoring namespace
-// (the reconciler's /pending lists tenants and keys) and, for the
-// gateway, its API from the Ingress controller and agents' namespaces.
+// The network policies: toolexec's pods denied everything by default,
+// then DNS for every component, Kafka for those that reach a broker, the
+// tools for the executor and the reconciler that call them, and into a
+// pod only its metrics port from the monitoring namespace (the
+// reconciler's /pending lists tenants and keys) and, for the pod serving
+// the gateway, its API from the namespaces of its callers.
 func TestNetworkPolicies(t *testing.T) {
 	forEachOverlay(t, func(t *testing.T, o *objects) {
 		if !hasDefaultDeny(o) {
-			t.Fatal("no default-deny policy (empty podSelector, Ingress and Egress, no rules)")
+			t.Fatal("no default-deny policy (toolexec's pods, Ingress and Egress, no rules)")
 		}
 		for n, p := range o.pods() {
 			ingress, egress := rulesFor(o, p.Labels)
-			for _, port := range []struct {
-				proto corev1.Protocol
-				port  int32
-				what  string
-			}{{corev1.ProtocolUDP, 53, "DNS"}, {corev1.ProtocolTCP, 9093, "Kafka"}} {
-				if !allowsPort(egress, port.proto, port.port) {
-					t.Errorf("%s: no egress to %s (%s %d)", n, port.what, port.proto, port.port)
-				}
+			if !allowsPort(egress, corev1.ProtocolUDP, 53) {
+				t.Errorf("%s: no egress to DNS (UDP 53)", n)
 			}
-			checkIngress(t, n, p, ingress)
-		}
-		for _, n := range []string{"tool-executor", "tool-reconciler"} {
-			if _, egress := rulesFor(o, o.statefulSets[n].Spec.Template.Labels); !allowsPort(egress, corev1.ProtocolTCP, 443) {
+			inv := invoked(t, p.Spec.Containers[0])
+			if !embedded(inv) && !allowsPort(egress, corev1.ProtocolTCP, 9093) {
+				t.Errorf("%s: no egress to Kafka (TCP 9093)", n)
+			}
+			if calls := inv.command == "/executor" || inv.command == "/reconciler"; calls && !embedded(inv) && !allowsPort(egress, corev1.ProtocolTCP, 443) {
 				t.Errorf("%s: no egress to the tools (HTTPS)", n)
 			}
+			checkIngress(t, n, p, ingress)
 		}
 	})
 }
 
+// hasDefaultDeny: a policy with no rule, for Ingress and Egress, that
+// selects app.kubernetes.io/part-of: toolexec and nothing more.
 func hasDefaultDeny(o *objects) bool {
 	for _, p := range o.policies {
-		if len(p.Spec.PodSelector.MatchLabels) == 0 && len(p.Spec.PodSelector.MatchExpressions) == 0 &&
+		sel := p.Spec.PodSelector
+		if len(sel.MatchLabels) == 1 && sel.MatchLabels[labelPartOf] == "toolexec" && len(sel.MatchExpressions) == 0 &&
 			len(p.Spec.PolicyTypes) == 2 && len(p.Spec.Ingress) == 0 && len(p.Spec.Egress) == 0 {
 			return true
 		}
@@ -54,7 +54,7 @@ func rulesFor(o *objects, lbls map[string]string) ([]networkingv1.NetworkPolicyI
 	var in []networkingv1.NetworkPolicyIngressRule
 	var out []networkingv1.NetworkPolicyEgressRule
 	for _, p := range o.policies {
-		if sel := p.Spec.PodSelector; len(sel.MatchLabels)+len(sel.MatchExpressions) > 0 && selects(&sel, lbls) {
+		if sel := p.Spec.PodSelector; selects(&sel, lbls) {
 			in = append(in, p.Spec.Ingress...)
 			out = append(out, p.Spec.Egress...)
 		}
@@ -71,9 +71,17 @@ func allowsPort(rules []networkingv1.NetworkPolicyEgressRule, proto corev1.Proto
 	return false
 }
 
+// hasPort: a port of ports, or a range (endPort), admits port.
 func hasPort(ports []networkingv1.NetworkPolicyPort, proto corev1.Protocol, port int32) bool {
 	for _, p := range ports {
-		if p.Port != nil && p.Port.IntValue() == int(port) && (p.Protocol == nil || *p.Protocol == proto) {
+		if p.Port == nil || (p.Protocol != nil && *p.Protocol != proto) {
+			continue
+		}
+		first, last := int32(p.Port.IntValue()), int32(p.Port.IntValue())
+		if p.EndPort != nil {
+			last = *p.EndPort
+		}
+		if first <= port && port <= last {
 			return true
 		}
 	}
@@ -81,13 +89,14 @@ func hasPort(ports []networkingv1.NetworkPolicyPort, proto corev1.Protocol, port
 }
 
 // checkIngress: every rule reaching pod names its sources and ports; its
-// metrics port is open to the monitoring namespace; and only the gateway
-// takes anything from elsewhere, on its API port.
+// metrics port is open to the monitoring namespace; and only the pod
+// serving the gateway (its container port named http) takes anything
+// from elsewhere, on that port only.
 func checkIngress(t *testing.T, n string, p *corev1.PodTemplateSpec, rules []networkingv1.NetworkPolicyIngressRule) {
 	t.Helper()
-	var metricsPort int32
+	ports := map[string]int32{}
 	for _, cp := range p.Spec.Containers[0].Ports {
-		metricsPort = cp.ContainerPort
+		ports[cp.Name] = cp.ContainerPort
 	}
 	monitored := false
 	for _, r := range rules {
@@ -96,13 +105,13 @@ func checkIngress(t *testing.T, n string, p *corev1.PodTemplateSpec, rules []net
 			continue
 		}
 		fromMonitoring := len(r.From) == 1 && namespaceIs(r.From[0], "monitoring")
-		monitored = monitored || (fromMonitoring && hasPort(r.Ports, corev1.ProtocolTCP, metricsPort))
-		if !fromMonitoring && p.Labels[labelName] != "toolexec-gateway" {
-			t.Errorf("%s: ingress from %+v: only the gateway takes traffic from outside monitoring", n, r.From)
+		monitored = monitored || (fromMonitoring && hasPort(r.Ports, corev1.ProtocolTCP, ports["metrics"]))
+		if api, ok := ports["http"]; !fromMonitoring && (!ok || len(r.Ports) != 1 || !hasPort(r.Ports, corev1.ProtocolTCP, api)) {
+			t.Errorf("%s: ingress from %+v on %+v: only the gateway's API port takes traffic from outside monitoring", n, r.From, r.Ports)
 		}
 	}
-	if metricsPort != 0 && !monitored {
-		t.Errorf("%s: its port %d is not open to the monitoring namespace", n, metricsPort)
+	if _, ok := ports["metrics"]; ok && !monitored {
+		t.Errorf("%s: its metrics port %d is not open to the monitoring namespace", n, ports["metrics"])
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 
 const alertsFile = "../prometheus/alerts.yml"
 
-var update = flag.Bool("update", false, "rewrite the generated manifests (base/prometheusrule.yaml, components/strimzi/kafkausers.yaml) from their sources")
+var update = flag.Bool("update", false, "rewrite the generated manifests (components/monitoring/prometheusrule.yaml, components/strimzi/kafkausers.yaml) from their sources")
 
 const ruleHeader = `# Generated from deploy/prometheus/alerts.yml by
 #   go test ./deploy/k8s -run TestPrometheusRule -update
@@ -34,17 +34,17 @@ func generatedRule(t *testing.T) *monitoringv1.PrometheusRule {
 	}
 	return &monitoringv1.PrometheusRule{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "monitoring.coreos.com/v1", Kind: "PrometheusRule"},
-		ObjectMeta: metav1.ObjectMeta{Name: "toolexec", Labels: map[string]string{labelName: "toolexec", labelComponent: "monitoring"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "toolexec", Labels: map[string]string{labelName: "toolexec", labelComponent: "monitoring", labelPartOf: "toolexec"}},
 		Spec:       monitoringv1.PrometheusRuleSpec{Groups: alerts.Groups},
 	}
 }
 
-// TestPrometheusRuleIsGeneratedFromTheAlertRules keeps base/prometheusrule.yaml
+// TestPrometheusRuleIsGeneratedFromTheAlertRules keeps components/monitoring/prometheusrule.yaml
 // in sync with deploy/prometheus/alerts.yml (which promtool tests): the
 // same groups, rules, expressions, durations, labels and annotations.
 func TestPrometheusRuleIsGeneratedFromTheAlertRules(t *testing.T) {
 	want := generatedRule(t)
-	path := filepath.Join("base", "prometheusrule.yaml")
+	path := filepath.Join("components", "monitoring", "prometheusrule.yaml")
 	if *update {
 		b, err := yaml.Marshal(want)
 		if err != nil {

@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"net"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -30,6 +31,10 @@ func checkReferences(t *testing.T, o *objects) {
 			files := mountedFiles(t, o, p.Spec, c)
 			env := containerEnv(t, o, c)
 			inv := invoked(t, c)
+			if embedded(inv) {
+				checkEmbedded(t, n, inv)
+				continue
+			}
 			checkKafkaConfig(t, n, files, env, inv.flags["kafka-config"])
 			checkTools(t, n, files, inv.flags["tools"], inv.command != "/gateway" && inv.command != "/executor topics")
 			if tenants := inv.flags["tenants"]; tenants != "" && files[tenants] != secretFile {
@@ -39,8 +44,28 @@ func checkReferences(t *testing.T, o *objects) {
 	}
 }
 
-// secretKeys are the keys the Secret name will hold: its own, or those
-// of the ExternalSecret that makes it; nil when nothing makes it.
+// embedded reports whether inv is the executor as the embedded default
+// (components/embedded): no Kafka configuration, no brokers.
+func embedded(inv invocation) bool {
+	return inv.command == "/executor" && inv.flags["kafka-config"] == "" && inv.flags["brokers"] == ""
+}
+
+// checkEmbedded: the embedded broker listens on the pod's loopback only
+// (it takes no credential), and the demo tools are the tools (no file).
+func checkEmbedded(t *testing.T, pod string, inv invocation) {
+	t.Helper()
+	host, _, err := net.SplitHostPort(inv.flags["embedded-addr"])
+	if err != nil || host != "127.0.0.1" {
+		t.Errorf("%s: --embedded-addr=%q: the embedded broker must listen on the loopback only", pod, inv.flags["embedded-addr"])
+	}
+	if inv.flags["tools"] != "" {
+		t.Errorf("%s: --tools=%s: the embedded default runs the demo tools", pod, inv.flags["tools"])
+	}
+}
+
+// secretKeys are the keys the Secret name will hold: its own, those of
+// the ExternalSecret that makes it, or those Strimzi's operators write;
+// nil when nothing makes it.
 func (o *objects) secretKeys(name string) map[string]bool {
 	keys := map[string]bool{}
 	if s := o.secrets[name]; s != nil {
@@ -58,6 +83,21 @@ func (o *objects) secretKeys(name string) map[string]bool {
 				keys[d.SecretKey] = true
 			}
 			return keys
+		}
+	}
+	return o.strimziSecretKeys(name)
+}
+
+// strimziSecretKeys are the keys of the Secrets Strimzi's operators write
+// for the overlay's KafkaUsers (named as the user) and for their
+// cluster's CA (<cluster>-cluster-ca-cert); nil for any other name.
+func (o *objects) strimziSecretKeys(name string) map[string]bool {
+	for _, u := range o.kafkaUsers {
+		switch name {
+		case u.Name:
+			return map[string]bool{"password": true, "sasl.jaas.config": true}
+		case u.Labels["strimzi.io/cluster"] + "-cluster-ca-cert":
+			return map[string]bool{"ca.crt": true, "ca.p12": true, "ca.password": true}
 		}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -25,7 +26,7 @@ import (
 
 // overlays are the installs this repository ships; every test of the
 // rendered manifests runs on each.
-var overlays = []string{"overlays/dev", "overlays/prod"}
+var overlays = []string{"overlays/dev", "overlays/prod", "overlays/strimzi"}
 
 // objects are the decoded manifests of one rendered overlay, by kind and
 // name, and every object's metadata in the order rendered.
@@ -48,6 +49,8 @@ type objects struct {
 	externalSecrets map[string]*externalSecret
 	kafkaTopics     map[string]*kafkaTopic
 	kafkaUsers      map[string]*kafkaUser
+	autoscalers     map[string]*autoscalingv2.HorizontalPodAutoscaler
+	httpRoutes      map[string]*httpRoute
 }
 
 var (
@@ -113,7 +116,8 @@ func decodeAll(t *testing.T, dir string, y []byte) *objects {
 		secrets: map[string]*corev1.Secret{}, namespaces: map[string]*corev1.Namespace{}, pdbs: map[string]*policyv1.PodDisruptionBudget{},
 		policies: map[string]*networkingv1.NetworkPolicy{}, ingresses: map[string]*networkingv1.Ingress{},
 		monitors: map[string]*monitoringv1.ServiceMonitor{}, rules: map[string]*monitoringv1.PrometheusRule{},
-		externalSecrets: map[string]*externalSecret{}, kafkaTopics: map[string]*kafkaTopic{}, kafkaUsers: map[string]*kafkaUser{}}
+		externalSecrets: map[string]*externalSecret{}, kafkaTopics: map[string]*kafkaTopic{}, kafkaUsers: map[string]*kafkaUser{},
+		autoscalers: map[string]*autoscalingv2.HorizontalPodAutoscaler{}, httpRoutes: map[string]*httpRoute{}}
 	for i, doc := range bytes.Split(y, []byte("\n---\n")) {
 		if len(bytes.TrimSpace(doc)) > 0 {
 			o.add(t, fmt.Sprintf("%s#%d", dir, i), doc)
@@ -168,6 +172,10 @@ func (o *objects) add(t *testing.T, where string, doc []byte) {
 		m = decodeInto(t, where, doc, o.kafkaTopics)
 	case "kafka.strimzi.io/v1 KafkaUser":
 		m = decodeInto(t, where, doc, o.kafkaUsers)
+	case "autoscaling/v2 HorizontalPodAutoscaler":
+		m = decodeInto(t, where, doc, o.autoscalers)
+	case "gateway.networking.k8s.io/v1 HTTPRoute":
+		m = decodeInto(t, where, doc, o.httpRoutes)
 	default:
 		t.Fatalf("%s: %s %s is not a kind this test knows", where, tm.APIVersion, tm.Kind)
 	}
@@ -232,6 +240,28 @@ func forEachOverlay(t *testing.T, f func(t *testing.T, o *objects)) {
 	for _, dir := range overlays {
 		t.Run(strings.TrimPrefix(dir, "overlays/"), func(t *testing.T) { f(t, render(t, dir)) })
 	}
+}
+
+// forEachOverlayWith runs f on every shipped overlay that has the
+// StatefulSet named: the separate reconciler and gateway are not in
+// overlays/dev, whose one pod embeds them (components/embedded).
+func forEachOverlayWith(t *testing.T, statefulSet string, f func(t *testing.T, o *objects, ss *appsv1.StatefulSet)) {
+	forEachOverlay(t, func(t *testing.T, o *objects) {
+		if ss := o.statefulSets[statefulSet]; ss != nil {
+			f(t, o, ss)
+		}
+	})
+}
+
+// withComponents renders the overlay at dir with the components named
+// (directories under components/) added.
+func withComponents(t *testing.T, dir string, components ...string) *objects {
+	t.Helper()
+	extra := "components:\n"
+	for _, c := range components {
+		extra += "  - $ROOT/components/" + c + "\n"
+	}
+	return decodeAll(t, dir+"+"+strings.Join(components, "+"), build(t, overlayWith(t, dir, extra)))
 }
 
 func readFile(t *testing.T, path string) []byte {

@@ -31,7 +31,8 @@ const usersHeader = `# Generated from deploy/kafka/acls by
 #   go test ./deploy/k8s -run TestStrimziUsers -update
 # Do not edit: go test ./deploy/k8s fails when the two differ. One
 # KafkaUser per role (SCRAM-SHA-512) with the role's grants; admin is a
-# super user of the cluster and needs none.
+# super user of the cluster and needs none, and topics (the topics Job's
+# role) is not needed: the KafkaTopics make the topics.
 `
 
 // strimziOps are Strimzi's names of Kafka's ACL operations.
@@ -47,8 +48,9 @@ var strimziResources = map[kmsg.ACLResourceType]string{
 	kmsg.ACLResourceTypeTransactionalId: "transactionalId", kmsg.ACLResourceTypeCluster: "cluster",
 }
 
-// usersFromACLs turns deploy/kafka/acls into KafkaUsers: one per role, one
-// ACL per line of the file (its operations together), in file order.
+// usersFromACLs turns deploy/kafka/acls into KafkaUsers: one per role but
+// the topics Job's, one ACL per line of the file (its operations
+// together), in file order.
 func usersFromACLs(t *testing.T) []*kafkaUser {
 	t.Helper()
 	grants, err := aclfile.Load(aclsFile, aclfile.Defaults())
@@ -58,6 +60,9 @@ func usersFromACLs(t *testing.T) []*kafkaUser {
 	var users []*kafkaUser
 	byRole := map[string]*kafkaUser{}
 	for _, g := range grants {
+		if g.Role == "topics" {
+			continue
+		}
 		u := byRole[g.Role]
 		if u == nil {
 			u = &kafkaUser{TypeMeta: metav1.TypeMeta{APIVersion: "kafka.strimzi.io/v1", Kind: "KafkaUser"},
@@ -114,19 +119,19 @@ func TestStrimziUsersAreGeneratedFromTheACLs(t *testing.T) {
 	}
 }
 
-// prodWithStrimzi is overlays/prod with components/strimzi.
-func prodWithStrimzi(t *testing.T) *objects {
-	t.Helper()
-	return decodeAll(t, "prod+strimzi", build(t, overlayWith(t, "overlays/prod", "components:\n  - $ROOT/"+strimziDir+"\n")))
-}
-
-// With components/strimzi the KafkaTopics make the topics the executor
-// expects (no Job, no admin credential), the KafkaUsers the roles, and
-// each pod reads its role's password from the User Operator's Secret.
+// With components/strimzi (overlays/strimzi) the KafkaTopics make the
+// topics the executor expects (no Job, no credential of the topics role),
+// the KafkaUsers the roles, each pod reads its role's password from the
+// User Operator's Secret, and no Kafka credential comes from elsewhere.
 func TestStrimziComponent(t *testing.T) {
-	o := prodWithStrimzi(t)
+	o := render(t, "overlays/strimzi")
 	if len(o.jobs) != 0 || o.serviceAccounts["toolexec-topics"] != nil {
 		t.Error("the topics Job and its ServiceAccount must go: the KafkaTopics make the topics")
+	}
+	for _, es := range o.externalSecrets {
+		if strings.HasSuffix(es.Spec.Target.Name, "-kafka") || strings.HasSuffix(es.Spec.Target.Name, "-kafka-ca") {
+			t.Errorf("ExternalSecret %s: Kafka credentials are Strimzi's", es.Name)
+		}
 	}
 	for _, m := range o.all {
 		if (m.kind == "KafkaTopic" || m.kind == "KafkaUser") && m.GetLabels()["strimzi.io/cluster"] != strimziCluster {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/atmostonce/toolexec/gateway"
+	"github.com/atmostonce/toolexec/internal/gctune"
 )
 
 var (
@@ -25,20 +26,14 @@ var (
 	flagsErr  string
 )
 
-// binaryFlags builds cmd/executor, cmd/reconciler and cmd/gateway and
-// reads, from each -h usage, the flags of each command and of the
-// subcommands the manifests run ("/executor topics"): the manifests must
-// use those and no other.
+// binaryFlags reads, from each -h usage of the binaries (built once,
+// binaries.go), the flags of each command and of the subcommands the
+// manifests run ("/executor topics"): the manifests must use those and no
+// other.
 func binaryFlags(t *testing.T) map[string]map[string]bool {
 	t.Helper()
+	dir := binaries(t)
 	flagsOnce.Do(func() {
-		dir := t.TempDir()
-		build := exec.Command("go", "build", "-o", dir+"/", "./cmd/executor", "./cmd/reconciler", "./cmd/gateway")
-		build.Dir = "../.."
-		if out, err := build.CombinedOutput(); err != nil {
-			flagsErr = "build the binaries: " + err.Error() + "\n" + string(out)
-			return
-		}
 		flagLine := regexp.MustCompile(`(?m)^\s+-([a-z][a-z0-9-]*)`)
 		flagSets = map[string]map[string]bool{}
 		for _, cmd := range [][]string{{"executor"}, {"executor", "topics"}, {"reconciler"}, {"gateway"}} {
@@ -139,7 +134,7 @@ func TestExecutor(t *testing.T) {
 			t.Errorf("--transactional-id=%q (POD_NAME from %q): want the pod name under the prefix --group %q (the executor role may use transactional ids under that prefix only)",
 				id, envFieldRef(c, "POD_NAME"), inv.flags["group"])
 		}
-		if inv.flags["reconciler"] != "false" || inv.flags["gateway"] != "false" {
+		if inv.flags["kafka-config"] != "" && (inv.flags["reconciler"] != "false" || inv.flags["gateway"] != "false") {
 			t.Error("the executor must embed neither the reconciler nor the gateway: they would run under the executor's credential")
 		}
 		partitions, _ := strconv.Atoi(inv.flags["partitions"])
@@ -155,8 +150,7 @@ func TestExecutor(t *testing.T) {
 }
 
 func TestReconciler(t *testing.T) {
-	forEachOverlay(t, func(t *testing.T, o *objects) {
-		ss := o.statefulSets["tool-reconciler"]
+	forEachOverlayWith(t, "tool-reconciler", func(t *testing.T, o *objects, ss *appsv1.StatefulSet) {
 		c := ss.Spec.Template.Spec.Containers[0]
 		inv := invoked(t, c)
 		if inv.flags["tools"] == "" || inv.flags["kafka-config"] == "" {
@@ -170,8 +164,7 @@ func TestReconciler(t *testing.T) {
 // The gateway: its reply topic named from the pod name, a grace period
 // above its longest wait, its tenants from a Secret.
 func TestGateway(t *testing.T) {
-	forEachOverlay(t, func(t *testing.T, o *objects) {
-		ss := o.statefulSets["tool-gateway"]
+	forEachOverlayWith(t, "tool-gateway", func(t *testing.T, o *objects, ss *appsv1.StatefulSet) {
 		pod := ss.Spec.Template.Spec
 		c := pod.Containers[0]
 		inv := invoked(t, c)
@@ -291,10 +284,10 @@ func containerPort(c corev1.Container, port string) string {
 	return port
 }
 
-// Every pod: its own ServiceAccount without a token, GOMEMLIMIT from its
-// memory limit (long-running ones), Secret files readable by its user
-// (fsGroup), spread over zones and hosts (the StatefulSets), and a
-// disruption budget.
+// Every pod: its own ServiceAccount without a token, the Go runtime's
+// soft memory limit from its memory limit (long-running ones), Secret
+// files readable by its user (fsGroup), spread over zones and hosts (the
+// StatefulSets), and a disruption budget.
 func TestPods(t *testing.T) {
 	forEachOverlay(t, func(t *testing.T, o *objects) {
 		accounts := map[string]string{}
@@ -316,8 +309,8 @@ func TestPods(t *testing.T) {
 		for n, ss := range o.statefulSets {
 			spec := ss.Spec.Template.Spec
 			c := spec.Containers[0]
-			if r := envResource(c, "GOMEMLIMIT"); r != "limits.memory" || c.Resources.Limits.Memory().IsZero() {
-				t.Errorf("%s: GOMEMLIMIT must come from a memory limit (resource %q)", n, r)
+			if r := envResource(c, gctune.MemoryLimitEnv); r != "limits.memory" || c.Resources.Limits.Memory().IsZero() {
+				t.Errorf("%s: %s must come from a memory limit (resource %q)", n, gctune.MemoryLimitEnv, r)
 			}
 			checkSpread(t, n, spec, ss.Spec.Selector)
 			if !budgeted(o, ss.Spec.Template.Labels) {
@@ -367,14 +360,26 @@ func selects(sel *metav1.LabelSelector, lbls map[string]string) bool {
 	return err == nil && sel != nil && !s.Empty() && s.Matches(labels.Set(lbls))
 }
 
-// Services select their pods, the ServiceMonitor every Service, and the
-// job label it gives (the Service's app.kubernetes.io/name) is the one the
+// Services select their pods; where monitoring is on
+// (components/monitoring), the ServiceMonitor every Service, and the job
+// label it gives (the Service's app.kubernetes.io/name) is the one the
 // alert rules name.
 func TestServicesAndMonitoring(t *testing.T) {
 	alerts := string(readFile(t, alertsFile))
 	forEachOverlay(t, func(t *testing.T, o *objects) {
+		for n, svc := range o.services {
+			if !selectsAPod(o, svc.Spec.Selector) {
+				t.Errorf("Service %s selects no pod", n)
+			}
+		}
 		sm := o.monitors["toolexec"]
-		if sm == nil || sm.Spec.JobLabel != labelName {
+		if sm == nil {
+			if o.kinds["PrometheusRule"] != 0 {
+				t.Error("a PrometheusRule without the ServiceMonitor")
+			}
+			return
+		}
+		if sm.Spec.JobLabel != labelName {
 			t.Fatalf("the ServiceMonitor must take the job label from %s: %+v", labelName, sm)
 		}
 		for n, ss := range o.statefulSets {
@@ -392,6 +397,15 @@ func TestServicesAndMonitoring(t *testing.T) {
 			}
 		}
 	})
+}
+
+func selectsAPod(o *objects, sel map[string]string) bool {
+	for _, p := range o.pods() {
+		if selects(&metav1.LabelSelector{MatchLabels: sel}, p.Labels) {
+			return true
+		}
+	}
+	return false
 }
 
 func scraped(eps []monitoringv1.Endpoint, svc *corev1.Service) bool {

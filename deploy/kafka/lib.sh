@@ -66,7 +66,7 @@ set_paths() {
   KAFKA_CLIENTS_DIR="$KAFKA_RUN_DIR/clients"
 }
 set_paths
-KAFKA_ROLES="admin executor reconciler agent operator gateway"
+KAFKA_ROLES="admin executor reconciler agent operator gateway topics"
 
 # --cluster: node N's client port, controller port and run dir.
 node_port() { echo $(( KAFKA_CLUSTER_PORT + ($1 - 1) * KAFKA_CLUSTER_PORT_STEP )); }

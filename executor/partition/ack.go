@@ -34,6 +34,7 @@ func (c *Core) Aborted(rd *Ready, endUnknown bool) {
 		c.occ.free(call, 0)
 	}
 	c.abandonRound(rd)
+	c.resumeWalks(rd)
 	c.unrecorded = append([]Completion(nil), rd.Recorded...)
 	if endUnknown {
 		c.catchUp(rd.partitions())

@@ -45,7 +45,8 @@ type View interface {
 	ReadPending(id overlay.ReadID) (bool, error)
 	// PendingReads lists up to limit pending reads of partition p.
 	PendingReads(p int32, limit int) ([]*saga.Event, error)
-	// Expired lists up to limit (tenant, key) whose retention passed.
+	// Expired lists up to limit (tenant, key) whose retention passed, or
+	// whose request for approval lapsed (saga.Record.SweepAt).
 	Expired(now int64, limit int) ([][2]string, error)
 	// ScanRecords walks records in key order after (afterTenant, afterKey).
 	ScanRecords(afterTenant, afterKey string, limit int, fn func(*saga.Record) error) (int, error)
@@ -53,6 +54,10 @@ type View interface {
 	Checkpoint(p int32) (int64, error)
 	// CountInDoubt counts the keys of p in doubt in the view.
 	CountInDoubt(p int32) (int, error)
+	// InDoubtAfter lists up to limit (tenant, key) of p in doubt in the
+	// view, in the doubt index's order, after (afterTenant, afterKey); an
+	// empty afterTenant starts from the first.
+	InDoubtAfter(p int32, afterTenant, afterKey string, limit int) ([][2]string, error)
 }
 
 // Core is the decision state of every partition a member owns. Not safe

@@ -10,14 +10,16 @@
 // up with the log, a gap in the log (eventlog/gap.go), keys and reads in
 // flight (inflight.go, their single owner), finished calls whose outcome
 // is not committed yet, the reads a previous owner left (read
-// obligations), the sweep of expired keys, snapshot rounds, the origins
-// of records that could not be produced (poison.go), and the count of
-// keys in doubt.
+// obligations), the sweep of expired keys, snapshot rounds, the walk of
+// orphaned calls after a restore (orphans.go), the origins of records
+// that could not be produced (poison.go), and the count of keys in doubt.
 //
 // A caller (the executor's loop) has these duties, in order, every tick:
 //
 //  1. Apply ownership changes: Assign and Revoke. A revoked partition's
-//     calls in flight are forgotten (their outcomes will be stale).
+//     calls in flight are forgotten (their outcomes will be stale: the
+//     caller keeps a definite one as a fact for the key's owner, from
+//     Ready.Lost).
 //  2. Hand over finished calls with Finished, and decode the polled
 //     records into a Batch (decoding, canonicalisation and routing are
 //     the caller's: they are per record and need no state).

@@ -57,6 +57,7 @@ import (
 //	call id=A key=k tool=pay [args=1] [on=P] [tenant=t] [reply=topic]
 //	compensate id=C key=k [callid=A] [force]
 //	resolve id=R key=k outcome=succeeded [force]
+//	approve id=P key=k [callid=A] [args=1]     (deny likewise; args: the digest decided on)
 //	bad id=X key=k reason=undecodable
 func TestInteraction(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
@@ -85,6 +86,8 @@ func policies(tool string) (saga.Policy, bool) {
 		return saga.Policy{PendingTTLMs: 100, RetentionMs: 1000}, true
 	case "lookup":
 		return saga.Policy{ReadOnly: true}, true
+	case "wire": // approval: required
+		return saga.Policy{PendingTTLMs: 100, RetentionMs: 1000, ApprovalTTLMs: 5000, Approvers: "ops"}, true
 	}
 	return saga.Policy{}, false
 }
@@ -367,7 +370,7 @@ func input(line string, offsets map[int32]int64) (partition.Input, error) {
 		on = int32(n)
 	}
 	topic := "intents"
-	if f[0] == "resolve" || kv["control"] == "true" {
+	if f[0] == "resolve" || f[0] == "approve" || f[0] == "deny" || kv["control"] == "true" {
 		topic = "control"
 	}
 	offsets[on]++
@@ -386,6 +389,14 @@ func input(line string, offsets map[int32]int64) (partition.Input, error) {
 	case "resolve":
 		si.Type = saga.InputResolve
 		si.Outcome, _ = saga.ParseStatus(kv["outcome"])
+	case "approve", "deny":
+		si.Type, si.Args, si.ArgsHash, si.Reason = saga.InputApprove, nil, nil, "checked"
+		if f[0] == "deny" {
+			si.Type = saga.InputDeny
+		}
+		if a := kv["args"]; a != "" {
+			si.ArgsHash = []byte(a)
+		}
 	case "bad":
 		rej := in.Salvage
 		rej.Reason, rej.Detail = kv["reason"], "bad input"

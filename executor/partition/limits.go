@@ -23,6 +23,11 @@ const (
 	// over a million keys never holds up a tick: it spreads over about
 	// 4,000 ticks (minutes), well inside any interval.
 	SnapshotStep = 256
+	// OrphanStep bounds the keys in doubt one tick examines after a
+	// restore (orphans.go): each is one record read, most are passed over
+	// (unknown already, or in flight), so a partition with thousands of
+	// escalated keys spreads its walk over ticks instead of holding one up.
+	OrphanStep = 256
 	// SnapshotReadsLimit bounds the pending reads restated per partition
 	// and round; reads live from their start to their answer, so there
 	// are few.

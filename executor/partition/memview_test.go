@@ -46,7 +46,7 @@ func (v *memView) Expired(now int64, limit int) ([][2]string, error) {
 	var out [][2]string
 	for _, k := range v.keys() {
 		r := v.records[k]
-		if r.ExpiresAt > 0 && now >= r.ExpiresAt && (r.Status.Settled() || r.Status == saga.StatusNotExecuted) && len(out) < limit {
+		if at := r.SweepAt(); at > 0 && now >= at && len(out) < limit {
 			out = append(out, [2]string{k.Tenant, k.Key})
 		}
 	}
@@ -80,6 +80,20 @@ func (v *memView) CountInDoubt(p int32) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+func (v *memView) InDoubtAfter(p int32, afterTenant, afterKey string, limit int) ([][2]string, error) {
+	var out [][2]string
+	for _, k := range v.keys() {
+		if v.part[k] != p || !v.records[k].Status.InDoubt() || (afterTenant != "" && k.Tenant+"\x00"+k.Key <= afterTenant+"\x00"+afterKey) {
+			continue
+		}
+		if len(out) == limit {
+			break
+		}
+		out = append(out, [2]string{k.Tenant, k.Key})
+	}
+	return out, nil
 }
 
 func (v *memView) Put(p int32, prev, rec *saga.Record) error {

@@ -14,9 +14,10 @@ type part struct {
 	since    time.Time
 	// readsResumed: the reads a previous owner left were taken on.
 	readsResumed bool
-	lastTry      time.Time // the last idle restore attempt
-	gap          *gap      // the log lost events the view needs (restore.go)
-	unsettled    int       // keys in doubt in the view, once restored
+	lastTry      time.Time   // the last idle restore attempt
+	gap          *gap        // the log lost events the view needs (restore.go)
+	unsettled    int         // keys in doubt in the view, once restored
+	orphans      *orphanWalk // the walk of the keys in doubt after a restore; nil when done (orphans.go)
 }
 
 // Assign takes partitions on. A partition new to this member gets a new

@@ -40,7 +40,7 @@ func (c *Core) Restored(p int32) (resumed []Call, gapEnded bool) {
 		return nil, false
 	}
 	gapEnded = pt.gap != nil
-	pt.gap, pt.restored = nil, true
+	pt.gap, pt.restored, pt.orphans = nil, true, &orphanWalk{}
 	if n, err := c.view.CountInDoubt(p); err == nil {
 		pt.unsettled = n
 	}

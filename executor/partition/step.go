@@ -26,7 +26,9 @@ type stepper struct {
 	origin Origin          // what the tick is producing records for right now
 }
 
-// Step decides one tick: every finished call (Finished), then every
+// Step decides one tick: every finished call (Finished), a step of the
+// walk of orphaned keys after a restore (orphans.go: before the records,
+// so that a record of such a key is told it is in doubt once), then every
 // polled record in order, then the sweep of expired keys and a step of
 // the snapshot round. If a partition the batch needs is not restored, the
 // Ready only names it (Restore) and nothing changes. The error is a
@@ -50,6 +52,10 @@ func (c *Core) Step(now time.Time, b *Batch) (*Ready, error) {
 		if err := t.complete(cm); err != nil {
 			return nil, err
 		}
+	}
+	t.origin = Origin{}
+	if err := t.orphans(); err != nil {
+		return nil, err
 	}
 	for i := range b.Inputs {
 		t.origin = b.Inputs[i].Origin
@@ -143,6 +149,8 @@ func (s *stepper) act(i int, en *overlay.Entry, si saga.Input, d saga.Decision) 
 		return nil
 	case saga.VerdictReject:
 		s.deadLetter(i, d.Reason, d.Detail, si.IntentID, si.Tenant, si.Key)
+	case saga.VerdictStale: // a member's fact its key has moved past (saga/fact.go)
+		s.c.cfg.Logger.Info("a fact its key has moved past", "key", wire.RoutingKey(si.Tenant, si.Key), "id", si.IntentID, "detail", d.Detail)
 	}
 	s.emit(si.Owner, en, d, si.Traceparent)
 	if d.Call != nil {
@@ -221,14 +229,14 @@ func (s *stepper) deadLetter(i int, reason, detail, id, tenant, key string) {
 }
 
 // complete records a finished call, unless its partition moved since it
-// was dispatched: then its key is in doubt for the new owner (a read is
-// called again by it) and the outcome is dropped (Ready.Lost), never
-// written by a non-owner.
+// was dispatched: then the outcome is dropped (Ready.Lost), never written
+// by a non-owner; the loop keeps a definite one as a fact for the key's
+// owner (executor/facts.go), and a read is called again by its new owner.
 func (s *stepper) complete(cm Completion) error {
 	s.c.occ.free(cm.Call, s.nowMs)
 	if pt, ok := s.c.parts[cm.Call.P]; !ok || pt.epoch != cm.Call.Epoch {
 		s.rd.Lost = append(s.rd.Lost, cm)
-		s.c.cfg.Logger.Warn("outcome not recorded: partition moved; the key is in doubt for its owner", "key", cm.Call.RK, "status", cm.Outcome.Status.String())
+		s.c.cfg.Logger.Info("outcome not recorded here: the partition moved", "key", cm.Call.RK, "status", cm.Outcome.Status.String())
 		return nil
 	}
 	if s.c.poison.isolated(s.origin) > 0 {

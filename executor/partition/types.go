@@ -121,7 +121,8 @@ type Ready struct {
 	// Recorded are the completions whose outcome this transaction records.
 	Recorded []Completion
 	// Lost are completions dropped because their partition moved: the key
-	// is in doubt for its owner.
+	// is in doubt for its owner, until the fact of a definite outcome
+	// reaches it (executor/facts.go).
 	Lost []Completion
 	// Overlay holds the records and pending reads the events change, to
 	// be written once the transaction committed.
@@ -136,7 +137,8 @@ type Ready struct {
 	Snapshots int            // records restated by the snapshot round
 	Rounds    int            // snapshot rounds this tick ended
 
-	rounded bool // took a step of the snapshot round
+	rounded bool                 // took a step of the snapshot round
+	walks   map[int32]orphanWalk // where the orphan walks it moved stood before (orphans.go)
 }
 
 // Touched lists the events partitions the Ready writes (the fence needs

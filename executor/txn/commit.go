@@ -141,7 +141,7 @@ func (s *Session) Reset(ctx context.Context, what string) error {
 // BrokerOutage out would only keep the member's partitions undecided
 // longer: it stops now and its supervisor starts it with a new producer.
 func (s *Session) begin() error {
-	retry := func(err error) bool { return brokerUnreachable(err) && !errors.Is(err, kerr.ConcurrentTransactions) }
+	retry := func(err error) bool { return BrokerUnreachable(err) && !errors.Is(err, kerr.ConcurrentTransactions) }
 	if err := throughOutageIf(context.Background(), s.cfg.Logger, s.cfg.BrokerOutage, "begin transaction", retry, s.gs.Begin); err != nil {
 		return fmt.Errorf("%w: begin transaction: %w", ErrFatal, err)
 	}
@@ -239,7 +239,7 @@ func (s *Session) throughOutage(ctx context.Context, what string, op func() erro
 // an unreachable broker, ctx ends, or budget has passed, backing off from
 // 250 ms to 5 s. It returns op's last error. It blocks for up to budget.
 func ThroughOutage(ctx context.Context, log *slog.Logger, budget time.Duration, what string, op func() error) error {
-	return throughOutageIf(ctx, log, budget, what, brokerUnreachable, op)
+	return throughOutageIf(ctx, log, budget, what, BrokerUnreachable, op)
 }
 
 // throughOutageIf is ThroughOutage with retry deciding which errors are
@@ -268,10 +268,10 @@ func throughOutageIf(ctx context.Context, log *slog.Logger, budget time.Duration
 	}
 }
 
-// brokerUnreachable reports whether err is a transport failure (refused,
+// BrokerUnreachable reports whether err is a transport failure (refused,
 // reset, timed out, no coordinator yet) rather than a verdict of the
 // broker on this producer.
-func brokerUnreachable(err error) bool {
+func BrokerUnreachable(err error) bool {
 	var ne net.Error
 	var ke *kerr.Error
 	switch {

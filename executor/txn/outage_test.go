@@ -38,8 +38,8 @@ func TestBrokerUnreachable(t *testing.T) {
 		{kgo.ErrClientClosed, false},
 	}
 	for _, c := range cases {
-		if got := brokerUnreachable(c.err); got != c.want {
-			t.Errorf("brokerUnreachable(%v) = %v, want %v", c.err, got, c.want)
+		if got := BrokerUnreachable(c.err); got != c.want {
+			t.Errorf("BrokerUnreachable(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
 }

@@ -9,19 +9,25 @@ import (
 )
 
 // The shipped file parses, and its grants are the least-privilege table of
-// docs/SECURITY.md: the agent may write intents and read answers only.
+// docs/SECURITY.md: the agent may write intents and read answers only, and
+// the topics role (the topics Job) may create and describe, never read,
+// write or join a group.
 func TestShippedFileGivesTheAgentIntentsAndAnswersOnly(t *testing.T) {
 	gs, err := Load("../../deploy/kafka/acls", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(Roles(gs), ","); got != "agent,executor,gateway,operator,reconciler" {
+	if got := strings.Join(Roles(gs), ","); got != "agent,executor,gateway,operator,reconciler,topics" {
 		t.Fatalf("roles %s", got)
 	}
 	var agent []string
 	for _, g := range gs {
 		if g.Role == "agent" {
 			agent = append(agent, g.String())
+		}
+		if g.Role == "topics" && (g.Resource == kmsg.ACLResourceTypeGroup || g.Resource == kmsg.ACLResourceTypeTransactionalId ||
+			(g.Operation != kmsg.ACLOperationCreate && g.Operation != kmsg.ACLOperationDescribe && g.Operation != kmsg.ACLOperationDescribeConfigs)) {
+			t.Errorf("the topics role may create and describe only: %s", g)
 		}
 		// Reading the brokers' settings (the durability check at start)
 		// is the one cluster grant another role may hold.

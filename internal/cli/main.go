@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/atmostonce/toolexec/internal/buildinfo"
+	"github.com/atmostonce/toolexec/internal/gctune"
 )
 
 // Exit statuses every command shares. A subcommand may give other
@@ -26,7 +27,9 @@ const (
 // Main runs the subcommand named by the first argument with the rest, or
 // run with all of them, and exits with the status of the error (Exit):
 // 0 without one, 1 with "<name>: <error>" on stderr. --version alone
-// prints the build (buildinfo) and exits 0. A first argument that is
+// prints the build (buildinfo) and exits 0. Otherwise the Go runtime's
+// soft memory limit is first set from the container's
+// (gctune.ApplyMemoryLimit). A first argument that is
 // neither a flag nor a subcommand is refused (exit 2) with the list of
 // subcommands: a mistyped subcommand must never start the service.
 func Main(name string, run func([]string) error, subcommands map[string]func([]string) error) {
@@ -37,6 +40,9 @@ func dispatch(name string, args []string, run func([]string) error, subcommands 
 	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
 		fmt.Println(buildinfo.Read().String(name))
 		return nil
+	}
+	if _, err := gctune.ApplyMemoryLimit(); err != nil {
+		return err
 	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return run(args)

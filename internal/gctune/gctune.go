@@ -1,6 +1,7 @@
 // Package gctune sets the pace of the Go collector for the processes that
 // decide intents (the executor, and the bench's members, which measure it
-// as shipped).
+// as shipped), and every process's soft memory limit from its
+// container's (ApplyMemoryLimit, memlimit.go).
 //
 // Why: the executor's heap is mostly short-lived per-tick garbage (decoded
 // intents, events, answers, records), and its live heap is small (the

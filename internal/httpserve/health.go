@@ -8,7 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Health returns a mux serving /healthz (always ok: the process answers),
+// Health returns a mux serving /healthz (ok: the process answers; in a
+// Process the Handoff answers /healthz from the loops' Liveness instead),
 // /readyz (200 once ready reports true, 503 before) and, when reg is not
 // nil, /metrics from reg. Callers add their own routes to it.
 func Health(reg *prometheus.Registry, ready func() bool) *http.ServeMux {

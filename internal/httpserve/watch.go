@@ -16,11 +16,24 @@ import (
 // the dependency (a broker that does not answer takes the whole timeout),
 // and every probe of every kubelet would be one more request to it.
 func Watch(ctx context.Context, what string, interval, timeout time.Duration, check func(context.Context) error, log *slog.Logger) func() bool {
+	return watch(ctx, what, interval, timeout, check, log, func() {})
+}
+
+// WatchLive is Watch with its checks a loop of live, named what: a check
+// that does not end (one that ignores its context) stalls it, and
+// /healthz fails a minute after the check's interval and timeout.
+func WatchLive(ctx context.Context, live *Liveness, what string, interval, timeout time.Duration, check func(context.Context) error, log *slog.Logger) func() bool {
+	live.Loop(what, interval+timeout+time.Minute)
+	return watch(ctx, what, interval, timeout, check, log, func() { live.Beat(what) })
+}
+
+func watch(ctx context.Context, what string, interval, timeout time.Duration, check func(context.Context) error, log *slog.Logger, beat func()) func() bool {
 	var ok atomic.Bool
 	go func() {
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for first := true; ; first = false {
+			beat()
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			err := check(cctx)
 			cancel()

@@ -4,6 +4,7 @@
 //	<list>:
 //	  - name: <name>
 //	    tokens: ["sha256:<64 hex digits>"]
+//	    groups: [<group>, ...]     # a Kind with Groups only (operators)
 //
 // Only SHA-256 hashes of tokens are stored, and a token is checked against
 // every hash in constant time (Set.Lookup), so neither the file nor the
@@ -51,7 +52,14 @@ type Kind struct {
 	MaxTokens int // per name
 	MaxHashes int
 	Err       error
+	// Groups allows an entry's optional groups list (names of the same
+	// grammar, at most MaxGroups): who may approve a tool's calls names
+	// operators or their groups.
+	Groups bool
 }
+
+// MaxGroups bounds an entry's groups.
+const MaxGroups = 32
 
 // Set maps token hashes to names. Immutable: safe for concurrent use.
 type Set struct {
@@ -59,6 +67,15 @@ type Set struct {
 	owners  []string // owners[i] is the name of hashes[i]
 	names   []string // in file order
 	present map[string]bool
+	groups  map[string][]string // by name, when the kind has groups
+}
+
+// GroupsOf lists the groups of name, in file order; nil when none.
+func (s *Set) GroupsOf(name string) []string {
+	if s == nil {
+		return nil
+	}
+	return append([]string(nil), s.groups[name]...)
 }
 
 // Lookup returns the name whose token is token, and the token's hash. It
@@ -241,7 +258,7 @@ func (p *parser) entry(i int, n *yaml.Node) error {
 	if n.Kind != yaml.MappingNode {
 		return p.lineErr(n, where, "must be a mapping with name and tokens")
 	}
-	name, tokens, err := p.fields(where, n)
+	name, tokens, groups, err := p.fields(where, n)
 	if err != nil {
 		return err
 	}
@@ -261,12 +278,19 @@ func (p *parser) entry(i int, n *yaml.Node) error {
 	if err := p.tokens(where, name.Value, tokens); err != nil {
 		return err
 	}
+	if err := p.groupList(where, name.Value, groups); err != nil {
+		return err
+	}
 	p.s.present[name.Value] = true
 	p.s.names = append(p.s.names, name.Value)
 	return nil
 }
 
-func (p *parser) fields(where string, n *yaml.Node) (name, tokens *yaml.Node, err error) {
+func (p *parser) fields(where string, n *yaml.Node) (name, tokens, groups *yaml.Node, err error) {
+	want := "name, tokens"
+	if p.kind.Groups {
+		want += ", groups"
+	}
 	for j := 0; j+1 < len(n.Content); j += 2 {
 		k, v := n.Content[j], n.Content[j+1]
 		switch {
@@ -274,13 +298,35 @@ func (p *parser) fields(where string, n *yaml.Node) (name, tokens *yaml.Node, er
 			name = v
 		case k.Value == "tokens" && tokens == nil:
 			tokens = v
-		case k.Value == "name" || k.Value == "tokens":
-			return nil, nil, p.lineErr(k, where, "duplicate field %s", k.Value)
+		case k.Value == "groups" && p.kind.Groups && groups == nil:
+			groups = v
+		case k.Value == "name" || k.Value == "tokens" || k.Value == "groups" && p.kind.Groups:
+			return nil, nil, nil, p.lineErr(k, where, "duplicate field %s", k.Value)
 		default:
-			return nil, nil, p.lineErr(k, where, "unknown field %s (want name, tokens)", quote(k.Value))
+			return nil, nil, nil, p.lineErr(k, where, "unknown field %s (want %s)", quote(k.Value), want)
 		}
 	}
-	return name, tokens, nil
+	return name, tokens, groups, nil
+}
+
+// groupList reads an entry's groups (none when the node is nil).
+func (p *parser) groupList(where, name string, list *yaml.Node) error {
+	if list == nil {
+		return nil
+	}
+	if list.Kind != yaml.SequenceNode || len(list.Content) > MaxGroups {
+		return p.lineErr(list, where, "groups: must be a list of at most %d names", MaxGroups)
+	}
+	for i, item := range list.Content {
+		if item.Kind != yaml.ScalarNode || !p.kind.ValidName(item.Value) {
+			return p.lineErr(item, fmt.Sprintf("%s: groups[%d]", where, i), "%s must match %s", quote(item.Value), p.kind.NameRule)
+		}
+		if p.s.groups == nil {
+			p.s.groups = map[string][]string{}
+		}
+		p.s.groups[name] = append(p.s.groups[name], item.Value)
+	}
+	return nil
 }
 
 func (p *parser) tokens(where, name string, list *yaml.Node) error {

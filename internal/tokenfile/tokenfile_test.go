@@ -78,3 +78,30 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestGroups: a kind with groups reads an entry's groups; a kind without
+// refuses the field, so a tenants file never grows one.
+func TestGroups(t *testing.T) {
+	withGroups := testKind
+	withGroups.Groups = true
+	file := "operators:\n" + entry("alice", "a1") + "    groups: [pay, ops]\n" + entry("bob", "b1")
+	s, err := Parse(withGroups, []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := s.GroupsOf("alice"); len(g) != 2 || g[0] != "pay" || g[1] != "ops" || s.GroupsOf("bob") != nil {
+		t.Fatalf("groups %v, %v", g, s.GroupsOf("bob"))
+	}
+	if _, err := Parse(testKind, []byte(file)); err == nil || !strings.Contains(err.Error(), `unknown field "groups" (want name, tokens)`) {
+		t.Fatalf("a kind without groups: %v", err)
+	}
+	for bad, want := range map[string]string{
+		"    groups: [Pay]\n":               `groups[0]: "Pay" must match`,
+		"    groups: pay\n":                 "groups: must be a list",
+		"    groups: []\n    groups: [x]\n": "duplicate field groups",
+	} {
+		if _, err := Parse(withGroups, []byte("operators:\n"+entry("alice", "a1")+bad)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", bad, err, want)
+		}
+	}
+}

@@ -60,6 +60,7 @@ const (
 	AttrStatus    = attribute.Key("toolexec.status")
 	AttrIntentID  = attribute.Key("toolexec.intent_id")
 	AttrCalls     = attribute.Key("toolexec.tick_calls")
+	AttrApprover  = attribute.Key("toolexec.approver") // who approved or denied a call
 )
 
 // Attributes of the OpenTelemetry semantic conventions the spans use.

@@ -210,6 +210,10 @@ tools:
     class: irreversible
     url: {base}/refund
     max_args_bytes: 64
+  - name: py.transfer
+    class: native_key
+    url: {base}/charge
+    approval: required
 """
 
 
@@ -223,6 +227,20 @@ def executor_binary(workdir: str) -> str:
     out = os.path.join(workdir, "executor")
     subprocess.run(["go", "build", "-o", out, "./cmd/executor"], cwd=ROOT, check=True, timeout=600)
     return out
+
+
+def approve(ex: "Executor", key: str, reason: str) -> None:
+    """An operator approves the key's request (tenant default) with the
+    reconciler's CLI, built from the repository once per session."""
+    global _reconciler
+    if _reconciler is None:
+        _reconciler = os.path.join(ex.workdir, "..", "reconciler")
+        subprocess.run(["go", "build", "-o", _reconciler, "./cmd/reconciler"], cwd=ROOT, check=True, timeout=600)
+    subprocess.run([_reconciler, "approve", "--brokers", ex.brokers, "--topic-prefix", ex.prefix, "--key", key,
+                    "--by", "py-e2e", "--reason", reason], check=True, capture_output=True, timeout=120)
+
+
+_reconciler: str | None = None
 
 
 def has_gateway(binary: str) -> bool:

@@ -13,6 +13,7 @@ import uuid
 
 import pytest
 
+import e2e
 import toolexec
 from toolexec import Conflict, InDoubt, Journal, NoAnswer, Rejected, Result, UnknownTool
 
@@ -53,6 +54,29 @@ def test_the_same_key_with_other_arguments_is_a_conflict(client, ledger):
     assert "Send the original arguments, or use a new key" in str(ei.value)
     with pytest.raises(Conflict):
         client.call("py.decline", key=key, args={"amount": 5})  # another tool, same key
+    assert ledger.effects_of(key) == 1
+
+
+def test_a_call_that_needs_approval_waits_for_a_person(target, client, ledger, tmp_path):
+    """approval: required: the call raises ApprovalPending at once and runs
+    nothing; the journal step keeps its key; once an operator approves,
+    the same step's call gets the outcome, and the tool ran once."""
+    import time
+    args = {"amount": 250, "to": "acct-42"}
+    with Journal(str(tmp_path / "j.sqlite")) as j:
+        t0 = time.monotonic()
+        with pytest.raises(toolexec.ApprovalPending) as ei:
+            with j.step("transfer") as step:
+                key = step.key
+                client.call("py.transfer", args=args, wait=30)
+        assert time.monotonic() - t0 < 20, "a call awaiting approval must not wait out its wait"
+        assert ei.value.code == toolexec.AWAITING_APPROVAL and ei.value.approval_until is not None
+        assert ledger.effects_of(key) == 0
+        e2e.approve(target.executor, key, "invoice 42 checked")
+        with j.step("transfer") as again:
+            assert again.key == key
+            r = client.call("py.transfer", args=args, wait=30)
+    assert r.status == "succeeded" and r.original_intent_id == ei.value.result.original_intent_id
     assert ledger.effects_of(key) == 1
 
 

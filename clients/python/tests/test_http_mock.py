@@ -146,6 +146,34 @@ def test_a_202_until_the_wait_ends_is_in_doubt_with_the_pending_answer():
     assert "same key and arguments is safe" in str(ei.value)
 
 
+AWAITING = answer("pending", error={"code": "awaiting_approval", "message": "the call waits for a person's approval (asked: ops)"},
+                  approval_until=1733000600000)
+
+
+def test_a_call_that_awaits_approval_raises_at_once_and_the_journal_keeps_its_key(tmp_path):
+    c, rec = client(lambda req, n: httpx.Response(202, json=AWAITING, headers={**LOC, "Retry-After": "30"}))
+    journal = toolexec.Journal(str(tmp_path / "j.sqlite"))
+    t0 = time.monotonic()
+    with pytest.raises(toolexec.ApprovalPending) as ei:
+        with journal.step("transfer") as step:
+            c.call("payments.transfer", args={"amount": 5}, wait=30)
+    assert time.monotonic() - t0 < 5, "a key awaiting approval must not wait out the call's wait"
+    assert len(rec.requests) == 1
+    assert isinstance(ei.value, InDoubt) and ei.value.code == toolexec.AWAITING_APPROVAL
+    assert ei.value.result.awaiting_approval and not ei.value.result.terminal
+    assert ei.value.approval_until is not None and ei.value.approval_until.year == 2024
+    assert "waits for a person's approval" in str(ei.value) and "Keep the key" in str(ei.value)
+    # The step was not completed: the next run of the step sends the same key.
+    with journal.step("transfer") as again:
+        assert again.key == step.key and not again.completed
+
+
+def test_a_denied_call_is_failed_for_good():
+    c, _ = client(lambda req, n: httpx.Response(200, json=answer("failed", error={"code": "approval_denied", "message": "bob denied the call: no"})))
+    r = c.call("payments.transfer", key="k1", args={})
+    assert r.status == "failed" and r.error.code == toolexec.APPROVAL_DENIED and not r.awaiting_approval
+
+
 def test_running_when_the_wait_ends_is_no_answer():
     c, _ = client(lambda req, n: httpx.Response(202, json=answer("running"), headers=LOC))
     with pytest.raises(NoAnswer) as ei:
@@ -259,6 +287,19 @@ def test_the_async_client_follows_the_same_rules():
     r, rec = asyncio.run(main())
     assert not r.was_replay and [q.method for q in rec.requests] == ["POST", "POST"]
     assert json.loads(rec.requests[0].content) == {"a": 1}
+
+    async def awaiting():
+        c = AsyncClient.http(BASE, "tok", http_client=httpx.AsyncClient(
+            transport=httpx.MockTransport(lambda req: httpx.Response(202, json=AWAITING, headers=LOC))))
+        try:
+            with pytest.raises(toolexec.ApprovalPending):
+                await c.call("payments.transfer", key="k1", args={}, wait=30)
+        finally:
+            await c.aclose()
+
+    t0 = time.monotonic()
+    asyncio.run(awaiting())
+    assert time.monotonic() - t0 < 5
 
 
 def test_bad_construction_is_a_config_error():

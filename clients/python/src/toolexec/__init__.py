@@ -18,6 +18,7 @@ from .canonical import args_hash, canonical_bytes, canonicalize
 from .client import Client, ToolInfo
 from .errors import (
     AnswerError,
+    ApprovalPending,
     ConfigError,
     Conflict,
     Error,
@@ -33,6 +34,9 @@ from .errors import (
 from .journal import Journal, Step, current_step
 from .kafka_config import load_properties
 from .result import (
+    APPROVAL_DENIED,
+    APPROVAL_LAPSED,
+    AWAITING_APPROVAL,
     COMPENSATED,
     COMPENSATION_FAILED,
     COMPENSATION_PENDING,
@@ -53,7 +57,7 @@ from .tool import AsyncTool, Tool
 __version__ = "0.2.0"
 
 __all__ = [
-    "AnswerError", "AsyncClient", "AsyncTool", "Client", "COMPENSATED", "COMPENSATION_FAILED",
+    "APPROVAL_DENIED", "APPROVAL_LAPSED", "AWAITING_APPROVAL", "AnswerError", "ApprovalPending", "AsyncClient", "AsyncTool", "Client", "COMPENSATED", "COMPENSATION_FAILED",
     "COMPENSATION_PENDING", "CONFLICT", "ConfigError", "Conflict", "Error", "ErrorInfo", "FAILED",
     "InDoubt", "InvalidRequest", "Journal", "MissingKey", "NOT_EXECUTED", "NoAnswer", "PENDING",
     "REJECTED", "RESOLVED", "RUNNING", "Rejected", "Result", "SUCCEEDED", "Step", "Tool", "ToolInfo",

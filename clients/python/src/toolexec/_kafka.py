@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from . import kafka_config
-from ._request import CallRequest
+from ._request import CallRequest, settles
 from .errors import ConfigError, TransportError
 from .result import Result
 from .routing import owner_partition, routing_key
@@ -324,7 +324,8 @@ class QueueWaiter:
             self._cond.notify_all()
 
     def wait(self, deadline: float) -> Result | None:
-        """Returns the terminal answer, or the last pending one (or None)
+        """Returns the terminal answer (or one that says a person must
+        approve first), or the last pending one (or None)
         when the deadline passes; raises TransportError when the intent was
         not delivered."""
         last: Result | None = None
@@ -332,7 +333,7 @@ class QueueWaiter:
             while True:
                 while self._answers:
                     r = self._answers.pop(0)
-                    if r.terminal:
+                    if settles(r):
                         return r
                     last = r
                 if self._error is not None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from . import _trace, _validate
 from .canonical import canonicalize
-from .errors import AnswerError, Conflict, InDoubt, InvalidRequest, MissingKey, NoAnswer, Rejected, UnknownTool
+from .errors import AnswerError, ApprovalPending, Conflict, InDoubt, InvalidRequest, MissingKey, NoAnswer, Rejected, UnknownTool
 from .journal import Step, current_step
 from .result import CONFLICT, REJECTED, RUNNING, Result
 
@@ -43,8 +43,13 @@ class CallRequest:
 def outcome(req: CallRequest, last: Result | None, note: str = "") -> Result:
     """Returns the final answer, or raises the exception that stands for it:
     Conflict, Rejected (UnknownTool), InDoubt when the last answer is
-    pending, NoAnswer when there was none."""
+    pending (ApprovalPending when it awaits a person's approval), NoAnswer
+    when there was none."""
     what = f"{req.type} of {req.tool!r} with key {req.key!r}"
+    if last is not None and last.awaiting_approval:
+        raise ApprovalPending(f"{what}: waits for a person's approval ({_why(last)}); nothing ran. Keep the key: "
+                              f"calling again later with the same key and arguments returns the outcome once a "
+                              f"person decided", last)
     if last is None or last.status == RUNNING:
         raise NoAnswer(f"{what}: no final answer within {req.wait:g}s{note}; the call may still be running or "
                        f"queued. Calling again with the same key and arguments is safe", last)
@@ -61,6 +66,12 @@ def outcome(req: CallRequest, last: Result | None, note: str = "") -> Result:
                               f"tenant may call (over the gateway)", last)
         raise Rejected(f"{what}: rejected ({_why(last)})", last)
     return last
+
+
+def settles(r: Result) -> bool:
+    """Whether an answer ends a call's wait: a final one, or one that says
+    a person must approve first (waiting longer would not help)."""
+    return r.terminal or r.awaiting_approval
 
 
 def _why(r: Result) -> str:

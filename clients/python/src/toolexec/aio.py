@@ -20,7 +20,7 @@ import httpx
 
 from . import _http, _validate
 from ._kafka import DEFAULT_CONNECT_TIMEOUT, CallbackWaiter, KafkaCore
-from ._request import CALL, COMPENSATE, CallRequest, finish, journaled, prepare
+from ._request import CALL, COMPENSATE, CallRequest, finish, journaled, prepare, settles
 from .client import DEFAULT_PREFIX, ToolInfo
 from .errors import ConfigError, TransportError
 from .journal import Step
@@ -163,6 +163,8 @@ class _AsyncHttpTransport:
             last = reading.answer or reading.result or last
             if reading.result is not None and reading.result.intent_id:
                 ours.add(reading.result.intent_id)
+            if last is not None and last.awaiting_approval:
+                return last, ""  # a person decides: posting again would not help
             left = deadline - time.monotonic()
             if left <= 0:
                 return last, ""
@@ -251,7 +253,7 @@ class _AsyncKafkaTransport:
                     break
                 if isinstance(item, str):
                     raise TransportError(f"kafka: {item}", sent=False)
-                if item.terminal:
+                if settles(item):
                     return item, ""
                 last = item
         finally:

@@ -210,6 +210,8 @@ class _HttpTransport:
             last = reading.answer or reading.result or last
             if reading.result is not None and reading.result.intent_id:
                 ours.add(reading.result.intent_id)
+            if last is not None and last.awaiting_approval:
+                return last, ""  # a person decides: posting again would not help
             left = deadline - time.monotonic()
             if left <= 0:
                 return last, ""

@@ -15,6 +15,9 @@ the executor have it in ``.result``:
   key, and the later call gets the final answer once there is one.
   :class:`NoAnswer` is the case where no answer at all came (the call may
   still be running, or the executor is not reachable).
+  :class:`ApprovalPending` is the case of a tool that needs a person's
+  approval: raised at once, nothing ran, and a person approves or denies
+  this key with these arguments.
 
 Exceptions without an answer: :class:`InvalidRequest` (refused before
 anything was sent), :class:`MissingKey`, :class:`Unauthorized`,
@@ -23,6 +26,7 @@ anything was sent), :class:`MissingKey`, :class:`Unauthorized`,
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -77,6 +81,21 @@ class InDoubt(AnswerError):
     answer so far, ``pending``, is in ``result``) or still running; it is
     never executed again for this key. Calling again later with the same key
     and arguments is safe and returns the final answer once it is known."""
+
+
+class ApprovalPending(InDoubt):
+    """The tool needs a person's approval of this key with these arguments
+    (``approval: required``), and nothing ran yet. Raised at once: waiting
+    longer would not help. Keep the key (a journal step keeps it): calling
+    again later with the same key and arguments returns the outcome once a
+    person decided: the call's, or ``failed`` (``approval_denied``), or
+    ``not_executed`` (``approval_lapsed``, no one decided in time). Never use
+    a new key for this action: that asks for another approval.
+    ``approval_until`` is when the request lapses."""
+
+    @property
+    def approval_until(self) -> datetime | None:
+        return None if self.result is None else self.result.approval_until
 
 
 class NoAnswer(InDoubt):

@@ -28,6 +28,15 @@ RUNNING = "running"
 #: The statuses that are not final: the key runs, or is parked in doubt.
 NON_TERMINAL = frozenset({PENDING, COMPENSATION_PENDING, RUNNING})
 
+#: The ``error.code`` of a pending answer whose key waits for a person's
+#: approval (a tool with ``approval: required``): nothing ran.
+AWAITING_APPROVAL = "awaiting_approval"
+#: The ``error.code`` of a ``failed`` answer: a person denied the call.
+APPROVAL_DENIED = "approval_denied"
+#: The ``error.code`` of a ``not_executed`` answer: no one approved the call
+#: before its request lapsed; the key is free again.
+APPROVAL_LAPSED = "approval_lapsed"
+
 
 @dataclass(frozen=True)
 class ErrorInfo:
@@ -67,6 +76,9 @@ class Result:
     type: str | None = None
     attempt: int | None = None
     previous_status: str | None = None
+    #: When the key's request for approval lapses (UTC), on an answer that
+    #: says it awaits one.
+    approval_until: datetime | None = None
     journaled: bool = False
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -78,6 +90,13 @@ class Result:
     @property
     def succeeded(self) -> bool:
         return self.status == SUCCEEDED
+
+    @property
+    def awaiting_approval(self) -> bool:
+        """True for the pending answer of a key that waits for a person's
+        approval: nothing ran, and a person, not a retry, decides when it
+        runs."""
+        return self.status == PENDING and self.error is not None and self.error.code == AWAITING_APPROVAL
 
     @classmethod
     def from_wire(cls, m: Mapping[str, Any]) -> Result:
@@ -102,6 +121,7 @@ class Result:
             type=_str(m.get("type")),
             attempt=m.get("attempt") if isinstance(m.get("attempt"), int) else None,
             previous_status=_str(m.get("previous_status")),
+            approval_until=_time(m.get("approval_until")),
             raw=dict(m),
         )
 
@@ -117,7 +137,7 @@ class Result:
             v = getattr(self, name)
             if v is not None:
                 out[name] = v
-        for name in ("original_called_at", "completed_at"):
+        for name in ("original_called_at", "completed_at", "approval_until"):
             t = getattr(self, name)
             if t is not None:
                 out[name] = _unix_ms(t)
