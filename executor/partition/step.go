@@ -232,6 +232,7 @@ func (s *stepper) deadLetter(i int, reason, detail, id, tenant, key string) {
 // was dispatched: then the outcome is dropped (Ready.Lost), never written
 // by a non-owner; the loop keeps a definite one as a fact for the key's
 // owner (executor/facts.go), and a read is called again by its new owner.
+// Either way the call's place is free from now (admission.go).
 func (s *stepper) complete(cm Completion) error {
 	s.c.occ.free(cm.Call, s.nowMs)
 	if pt, ok := s.c.parts[cm.Call.P]; !ok || pt.epoch != cm.Call.Epoch {
