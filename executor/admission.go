@@ -13,16 +13,23 @@ import (
 // admission is the core's bound on the calls this member holds: each
 // tool's max_in_flight running and toolQueueRounds times as many
 // waiting, and the member's MaxInFlight running and MaxQueued waiting.
+// Its ToolCap is called by the core alone (the loop): the registry is
+// fixed after start, so each tool is looked up once, without a lock.
 func admission(reg *tools.Registry, maxInFlight, maxQueued int) partition.Admission {
 	member := maxInFlight + maxQueued
+	caps := map[string]int{}
 	return partition.Admission{
 		MemberCap: member,
 		ToolCap: func(tool string) int {
-			spec, _, ok := reg.Lookup(tool)
-			if !ok || spec.MaxInFlight <= 0 {
-				return 0
+			if c, ok := caps[tool]; ok {
+				return c
 			}
-			return min(spec.MaxInFlight*(1+toolQueueRounds), member)
+			c := 0
+			if spec, _, ok := reg.Lookup(tool); ok && spec.MaxInFlight > 0 {
+				c = min(spec.MaxInFlight*(1+toolQueueRounds), member)
+			}
+			caps[tool] = c
+			return c
 		},
 	}
 }
