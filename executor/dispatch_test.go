@@ -299,6 +299,19 @@ func (g *gatedTool) invoke(ctx context.Context, r tools.Request) tools.Outcome {
 	return tools.Outcome{Status: tools.Succeeded, Attempts: 1}
 }
 
+// gatedDispatcher is a dispatcher of 8 slots with one gated tool, slow,
+// that runs one call at a time.
+func gatedDispatcher(t *testing.T) (*dispatcher, *gatedTool) {
+	t.Helper()
+	reg := tools.NewRegistry()
+	g := newGatedTool()
+	spec := tools.Spec{Name: "slow", Class: tools.NativeKey, Timeout: time.Second, PendingTTL: time.Minute, Retention: time.Hour, MaxInFlight: 1}
+	if err := reg.Register(spec, tools.Func(g.invoke)); err != nil {
+		t.Fatal(err)
+	}
+	return newDispatcher(context.Background(), reg, 8, Hooks{}, func() {}), g
+}
+
 // next returns the key of the next call that starts.
 func (g *gatedTool) next(t *testing.T) string {
 	t.Helper()
@@ -316,13 +329,7 @@ func (g *gatedTool) next(t *testing.T) string {
 // (b joins the turns behind a, then they alternate), not behind a's ten.
 // The queue waits are told per tenant.
 func TestDispatcherFairShare(t *testing.T) {
-	reg := tools.NewRegistry()
-	g := newGatedTool()
-	spec := tools.Spec{Name: "slow", Class: tools.NativeKey, Timeout: time.Second, PendingTTL: time.Minute, Retention: time.Hour, MaxInFlight: 1}
-	if err := reg.Register(spec, tools.Func(g.invoke)); err != nil {
-		t.Fatal(err)
-	}
-	d := newDispatcher(context.Background(), reg, 8, Hooks{}, func() {})
+	d, g := gatedDispatcher(t)
 	var wmu sync.Mutex
 	waits := map[string]int{}
 	d.waited = func(tenant string, _ time.Duration) { wmu.Lock(); waits[tenant]++; wmu.Unlock() }
@@ -357,13 +364,7 @@ func TestDispatcherFairShare(t *testing.T) {
 // and comes back at its end; a revocation takes jobs out without moving
 // the turn.
 func TestDispatcherRoundRobin(t *testing.T) {
-	reg := tools.NewRegistry()
-	g := newGatedTool()
-	spec := tools.Spec{Name: "slow", Class: tools.NativeKey, Timeout: time.Second, PendingTTL: time.Minute, Retention: time.Hour, MaxInFlight: 1}
-	if err := reg.Register(spec, tools.Func(g.invoke)); err != nil {
-		t.Fatal(err)
-	}
-	d := newDispatcher(context.Background(), reg, 8, Hooks{}, func() {})
+	d, g := gatedDispatcher(t)
 	submit := func(tenant string, p int32, keys ...string) {
 		var jobs []job
 		for _, k := range keys {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/atmostonce/toolexec/client"
 	"github.com/atmostonce/toolexec/codes"
@@ -105,8 +104,9 @@ func TestTenantFloodStraightToKafka(t *testing.T) {
 	// slow tool: no answer before the gate opens), or refused at once.
 	var admitted, refusedN int
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		admitted = int(counter(t, metrics, "toolexec_executor_tenant_admitted_total", map[string]string{"tenant": "a"}))
-		refusedN = int(counter(t, metrics, "toolexec_executor_tenant_refused_total", map[string]string{"tenant": "a", "limit": "tool_share"}))
+		// Only a is refused, and only for its share of the slow tool.
+		admitted = int(metric(t, metrics, "toolexec_executor_tenant_admitted_total", "tenant", "a"))
+		refusedN = int(metric(t, metrics, "toolexec_executor_tenant_refused_total", "limit", "tool_share"))
 		if admitted+refusedN == flood {
 			break
 		}
@@ -171,11 +171,17 @@ func TestTenantFloodStraightToKafka(t *testing.T) {
 	}
 	slowMu.Unlock()
 
-	if got := counter(t, metrics, "toolexec_executor_tenant_admitted_total", map[string]string{"tenant": "a"}); got != float64(admitted+1) {
+	if got := metric(t, metrics, "toolexec_executor_tenant_admitted_total", "tenant", "a"); got != float64(admitted+1) {
 		t.Errorf("admitted_total{a} = %v, want %d", got, admitted+1)
 	}
-	if got := counter(t, metrics, "toolexec_executor_tenant_admitted_total", map[string]string{"tenant": "b"}); got != 11 {
+	if got := metric(t, metrics, "toolexec_executor_tenant_admitted_total", "tenant", "b"); got != 11 {
 		t.Errorf("admitted_total{b} = %v, want 11", got)
+	}
+	if got := metric(t, metrics, "toolexec_executor_tenant_refused_total", "tenant", "b"); got != 0 {
+		t.Errorf("refused_total{b} = %v, want 0", got)
+	}
+	if got := metric(t, metrics, "toolexec_executor_tenant_refused_total", "tenant", "a"); got != float64(refusedN) {
+		t.Errorf("refused_total{a} = %v, want %d, all for tool_share", got, refusedN)
 	}
 }
 
@@ -190,38 +196,4 @@ func startedSlow(mu *sync.Mutex, ran map[string]int) int {
 	mu.Lock()
 	defer mu.Unlock()
 	return len(ran)
-}
-
-// counter reads the value of a counter with the given labels, 0 when
-// absent.
-func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if hasLabels(m, labels) {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
-}
-
-func hasLabels(m *dto.Metric, want map[string]string) bool {
-	n := 0
-	for _, l := range m.GetLabel() {
-		if v, ok := want[l.GetName()]; ok {
-			if v != l.GetValue() {
-				return false
-			}
-			n++
-		}
-	}
-	return n == len(want)
 }
