@@ -52,6 +52,7 @@ LABEL org.opencontainers.image.title="toolexec" \
 COPY --from=build /out/executor /out/reconciler /out/gateway /
 USER 65532:65532
 # 9464: the executor's /metrics, /healthz, /readyz; 9465: the reconciler's;
-# 8080: the gateway's API, MCP and its own.
-EXPOSE 8080 9464 9465
+# 8080: the gateway's API, MCP, /healthz and /readyz; 9466: the gateway's
+# /metrics (--metrics-addr), apart from the agents' port.
+EXPOSE 8080 9464 9465 9466
 ENTRYPOINT ["/executor"]

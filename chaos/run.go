@@ -17,7 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/client"
 	"github.com/atmostonce/toolexec/internal/cli"
+	"github.com/atmostonce/toolexec/internal/tokenfile"
 	"github.com/atmostonce/toolexec/topics"
 	"github.com/atmostonce/toolexec/wire"
 )
@@ -77,6 +79,7 @@ type run struct {
 	escalations escalationWatch
 	undo        []func()
 	recExits    int
+	opToken     string // the reconciler's operator token: /pending is served to operators only
 }
 
 // loadKafkaConfig reads Config.KafkaConfig (checked against the broker at
@@ -164,6 +167,10 @@ func (rn *run) setup(ctx context.Context) error {
 		return fmt.Errorf("chaos: no executor started; see %s/ex0.log", rn.dir)
 	}
 	rn.rec = &Proc{Name: "reconciler", DataDir: filepath.Join(rn.dir, "rec-data"), HTTP: freeAddr(), Log: filepath.Join(rn.dir, "reconciler.log"), bin: recBin}
+	operators, err := rn.operatorsFile()
+	if err != nil {
+		return err
+	}
 	rn.rec.args = []string{"--brokers", strings.Join(rn.brokers, ","), "--tools", toolsFile, "--data-dir", rn.rec.DataDir, "--http-addr", rn.rec.HTTP,
 		"--topic-prefix", tag + ".", "--group", tag + "-rec", "--scan-interval", "1s", "--backoff", "1s", "--backoff-cap", "10s",
 		"--session-timeout", "6s", "--command-timeout", "30s",
@@ -171,7 +178,7 @@ func (rn *run) setup(ctx context.Context) error {
 		// 10 s transaction timeouts, the broker's 1 s abort cleanup: 24 s,
 		// docs/DESIGN.md) plus their facts' 5 s delivery backoff: what the
 		// members know lands first, and the settle waits less.
-		"--fact-grace", "40s"}
+		"--fact-grace", "40s", "--operators", operators}
 	rn.rec.args = append(rn.rec.args, rn.kafkaArgs()...)
 	if err := rn.rec.Start(); err != nil {
 		return err
@@ -446,12 +453,29 @@ type pendingRow struct {
 	DownstreamKey                    string `json:"downstream_key"`
 }
 
+// operatorsFile writes the reconciler's operators file, one operator with
+// a fresh token, which the harness keeps to read /pending.
+func (rn *run) operatorsFile() (string, error) {
+	rn.opToken = "chaos-" + client.NewID()
+	path := filepath.Join(rn.dir, "operators.yaml")
+	body := fmt.Sprintf("operators:\n  - name: chaos\n    tokens: [%q]\n", tokenfile.HashToken(rn.opToken))
+	return path, os.WriteFile(path, []byte(body), 0o600)
+}
+
 func (rn *run) pendingRows() ([]pendingRow, error) {
-	resp, err := http.Get("http://" + rn.rec.HTTP + "/pending")
+	req, err := http.NewRequest(http.MethodGet, "http://"+rn.rec.HTTP+"/pending", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+rn.opToken)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("chaos: /pending: %s", resp.Status)
+	}
 	var body struct{ Rows []pendingRow }
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 		return nil, fmt.Errorf("chaos: /pending: %w", err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -71,6 +72,7 @@ type Client struct {
 	replyTo  string
 	nIntents int32
 	done     chan struct{}
+	replyID  atomic.Value // kadm.TopicID of the reply topic being read
 
 	mu struct {
 		sync.Mutex
@@ -86,6 +88,7 @@ type Client struct {
 type waiter struct {
 	tenant, key string
 	ch          chan *wire.Result
+	hand        func(*wire.Result) // set by Pending.Hand: takes the next answer instead of ch
 }
 
 // New connects, and starts reading answers from the current end of the
@@ -151,6 +154,7 @@ func (c *Client) connect(ctx context.Context) error {
 		return fmt.Errorf("client: topic %s does not exist; is the executor running?", c.names.Intents)
 	}
 	c.nIntents = int32(len(td[c.names.Intents].Partitions))
+	c.replyID.Store(td[c.replyTo].ID)
 	ends, err := topicadmin.EndOffsets(ctx, adm, c.replyTo)
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
@@ -164,6 +168,38 @@ func (c *Client) connect(ctx context.Context) error {
 		return fmt.Errorf("client: %w", err)
 	}
 	c.cons = cons
+	return nil
+}
+
+// ReplyTopicID is the id of the reply topic the client reads: a topic
+// deleted and made again under the same name has another.
+func (c *Client) ReplyTopicID() kadm.TopicID {
+	id, _ := c.replyID.Load().(kadm.TopicID)
+	return id
+}
+
+// Reconsume reads the reply topic anew, from the start of each of its
+// partitions. What it is for: a reply topic deleted and made again (a
+// gateway's, deleted by a peer while it lived) is another topic under
+// the same name, and the consumer would keep following the one that is
+// gone; answers produced to the new one since it was made are read.
+// Answers awaited stay awaited.
+func (c *Client) Reconsume(ctx context.Context) error {
+	td, err := kadm.NewClient(c.prod).ListTopics(ctx, c.replyTo)
+	if err != nil {
+		return fmt.Errorf("client: list topics: %w", err)
+	}
+	d, ok := td[c.replyTo]
+	if !ok || d.Err != nil || len(d.Partitions) == 0 {
+		return fmt.Errorf("client: reply topic %s does not exist", c.replyTo)
+	}
+	start := map[int32]kgo.Offset{}
+	for p := range d.Partitions {
+		start[p] = kgo.NewOffset().AtStart()
+	}
+	c.cons.PurgeTopicsFromConsuming(c.replyTo)
+	c.cons.AddConsumePartitions(map[string]map[int32]kgo.Offset{c.replyTo: start})
+	c.replyID.Store(d.ID)
 	return nil
 }
 
@@ -185,8 +221,16 @@ func (c *Client) readAnswers() {
 func (c *Client) deliver(res *wire.Result) {
 	c.mu.Lock()
 	w, ok := c.mu.waiters[res.IntentID]
+	ok = ok && res.Tenant == w.tenant && res.Key == w.key
+	if ok && w.hand != nil {
+		delete(c.mu.waiters, res.IntentID)
+	}
 	c.mu.Unlock()
-	if !ok || res.Tenant != w.tenant || res.Key != w.key {
+	if !ok {
+		return
+	}
+	if w.hand != nil {
+		w.hand(res)
 		return
 	}
 	select {
@@ -313,6 +357,57 @@ func (p *Pending) Next(ctx context.Context) (*wire.Result, error) {
 // Close stops listening for the intent's answers. Idempotent.
 func (p *Pending) Close() { p.c.unregister(p.in.ID) }
 
+// Hand stops waiting for the intent's answers here and hands the next one
+// to f instead: at once when one came already, else on the client's
+// reading goroutine when it comes (f must not block), or nil when d
+// passes first or the client closes. f is called once. The Pending must
+// not be used afterwards. What it is for: a caller that stopped waiting
+// (the gateway's Prefer: wait=0) but holds something until the call ends
+// (the gateway's place in its tenant's concurrent_calls).
+func (p *Pending) Hand(d time.Duration, f func(*wire.Result)) {
+	var once sync.Once
+	var timer atomic.Pointer[time.Timer]
+	var called atomic.Bool
+	call := func(res *wire.Result) {
+		once.Do(func() {
+			called.Store(true)
+			if t := timer.Load(); t != nil {
+				t.Stop()
+			}
+			f(res)
+		})
+	}
+	if !p.c.handOver(p.in.ID, call) {
+		call(nil)
+		return
+	}
+	select {
+	case res := <-p.ch: // came before the hand-over
+		p.c.unregister(p.in.ID)
+		call(res)
+		return
+	default:
+	}
+	timer.Store(time.AfterFunc(d, func() { p.c.unregister(p.in.ID); call(nil) }))
+	if called.Load() { // the answer came while the timer was being set
+		timer.Load().Stop()
+	}
+}
+
+// handOver makes f take the next answer of the intent id; false when the
+// intent is no longer awaited (the client closed).
+func (c *Client) handOver(id string, f func(*wire.Result)) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, ok := c.mu.waiters[id]
+	if !ok || c.mu.closed {
+		return false
+	}
+	w.hand = f
+	c.mu.waiters[id] = w
+	return true
+}
+
 func fill(in *wire.Intent, replyTo, results string) {
 	if in.V == 0 {
 		in.V = wire.Version
@@ -396,7 +491,17 @@ func (c *Client) await(ctx context.Context, ch chan *wire.Result) (*wire.Result,
 func (c *Client) Close() {
 	c.mu.Lock()
 	c.mu.closed = true
+	var hands []func(*wire.Result)
+	for id, w := range c.mu.waiters {
+		if w.hand != nil {
+			hands = append(hands, w.hand)
+			delete(c.mu.waiters, id)
+		}
+	}
 	c.mu.Unlock()
+	for _, h := range hands { // no answer will come now
+		h(nil)
+	}
 	if c.prod != nil {
 		c.prod.Close()
 	}

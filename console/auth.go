@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/atmostonce/toolexec/internal/httpserve"
 )
 
 // Cookies: the session, and the sign-in form's own CSRF value (before a
@@ -48,6 +50,14 @@ const (
 // its token's hash is in the operators file in force: a reload that drops
 // the token ends it here, at its next request.
 func (c *Console) identify(r *http.Request) (operator, authFailure) {
+	op, why := c.identified(r)
+	if why == authOK {
+		httpserve.Authenticated(r) // an operator's connection may stay open
+	}
+	return op, why
+}
+
+func (c *Console) identified(r *http.Request) (operator, authFailure) {
 	ops := c.cfg.Operators.Current()
 	if h := r.Header.Get("Authorization"); h != "" {
 		token, ok := strings.CutPrefix(h, "Bearer ")

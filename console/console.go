@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/atmostonce/toolexec/reconciler"
 )
 
 // Config configures the console. Zero values take the defaults documented
@@ -70,10 +72,12 @@ func New(cfg Config) (*Console, error) {
 // On reports whether the console serves pages (an operators file is set).
 func (c *Console) On() bool { return c.cfg.Operators != nil }
 
-// Mount adds the console's routes to mux, under /console.
+// Mount adds the console's routes to mux, under /console, and /pending
+// (the reconciler's keys in doubt, as JSON) behind the same sign-in.
 func (c *Console) Mount(mux *http.ServeMux) {
 	h := func(f http.HandlerFunc) http.Handler { return secured(f) }
 	mux.Handle("GET /console/static/{file}", h(c.static))
+	mux.Handle("/pending", h(c.pending))
 	if !c.On() {
 		mux.Handle("/console", h(c.off))
 		mux.Handle("/console/", h(c.off))
@@ -104,6 +108,27 @@ func secured(h http.HandlerFunc) http.HandlerFunc {
 		hd.Set("Cache-Control", "no-store")
 		h(w, r)
 	}
+}
+
+// pending serves the reconciler's rows (reconciler.WritePending) to an
+// operator: every tenant's keys in doubt and their downstream keys are
+// theirs to see, nobody else's. Without an operators file it is not
+// served.
+func (c *Console) pending(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case !c.On():
+		http.Error(w, "/pending is served to operators, behind the console's sign-in: start with --operators (docs/OPERATIONS.md)", http.StatusNotFound)
+		return
+	case r.Method != http.MethodGet:
+		w.Header().Set("Allow", http.MethodGet)
+		http.Error(w, "GET only", http.StatusMethodNotAllowed)
+		return
+	}
+	if _, why := c.identify(r); why != authOK {
+		c.unauthorized(w)
+		return
+	}
+	reconciler.WritePending(w, c.cfg.Backend.Rows())
 }
 
 // off answers every console page while no operators file is set.

@@ -33,6 +33,7 @@ type fakeBackend struct {
 	sent   []reconciler.ResolveRequest
 	answer *wire.Result
 	err    error
+	more   []*saga.Event // after k-1's history
 }
 
 func (b *fakeBackend) t0() int64 { return b.now.Add(-10 * time.Minute).UnixMilli() }
@@ -77,13 +78,13 @@ func (b *fakeBackend) History(_ context.Context, tenant, key string) ([]*saga.Ev
 		return nil, nil
 	}
 	w := &saga.Waiter{IntentID: "i-1"}
-	return []*saga.Event{
+	return append([]*saga.Event{
 		{Kind: saga.EvStarted, Tenant: tenant, Key: key, At: b.t0(), IntentID: "i-1", Tool: "t.irrev", PendingTTL: 3000,
 			RetentionMs: 3600_000, Attempt: 1, DownstreamKey: "dk-1", Waiter: w},
 		{Kind: saga.EvOutcome, Tenant: tenant, Key: key, At: b.t0() + 1000, CallID: "i-1", Status: saga.StatusUnknown,
 			Err: &saga.Error{Code: "timeout", Message: "no answer in 1s"}},
 		{Kind: saga.EvWaiting, Tenant: tenant, Key: key, At: b.t0() + 2000, IntentID: "i-dup", Waiter: &saga.Waiter{IntentID: "i-dup"}},
-	}, nil
+	}, b.more...), nil
 }
 
 func (b *fakeBackend) Send(_ context.Context, req reconciler.ResolveRequest) (*wire.Result, error) {
@@ -265,7 +266,7 @@ func TestForgedOrMissingCSRFIsRefused(t *testing.T) {
 		t.Fatalf("%d commands sent with a bad CSRF token", n)
 	}
 	p := w.do(c, "POST", "/console/key", resolveForm(csrf))
-	if p.status != http.StatusSeeOther || !strings.Contains(p.header.Get("Location"), "done=resolved") {
+	if p.status != http.StatusSeeOther || !strings.Contains(p.header.Get("Location"), "done=op-console-") {
 		t.Fatalf("a good action: %d %s\n%s", p.status, p.header.Get("Location"), p.body)
 	}
 	sent := w.b.sends()
@@ -466,6 +467,53 @@ func TestConsoleOff(t *testing.T) {
 		if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), "--operators") {
 			t.Fatalf("%s with the console off: %d\n%s", path, rec.Code, rec.Body)
 		}
+	}
+}
+
+// The notice after an action comes from the key's event log: a link that
+// names a result, an operator and an action in its query shows none of
+// them; the page a real action leads to shows what the log recorded.
+func TestNoticeComesFromTheLog(t *testing.T) {
+	w := newWorld(t)
+	c := w.browser()
+	w.signIn(c, aliceToken)
+	forged := "/console/key?" + url.Values{"tenant": {"acme"}, "key": {"k-1"}, "done": {"succeeded"}, "by": {"mallory"},
+		"action": {"resolve succeeded"}}.Encode()
+	p := w.do(c, "GET", forged, nil)
+	if notice := noticeOf(p.body); p.status != http.StatusOK || strings.Contains(notice, "mallory") || strings.Contains(notice, "succeeded") {
+		t.Fatalf("a forged notice is shown: %d %q", p.status, notice)
+	}
+	w.b.more = []*saga.Event{{Kind: saga.EvResolved, Tenant: "acme", Key: "k-1", At: w.b.t0() + 5000, IntentID: "op-console-1",
+		CallID: "i-1", Status: saga.StatusSucceeded, By: "alice", Reason: "found in the tool's log"}}
+	p = w.do(c, "GET", "/console/key?"+url.Values{"tenant": {"acme"}, "key": {"k-1"}, "done": {"op-console-1"}}.Encode(), nil)
+	if notice := noticeOf(p.body); notice != "Recorded: Resolved succeeded by alice: found in the tool&#39;s log" {
+		t.Fatalf("the notice of a recorded command: %q", notice)
+	}
+}
+
+var noticeP = regexp.MustCompile(`<p class="notice" id="notice">([^<]*)</p>`)
+
+// noticeOf is the page's notice, "" when it has none.
+func noticeOf(body string) string {
+	if m := noticeP.FindStringSubmatch(body); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// /pending (every tenant's keys in doubt, with their downstream keys) is
+// served to operators only: without a credential, or with a tenant's
+// token, it is 401; with an operator's token it lists the rows.
+func TestPendingIsForOperators(t *testing.T) {
+	w := newWorld(t)
+	for name, headers := range map[string][]string{"no credential": nil, "a tenant's token": {"Authorization", "Bearer " + tenantToken}} {
+		if p := w.do(http.DefaultClient, "GET", "/pending", nil, headers...); p.status != http.StatusUnauthorized || strings.Contains(p.body, "dk-1") {
+			t.Fatalf("%s: %d\n%s", name, p.status, p.body)
+		}
+	}
+	p := w.do(http.DefaultClient, "GET", "/pending", nil, "Authorization", "Bearer "+aliceToken)
+	if p.status != http.StatusOK || !strings.Contains(p.body, `"downstream_key":"dk-1"`) {
+		t.Fatalf("an operator's /pending: %d\n%s", p.status, p.body)
 	}
 }
 

@@ -35,6 +35,7 @@ type keyData struct {
 	Refusal     string
 	Problem     string
 	ListLink    string
+	events      []*saga.Event // the key's history, for the notice
 }
 
 // keyPage is GET /console/key?tenant=T&key=K: the key's timeline and what
@@ -43,9 +44,32 @@ func (c *Console) keyPage(w http.ResponseWriter, r *http.Request, op operator) {
 	q := r.URL.Query()
 	d, status := c.keyData(r.Context(), op, q.Get("tenant"), q.Get("key"))
 	if done := q.Get("done"); done != "" && d.Problem == "" {
-		d.Notice = fmt.Sprintf("The executor answered %q to %s's %s.", done, q.Get("by"), q.Get("action"))
+		d.Notice = commandNotice(d.events, done)
 	}
 	c.render(w, status, "key", d)
+}
+
+// commandNotice says what the key's event log holds of the command with
+// id (the action just done, whose page the console redirected to): the
+// notice comes from the log, never from the query string, so a link
+// cannot show an operator an action that never happened.
+func commandNotice(evs []*saga.Event, id string) string {
+	for _, ev := range evs {
+		if ev.IntentID == id && commandEvent(ev.Kind) {
+			return "Recorded: " + sentence(ev)
+		}
+	}
+	return "The command this link names is not in the key's event log (yet): the timeline below is what is recorded."
+}
+
+// commandEvent: the events an operator's command records, under the
+// command's id.
+func commandEvent(k saga.EventKind) bool {
+	switch k {
+	case saga.EvResolved, saga.EvCompensationStarted, saga.EvApproved, saga.EvDenied:
+		return true
+	}
+	return false
 }
 
 func (c *Console) keyData(ctx context.Context, op operator, tenant, key string) (keyData, int) {
@@ -63,7 +87,7 @@ func (c *Console) keyData(ctx context.Context, op operator, tenant, key string) 
 		d.Problem = fmt.Sprintf("the event log holds no event of %s (the key was never called, or its events are past retention)", wire.RoutingKey(tenant, key))
 		return d, http.StatusNotFound
 	}
-	d.Found, d.Timeline, d.Rec = true, timeline(evs), eventlog.FoldHistory(evs)
+	d.Found, d.Timeline, d.Rec, d.events = true, timeline(evs), eventlog.FoldHistory(evs), evs
 	c.describe(&d)
 	return d, http.StatusOK
 }
@@ -187,7 +211,7 @@ func (c *Console) keyAction(w http.ResponseWriter, r *http.Request, op operator)
 	case err != nil:
 		c.refuse(w, r, op, f, http.StatusGatewayTimeout, fmt.Sprintf("No answer from the executor: %v. The command %s may still be applied: reload this page to see the timeline.", err, req.ID))
 	default:
-		q := url.Values{"tenant": {req.Tenant}, "key": {req.Key}, "done": {res.Status}, "by": {op.name}, "action": {describeCommand(req)}}
+		q := url.Values{"tenant": {req.Tenant}, "key": {req.Key}, "done": {req.ID}} // the page finds the command in the log
 		http.Redirect(w, r, "/console/key?"+q.Encode(), http.StatusSeeOther)
 	}
 }
@@ -206,14 +230,6 @@ func (c *Console) send(ctx context.Context, op operator, req reconciler.ResolveR
 		return c.decide(ctx, op, req)
 	}
 	return c.cfg.Backend.Send(ctx, req)
-}
-
-func describeCommand(req reconciler.ResolveRequest) string {
-	switch req.Type {
-	case wire.TypeCompensate, wire.TypeApprove, wire.TypeDeny:
-		return req.Type
-	}
-	return "resolve " + req.Outcome
 }
 
 // refuse shows the key page again with why the action was not done.

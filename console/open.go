@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/atmostonce/toolexec/internal/cli"
+	"github.com/atmostonce/toolexec/internal/tokenfile"
 )
 
 // Options are what a process gives the console: its flags, the backend,
@@ -27,8 +28,12 @@ type Options struct {
 	// not read the results. Empty: the process's own (Backend's).
 	KafkaConfigFile string
 	Backend         Backend
-	Registerer      prometheus.Registerer // the process's; nil: no info metric
+	Registerer      prometheus.Registerer // the process's; nil: no info or reload metric
 	Logger          *slog.Logger
+	// Disjoint keeps the operators apart from the other token files of
+	// the process (the embedded gateway's tenants), at the start and at
+	// every reload; nil: no other file.
+	Disjoint *tokenfile.Disjoint
 }
 
 // Open loads the operators file (when one is named), reloads it on SIGHUP
@@ -44,6 +49,16 @@ func Open(ctx context.Context, o Options) (c *Console, stop func(), err error) {
 		if ops, err = NewOperatorStore(o.OperatorsFile); err != nil {
 			return nil, nil, err
 		}
+		if o.Registerer != nil {
+			ops.CountReloads(o.Registerer)
+		}
+	}
+	if ops != nil {
+		if err := ops.KeepApart(o.Disjoint); err != nil {
+			return nil, nil, err
+		}
+	}
+	if o.OperatorsFile != "" {
 		stop = ops.ReloadOnSignal(o.Logger, syscall.SIGHUP)
 	}
 	c, err = New(Config{Operators: ops, Backend: o.Backend, ExternalURL: o.ExternalURL, Logger: o.Logger})

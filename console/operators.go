@@ -2,10 +2,13 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"regexp"
 	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/atmostonce/toolexec/internal/tokenfile"
 )
@@ -41,8 +44,10 @@ func ParseOperators(data []byte) (*Operators, error) { return tokenfile.Parse(op
 // OperatorStore holds the operators in force; Reload swaps them
 // atomically. Safe for concurrent use.
 type OperatorStore struct {
-	path string
-	cur  atomic.Pointer[Operators]
+	path    string
+	cur     atomic.Pointer[Operators]
+	apart   *tokenfile.Disjoint    // set once by KeepApart, before any Reload
+	reloads *prometheus.CounterVec // result; nil: not counted
 }
 
 // NewOperatorStore loads the operators file at path.
@@ -75,8 +80,22 @@ func ValidOperator(name string) bool { return validOperator(name) }
 // Current returns the operators in force.
 func (s *OperatorStore) Current() *Operators { return s.cur.Load() }
 
+// KeepApart puts the operators in force through d, now and at every
+// reload (tokenfile.Disjoint): operators that list a token of another
+// file in force (a tenant's gateway token) are refused, and a reload of
+// them keeps the operators in force. Call it before the store is served.
+func (s *OperatorStore) KeepApart(d *tokenfile.Disjoint) error {
+	if err := d.Put(operatorsFile.List, s.Current(), func() {}); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrOperators, s.path, err)
+	}
+	s.apart = d
+	return nil
+}
+
 // Reload reads the file again and puts it in force. On any error the
-// operators in force stay as they were.
+// operators in force stay as they were; with KeepApart, operators that
+// share a token with another file in force are refused so (an error
+// wrapping tokenfile.ErrShared).
 func (s *OperatorStore) Reload() error {
 	if s.path == "" {
 		return nil
@@ -85,18 +104,48 @@ func (s *OperatorStore) Reload() error {
 	if err != nil {
 		return err
 	}
-	s.cur.Store(ops)
+	if err := s.apart.Put(operatorsFile.List, ops, func() { s.cur.Store(ops) }); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrOperators, s.path, err)
+	}
 	return nil
 }
 
 // ReloadOnSignal reloads the file on every sig (SIGHUP by convention)
-// until stop is called, logging the outcome.
+// until stop is called, logging the outcome and counting it (CountReloads).
 func (s *OperatorStore) ReloadOnSignal(log *slog.Logger, sig ...os.Signal) (stop func()) {
-	return tokenfile.OnSignal(func() {
-		if err := s.Reload(); err != nil {
-			log.Error("operators file not reloaded; the previous operators stay in force", "err", err)
-			return
-		}
-		log.Info("operators file reloaded; sessions of removed tokens end", "path", s.path, "operators", len(s.Current().Names()))
-	}, sig...)
+	return tokenfile.OnSignal(func() { s.reload(log) }, sig...)
+}
+
+func (s *OperatorStore) reload(log *slog.Logger) {
+	err := s.Reload()
+	s.count(err)
+	if err != nil {
+		log.Error("operators file not reloaded; the previous operators stay in force", "err", err)
+		return
+	}
+	log.Info("operators file reloaded; sessions of removed tokens end", "path", s.path, "operators", len(s.Current().Names()))
+}
+
+// CountReloads counts the reloads on reg, as
+// toolexec_console_operator_reloads_total{result}. Call it before the
+// first reload.
+func (s *OperatorStore) CountReloads(reg prometheus.Registerer) {
+	s.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolexec_console_operator_reloads_total",
+		Help: "Reloads of the operators file (SIGHUP) by result: ok, error (the file has an error), shared_token (it lists a token of the tenants file in force); on any but ok the operators in force stay."},
+		[]string{"result"})
+	reg.MustRegister(s.reloads)
+}
+
+func (s *OperatorStore) count(err error) {
+	if s.reloads == nil {
+		return
+	}
+	switch {
+	case errors.Is(err, tokenfile.ErrShared):
+		s.reloads.WithLabelValues("shared_token").Inc()
+	case err != nil:
+		s.reloads.WithLabelValues("error").Inc()
+	default:
+		s.reloads.WithLabelValues("ok").Inc()
+	}
 }

@@ -131,7 +131,9 @@ func answerJSON(res *wire.Result) *wire.Result {
 const maxJSONDepth = 100
 
 // jsonValue converts msgpack-decoded values (raw messages, maps with
-// non-string keys, NaN) into values encoding/json can write.
+// non-string keys, NaN) into values encoding/json can write, and writes a
+// float that encoding/json would write as another integer in its exact
+// form (wire.JSONFloat).
 func jsonValue(v any) any { return jsonValueAt(v, 0) }
 
 func jsonValueAt(v any, depth int) any {
@@ -164,13 +166,21 @@ func jsonValueAt(v any, depth int) any {
 		}
 		return out
 	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil
-		}
+		return jsonFloat(x, v)
 	case float32:
-		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return nil
-		}
+		return jsonFloat(float64(x), v)
+	}
+	return v
+}
+
+// jsonFloat is f (whose value v is) as encoding/json may write it: nil
+// for NaN and the infinities, which JSON has not.
+func jsonFloat(f float64, v any) any {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil
+	}
+	if n, ok := wire.JSONFloat(f); ok {
+		return n
 	}
 	return v
 }

@@ -38,9 +38,15 @@ func decodeArgs(r io.Reader) (map[string]any, error) {
 	return parseArgs(body)
 }
 
+// parseArgs reads the arguments' JSON object. A text that encoding/json
+// would read as something else than it says (not UTF-8, a lone
+// surrogate, a member named twice) is refused (checkJSONText).
 func parseArgs(body []byte) (map[string]any, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return map[string]any{}, nil
+	}
+	if err := checkJSONText(body); err != nil {
+		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()

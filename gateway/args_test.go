@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -50,6 +52,12 @@ func TestWireArgsNumbersAreExact(t *testing.T) {
 	}
 	if _, err := canon(`{"n":18446744073709551617}`); err == nil {
 		t.Error("2^64+1 accepted: it would be replayed as 2^64")
+	}
+	if _, err := canon(`{"n":36893488147419103232}`); err == nil {
+		t.Error("2^65 written as an integer accepted: the tool would receive 36893488147419103000")
+	}
+	if b, err := json.Marshal(jsonValue(map[string]any{"n": 0x1p65})); err != nil || string(b) != `{"n":3.6893488147419103232e+19}` {
+		t.Errorf("a float of 2^65 in an answer: %s %v", b, err)
 	}
 	a, errA := canon(`{"n":9007199254740993}`)
 	b, errB := canon(`{"n":9007199254740993.0}`)
@@ -199,5 +207,41 @@ func TestMCPKeyGrammar(t *testing.T) {
 	}
 	if k, msg := mcpKey(map[string]any{tools.ReservedArg: "caf\u00e9 1"}, nil, tl); k != "caf\u00e9 1" || msg != "" {
 		t.Errorf("%q %q", k, msg)
+	}
+}
+
+// Bodies that encoding/json would read as something else than they say
+// are refused, so that different bytes are never one call: bytes that are
+// not UTF-8, lone surrogates (all four would read as U+FFFD), and a
+// member named twice at any depth (the last would win). A surrogate pair,
+// a name escaped another way in another object, and the same name in two
+// objects are fine.
+func TestParseArgsRefusesInexactJSON(t *testing.T) {
+	for name, body := range map[string]string{
+		"byte 0xFF":         "{\"a\":\"x\xffy\"}",
+		"byte 0xFE":         "{\"a\":\"\xfe\"}",
+		"high surrogate":    `{"a":"\ud800"}`,
+		"low surrogate":     `{"a":"\udfff"}`,
+		"reversed pair":     `{"a":"\udc00\ud800"}`,
+		"high then letter":  `{"a":"\ud800x"}`,
+		"in a name":         `{"\ud800":1}`,
+		"duplicate":         `{"a":1,"a":2}`,
+		"duplicate escaped": `{"a":1,"\u0061":2}`,
+		"nested duplicate":  `{"o":{"b":[1,{"c":1,"c":1}]}}`,
+		"after an array":    `{"a":[1,2],"a":3}`,
+	} {
+		if _, err := parseArgs([]byte(body)); !errors.Is(err, errJSONText) {
+			t.Errorf("%s: %q read without complaint (%v)", name, body, err)
+		}
+	}
+	for name, body := range map[string]string{
+		"a pair":              `{"a":"\ud83d\ude00"}`,
+		"one name, 2 objects": `{"x":{"a":1},"y":{"a":1},"a":[{"a":1},{"a":2}]}`,
+		"escaped quote":       `{"a":"\"\\u\"","b":"\\ud800"}`,
+		"utf-8":               `{"café":"ключ 😀"}`,
+	} {
+		if _, err := parseArgs([]byte(body)); err != nil {
+			t.Errorf("%s: %q refused: %v", name, body, err)
+		}
 	}
 }

@@ -142,6 +142,10 @@ func callerTrace(traceparent, tracestate string) (string, string) {
 // sendFailed answers a produce that failed; when the caller went away
 // there is no one to answer.
 func (g *Gateway) sendFailed(w http.ResponseWriter, err error) {
+	if le, ok := limitOf(err); ok {
+		writeLimited(w, le)
+		return
+	}
 	if rej, ok := refusal(err); ok {
 		newProblem(http.StatusBadRequest, rej.Reason, rej.Detail).write(w)
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/atmostonce/toolexec/client"
@@ -75,11 +76,17 @@ type reply struct {
 	done   bool         // res is terminal
 }
 
-// send checks and produces the intent and waits up to req.wait for its terminal
-// answer. A pending answer (in doubt) does not end the wait: the key may
-// settle within it. It returns ctx's error when the caller went away.
+// send checks the intent, admits it by the tenant's limits (admit.go: a
+// *limitError when over one), produces it and waits up to req.wait for
+// its terminal answer. A pending answer (in doubt) does not end the wait:
+// the key may settle within it. It returns ctx's error when the caller
+// went away.
 func (g *Gateway) send(ctx context.Context, req intentReq) (reply, error) {
 	in, err := g.intent(req)
+	if err != nil {
+		return reply{}, err
+	}
+	release, err := g.admitCall(req.tenant)
 	if err != nil {
 		return reply{}, err
 	}
@@ -89,19 +96,57 @@ func (g *Gateway) send(ctx context.Context, req intentReq) (reply, error) {
 	endProduceSpan(span, err)
 	cancel()
 	if err != nil {
+		release()
 		if ctx.Err() != nil {
 			return reply{}, ctx.Err()
 		}
 		return reply{}, fmt.Errorf("%w: %w", errUnavailable, err)
 	}
-	defer p.Close()
 	g.m.waiting.Inc()
 	defer g.m.waiting.Dec()
 	wctx, wcancel := context.WithTimeout(ctx, req.wait)
 	defer wcancel()
 	res, err := p.Wait(wctx)
+	g.holdUntilAnswered(p, req.tool, res, release)
 	if err != nil && ctx.Err() != nil {
 		return reply{intent: p.Intent()}, ctx.Err()
 	}
 	return reply{intent: p.Intent(), res: res, done: err == nil}, nil
+}
+
+// admitCall admits one call of tenant by its limits in force, and counts
+// the verdict.
+func (g *Gateway) admitCall(tenant string) (func(), error) {
+	free, err := g.admit.admit(tenant, g.cfg.Tenants.Current().Limits(tenant))
+	g.m.admitted(tenant, kindCall, err, 0)
+	if err != nil {
+		return nil, err
+	}
+	g.m.callsInFlight.Inc()
+	var once sync.Once
+	return func() { once.Do(func() { free(); g.m.callsInFlight.Dec() }) }, nil
+}
+
+// answerHoldMargin is how long past its tool's pending_ttl a call holds
+// its place in concurrent_calls without an answer. Why a bound at all: an
+// answer can be lost (an executor that died before answering, a reply
+// topic deleted meanwhile), and a place held for ever would shut the
+// tenant out. Why pending_ttl: no call runs longer (tools.Spec), and the
+// executor answers a call in doubt when it passes; the margin covers the
+// intent's wait in the executor's queues before it starts.
+const answerHoldMargin = time.Minute
+
+// holdUntilAnswered frees the call's place in its tenant's
+// concurrent_calls when its answer came within the wait (res, terminal or
+// in doubt), else hands the wait for it to the client, so that a caller
+// who stopped waiting (Prefer: wait=0, or a wait that ended) still holds
+// the place until the executor answers, or the call's pending_ttl and the
+// margin pass.
+func (g *Gateway) holdUntilAnswered(p *client.Pending, t *tool, res *wire.Result, release func()) {
+	if res != nil {
+		p.Close()
+		release()
+		return
+	}
+	p.Hand(t.spec.PendingTTL+answerHoldMargin, func(*wire.Result) { release() })
 }

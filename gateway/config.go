@@ -63,10 +63,35 @@ type Config struct {
 	// Registerer takes the gateway's metrics; nil: not registered.
 	Registerer prometheus.Registerer
 	// TracerProvider makes the spans of calls (a request's, its intent's
-	// produce), continuing the caller's traceparent; nil: no spans
-	// (internal/tracing.FromEnv decides from OTEL_*).
+	// produce); nil: no spans (internal/tracing.FromEnv decides from
+	// OTEL_*).
 	TracerProvider trace.TracerProvider
+	// CallerTrace is what a caller's traceparent (header, or an MCP
+	// call's _meta) does: TraceLink (the default) or TraceContinue.
+	CallerTrace CallerTrace
 }
+
+// CallerTrace says how far the gateway trusts a caller's trace context.
+type CallerTrace string
+
+const (
+	// TraceLink, the default: each request starts a trace of its own,
+	// sampled by the gateway's sampler, with a link to the caller's span;
+	// without tracing, the caller's traceparent goes no further. What
+	// OpenTelemetry advises for a service whose callers are not trusted,
+	// and why it is the default: agents are outside the trust boundary
+	// (the trust model in docs/SECURITY.md), and a caller's traceparent
+	// would otherwise choose the trace ids the executor, the tools and
+	// the metrics' exemplars carry, and the sampled flag that decides
+	// what this deployment records and pays to keep.
+	TraceLink CallerTrace = "link"
+	// TraceContinue: the caller's traceparent is the parent of the
+	// gateway's spans (or, without tracing, is passed on as it came), so
+	// that the caller's trace goes on through the executor to the tool.
+	// For callers inside the trust boundary (a deployment's own
+	// services).
+	TraceContinue CallerTrace = "continue"
+)
 
 func (c *Config) withDefaults() {
 	if c.Prefix == "" {
@@ -87,6 +112,9 @@ func (c *Config) withDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.CallerTrace == "" {
+		c.CallerTrace = TraceLink
+	}
 }
 
 // Validate checks a config after defaults.
@@ -100,6 +128,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: InstanceID %q must match [a-z0-9._-]{1,64}", ErrConfig, c.InstanceID)
 	case c.DefaultWait < 0 || c.MaxWait <= 0 || c.DefaultWait > c.MaxWait:
 		return fmt.Errorf("%w: want 0 <= DefaultWait (%s) <= MaxWait (%s), MaxWait > 0", ErrConfig, c.DefaultWait, c.MaxWait)
+	case c.CallerTrace != TraceLink && c.CallerTrace != TraceContinue:
+		return fmt.Errorf("%w: CallerTrace %q: want %q or %q", ErrConfig, c.CallerTrace, TraceLink, TraceContinue)
 	}
 	return nil
 }

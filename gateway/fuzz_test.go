@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -22,6 +23,21 @@ func FuzzParseTenants(f *testing.F) {
 			if !wire.ValidTenant(n) || !ts.Has(n) {
 				t.Fatalf("accepted tenant %q", n)
 			}
+		}
+	})
+}
+
+// checkJSONText never panics, and never refuses a text that
+// encoding/json reads as it is written: a refusal is only for bytes that
+// are not UTF-8, lone surrogates, or a member named twice.
+func FuzzCheckJSONText(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `{"a":"\ud800"}`, `{"a":1,"a":2}`, "\"", `{"\u0061":1,"a":2}`, `[{"a":[{"a":1}]}]`, "{\"a\":\"\xff\"}"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		err := checkJSONText(b)
+		if err != nil && !errors.Is(err, errJSONText) {
+			t.Fatalf("%q: %v", b, err)
 		}
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"sync/atomic"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -34,10 +36,17 @@ type Gateway struct {
 	admCl   *kgo.Client
 	adm     *kadm.Client
 	client  *client.Client
-	lookups *lookupLimiter // GET and compensate of a key
+	lookups *limiter   // GET and compensate of a key
+	admit   *admission // calls and compensates, by the tenant's limits
 	mcp     *mcpServers
 	stop    chan struct{} // ends keepReplyTopic
 	stopped chan struct{}
+	// replyLost: the reply topic is gone, or is not the one the client
+	// reads; the gateway is not ready until checkReplyTopic mends it.
+	replyLost atomic.Bool
+	// reaper is keepReplyTopic's: when it first saw each empty reply
+	// topic of another instance (reap.go).
+	reaper struct{ emptySince map[string]time.Time }
 }
 
 // tool is one configured tool as the gateway serves it.
@@ -57,7 +66,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{cfg: cfg, names: topics.NamesWithPrefix(cfg.Prefix), replyTopic: ReplyTopic(cfg.Prefix, cfg.InstanceID),
-		log: cfg.Logger.With("component", "gateway"), lookups: newLookupLimiter()}
+		log: cfg.Logger.With("component", "gateway"), lookups: newLookupLimiter(), admit: newAdmission()}
 	if err := g.loadTools(); err != nil {
 		return nil, err
 	}
@@ -87,7 +96,7 @@ func (g *Gateway) connect(ctx context.Context) error {
 		return fmt.Errorf("gateway: %w", err)
 	}
 	g.admCl, g.adm = admCl, kadm.NewClient(admCl)
-	if err := ensureReplyTopic(ctx, g.adm, g.replyTopic); err != nil {
+	if err := g.makeReplyTopic(ctx); err != nil {
 		return err
 	}
 	cl, err := client.New(ctx, client.Config{Brokers: g.cfg.Brokers, Prefix: g.cfg.Prefix, ReplyTo: g.replyTopic, ClientOpts: g.kafkaOpts()})
@@ -154,9 +163,16 @@ func (g *Gateway) visibleTools(tenant string) []*tool {
 // Ping reports whether a broker of the cluster answers on the gateway's
 // admin connection. Without one no call can be produced nor its answer
 // read: a gateway's readiness follows it.
+//
+// A gateway whose reply topic is gone (a peer deleted it) is not ready
+// either until it made the topic again and reads it: no answer would
+// reach a request meanwhile.
 func (g *Gateway) Ping(ctx context.Context) error {
 	if err := g.admCl.Ping(ctx); err != nil {
 		return fmt.Errorf("gateway: no broker answers: %w", err)
+	}
+	if g.replyLost.Load() {
+		return fmt.Errorf("gateway: the reply topic %s is being made again", g.replyTopic)
 	}
 	return nil
 }

@@ -58,12 +58,11 @@ func (g *Gateway) knownKeyRequest(w http.ResponseWriter, r *http.Request, tenant
 // an expired one and one that never was all give the same 404.
 func (g *Gateway) record(w http.ResponseWriter, r *http.Request, tenant string, t *tool, key string) (*wire.Result, answerState, bool) {
 	res, state, err := g.lookup(r.Context(), tenant, t, key)
-	switch {
-	case errors.Is(err, errBusy):
-		w.Header().Set("Retry-After", strconv.Itoa(retryBusy))
-		writeProblem(w, http.StatusTooManyRequests, codeTooManyRequests,
-			fmt.Sprintf("too many key lookups at once: at most %d per tenant run or wait; retry after %d s", maxTenantQueued, retryBusy))
+	if le, ok := limitOf(err); ok {
+		writeLimited(w, le)
 		return nil, 0, false
+	}
+	switch {
 	case err != nil:
 		if r.Context().Err() == nil {
 			g.log.Warn("key lookup failed", "err", err)

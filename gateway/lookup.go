@@ -25,16 +25,18 @@ var errNoAnswer = errors.New("gateway: no answer to the lookup")
 // how a request ends on it; a nil answer when the key has no record for
 // t (never called, expired, another tenant's or another tool's: the
 // tenant is the caller's, so another tenant's key is simply not found).
-// The lookup limiter bounds them (limit.go): errBusy when the tenant may
-// not wait. An executor that rejects the type (a version before lookups)
+// The lookup limiter bounds them (limit.go): a *limitError when the
+// tenant (or the instance) may not wait. An executor that rejects the type (a version before lookups)
 // is answered from a scan of the event log instead (scanLog).
 func (g *Gateway) lookup(ctx context.Context, tenant string, t *tool, key string) (*wire.Result, answerState, error) {
-	release, err := g.lookups.acquire(ctx, tenant)
+	start := time.Now()
+	release, err := g.lookups.acquire(ctx, tenant, lookupShare)
+	err = lookupRefusal(err)
+	g.m.admitted(tenant, kindLookup, err, time.Since(start))
 	if err != nil {
 		return nil, 0, err
 	}
 	defer release()
-	start := time.Now()
 	defer func() { g.m.lookupSeconds.Observe(time.Since(start).Seconds()) }()
 	res, err := g.ask(ctx, tenant, t, key)
 	switch {
@@ -98,4 +100,24 @@ func (g *Gateway) lookupInLog(ctx context.Context, tenant string, t *tool, key s
 	}
 	res, state := recordAnswer(rec, time.Now().UnixMilli())
 	return res, state, nil
+}
+
+// The limits of the key lookups, as a 429 names them.
+const (
+	limitTenantLookups  = "tenant_lookups"
+	limitGatewayLookups = "gateway_lookups"
+)
+
+// lookupRefusal turns a refusal of the lookup limiter into the limit it
+// names; other errors (the caller went away) stay.
+func lookupRefusal(err error) error {
+	switch {
+	case errors.Is(err, errBusy):
+		return &limitError{Limit: limitTenantLookups, RetryAfter: retryBusy, Detail: fmt.Sprintf(
+			"too many key lookups at once: at most %d per tenant run or wait; retry after %d s", maxTenantQueued, retryBusy)}
+	case errors.Is(err, errFull):
+		return &limitError{Limit: limitGatewayLookups, RetryAfter: retryBusy, Detail: fmt.Sprintf(
+			"too many key lookups at once at this gateway instance: at most %d run or wait; retry after %d s", maxQueuedLookups, retryBusy)}
+	}
+	return err
 }

@@ -129,12 +129,19 @@ func (g *Gateway) newMCPServer(tenant string) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: mcpServerName, Version: "1"}, &mcp.ServerOptions{
 		Instructions: mcpInstructions,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		SetCacheable: privateCache,
 	})
 	for _, t := range g.visibleTools(tenant) {
 		srv.AddTool(mcpTool(t), g.mcpCall(tenant, t))
 	}
 	return srv
 }
+
+// privateCache marks every cacheable result (tools/list above all)
+// private: a tenant's list is its own (the tools' allow-lists), so no
+// shared cache may serve it to another caller. The SDK's default is
+// public.
+func privateCache(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" }
 
 // mcpTool describes t for tools/list. Annotations come from the class:
 // readOnlyHint for read_only, destructiveHint for irreversible, and
@@ -181,7 +188,7 @@ func mcpSchema(t *tool) map[string]any {
 	props[tools.ReservedArg] = map[string]any{
 		"type": "string", "minLength": 1, "maxLength": wire.MaxKeyBytes,
 		"description": "Idempotency key of this action, chosen by you and kept in your state: the same key (with the same arguments) on every retry returns the first call's outcome instead of acting twice. Derive it from the run and the step, never a fresh random value per attempt. " +
-			"At most 256 bytes of UTF-8 (maxLength counts characters), without control characters or white space at either end; compared byte for byte.",
+			"At most 256 bytes of UTF-8 (maxLength counts characters), without control or invisible characters, without separators but the ASCII space, not beginning or ending with a space; compared byte for byte.",
 	}
 	s["properties"] = props
 	req, _ := s["required"].([]any)
@@ -206,6 +213,11 @@ func (g *Gateway) mcpCall(tenant string, t *tool) mcp.ToolHandler {
 		ctx, span := g.mcpSpan(ctx, in)
 		defer endProduceSpan(span, nil)
 		rep, err := g.send(ctx, in)
+		if le, ok := limitOf(err); ok {
+			g.m.mcpCalls.WithLabelValues("refused").Inc()
+			return errorResult(fmt.Sprintf("Refused: over the limit %s (%s). Nothing ran. Call again with the same idempotency_key after %d s.",
+				le.Limit, le.Detail, le.RetryAfter)), nil
+		}
 		if rej, ok := refusal(err); ok {
 			g.m.mcpCalls.WithLabelValues("invalid").Inc()
 			return errorResult(fmt.Sprintf("Rejected (%s): %s. Nothing ran.", rej.Reason, rej.Detail)), nil
@@ -224,6 +236,9 @@ func (g *Gateway) mcpCall(tenant string, t *tool) mcp.ToolHandler {
 // mcpIntent reads the key and arguments of a tools/call.
 func mcpIntent(tenant string, t *tool, p *mcp.CallToolParamsRaw) (intentReq, *mcp.CallToolResult) {
 	args, err := parseArgs(p.Arguments)
+	if errors.Is(err, errJSONText) {
+		return intentReq{}, errorResult("Invalid arguments: " + err.Error() + ". Nothing ran.")
+	}
 	if err != nil {
 		return intentReq{}, errorResult("The arguments must be a JSON object.")
 	}
@@ -231,9 +246,7 @@ func mcpIntent(tenant string, t *tool, p *mcp.CallToolParamsRaw) (intentReq, *mc
 	if msg != "" {
 		return intentReq{}, errorResult(msg)
 	}
-	if t.requiresKey() {
-		delete(args, tools.ReservedArg)
-	}
+	delete(args, tools.ReservedArg) // the gateway's argument, never the tool's (tools.ReservedArg)
 	wargs, err := wireArgs(args)
 	if err != nil {
 		return intentReq{}, errorResult("Invalid arguments: the number at " + err.Error() + ". Nothing ran.")
@@ -246,13 +259,25 @@ func mcpIntent(tenant string, t *tool, p *mcp.CallToolParamsRaw) (intentReq, *mc
 }
 
 // mcpKey takes the idempotency_key argument, else the host's _meta key;
-// a read-only tool without either gets a fresh key.
+// a read-only tool without either gets a fresh key. A key that is not a
+// string is answered as such, not as a missing one.
 func mcpKey(args map[string]any, meta mcp.Meta, t *tool) (string, string) {
 	var key string
-	if v, ok := args[tools.ReservedArg].(string); ok && t.requiresKey() {
-		key = v
-	} else if v, ok := meta[metaKey].(string); ok {
-		key = v
+	arg, inArgs := args[tools.ReservedArg]
+	mk, inMeta := meta[metaKey]
+	switch {
+	case inArgs && t.requiresKey():
+		s, ok := arg.(string)
+		if !ok {
+			return "", fmt.Sprintf("idempotency_key must be a string, not %s: choose a key for this action (from your run and step), keep it, and send the same key on every retry.", jsonType(arg))
+		}
+		key = s
+	case inMeta:
+		s, ok := mk.(string)
+		if !ok {
+			return "", fmt.Sprintf("_meta %q must be a string, not %s.", metaKey, jsonType(mk))
+		}
+		key = s
 	}
 	switch {
 	case key == "" && t.requiresKey():
@@ -260,10 +285,27 @@ func mcpKey(args map[string]any, meta mcp.Meta, t *tool) (string, string) {
 	case key == "":
 		return "read-" + client.NewID(), ""
 	case wire.CheckKey(key) != nil:
-		return "", fmt.Sprintf("idempotency_key is not valid (%v): it is 1 to %d bytes of UTF-8, without control characters, "+
-			"white space at either end, or the values \".\" and \"..\".", wire.CheckKey(key), wire.MaxKeyBytes)
+		return "", fmt.Sprintf("idempotency_key is not valid (%v): it is 1 to %d bytes of UTF-8, without control or invisible characters, "+
+			"without separators but the ASCII space, not beginning or ending with a space, and not \".\" or \"..\".", wire.CheckKey(key), wire.MaxKeyBytes)
 	}
 	return key, ""
+}
+
+// jsonType names the JSON type of a decoded value, for messages.
+func jsonType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number, float64, int64:
+		return "a number"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	}
+	return "a " + fmt.Sprintf("%T", v)
 }
 
 func schemaText(t *tool, errs []schemaError) string {

@@ -1,18 +1,23 @@
 package gateway
 
 import (
+	"errors"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/atmostonce/toolexec/internal/tokenfile"
 	"github.com/atmostonce/toolexec/internal/tracing"
 )
 
 // metrics are the gateway's collectors, namespace toolexec_gateway_.
-// Tenants and keys are never labels (unbounded, and a tenant name may be
-// confidential); routes and status codes are.
+// Keys are never labels (unbounded); routes and status codes are, and the
+// tenant is on the admission metrics only (tenant_*): the tenants file
+// bounds them (at most maxTenants), and an operator needs to see which
+// tenant is refused. A tenant name is the operator's choice, visible to
+// whoever may read the metrics.
 type metrics struct {
 	requests      *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
@@ -21,7 +26,18 @@ type metrics struct {
 	lookupSeconds prometheus.Histogram
 	mcpCalls      *prometheus.CounterVec
 	reloads       *prometheus.CounterVec
+
+	tenantAdmitted *prometheus.CounterVec // tenant, kind
+	tenantRefused  *prometheus.CounterVec // tenant, kind, limit
+	tenantWait     *prometheus.CounterVec // tenant, kind: seconds waited for a slot
+	callsInFlight  prometheus.Gauge
 }
+
+// What an admission admits: a call (or compensate), or a key lookup.
+const (
+	kindCall   = "call"
+	kindLookup = "lookup"
+)
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
@@ -38,12 +54,41 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		mcpCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "toolexec", Subsystem: "gateway", Name: "mcp_calls_total",
 			Help: "MCP tools/call requests by the answer's status (running when the wait ended without one)."}, []string{"status"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "toolexec", Subsystem: "gateway", Name: "tenant_reloads_total",
-			Help: "Reloads of the tenants file (SIGHUP) by result (ok, error)."}, []string{"result"}),
+			Help: "Reloads of the tenants file (SIGHUP) by result: ok, error (the file has an error), shared_token (it lists a token of the operators file in force); on any but ok the tenants in force stay."}, []string{"result"}),
 	}
+	m.tenantMetrics()
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration, m.waiting, m.authFailures, m.lookupSeconds, m.mcpCalls, m.reloads)
+		reg.MustRegister(m.requests, m.duration, m.waiting, m.authFailures, m.lookupSeconds, m.mcpCalls, m.reloads,
+			m.tenantAdmitted, m.tenantRefused, m.tenantWait, m.callsInFlight)
 	}
 	return m
+}
+
+func (m *metrics) tenantMetrics() {
+	m.tenantAdmitted = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "toolexec", Subsystem: "gateway", Name: "tenant_admitted_total",
+		Help: "Calls (kind call: POST calls, MCP tools/call, compensate) and key lookups (kind lookup: GET, and compensate's look) admitted, by tenant."}, []string{"tenant", "kind"})
+	m.tenantRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "toolexec", Subsystem: "gateway", Name: "tenant_refused_total",
+		Help: "Calls and key lookups refused with 429 (nothing sent), by tenant and by the limit that refused them (concurrent_calls, calls_per_second, " +
+			"gateway_calls_in_flight, tenant_lookups, gateway_lookups)."}, []string{"tenant", "kind", "limit"})
+	m.tenantWait = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "toolexec", Subsystem: "gateway", Name: "tenant_queue_wait_seconds_total",
+		Help: "Seconds admitted requests waited in the gateway's queue for a slot, by tenant (calls never wait: over a limit they are refused; lookups queue)."}, []string{"tenant", "kind"})
+	m.callsInFlight = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "toolexec", Subsystem: "gateway", Name: "calls_in_flight",
+		Help: "Calls produced by this instance whose answer has not come yet, all tenants (each tenant's are bounded by its concurrent_calls)."})
+}
+
+// admitted counts an admission's verdict: admitted (with its wait),
+// refused by a limit, or neither (the caller went away).
+func (m *metrics) admitted(tenant, kind string, err error, waited time.Duration) {
+	if le, ok := limitOf(err); ok {
+		m.tenantRefused.WithLabelValues(tenant, kind, le.Limit).Inc()
+		return
+	}
+	if err == nil {
+		m.tenantAdmitted.WithLabelValues(tenant, kind).Inc()
+		if waited > 0 {
+			m.tenantWait.WithLabelValues(tenant, kind).Add(waited.Seconds())
+		}
+	}
 }
 
 // observe counts a request; its duration carries the trace id of its
@@ -63,7 +108,11 @@ func (m *metrics) observe(route string, code int, d time.Duration, span trace.Sp
 // line.
 func (g *Gateway) ReloadTenants(path string) error {
 	err := g.cfg.Tenants.Reload(path)
-	if err != nil {
+	switch {
+	case errors.Is(err, tokenfile.ErrShared):
+		g.m.reloads.WithLabelValues("shared_token").Inc()
+		return err
+	case err != nil:
 		g.m.reloads.WithLabelValues("error").Inc()
 		return err
 	}

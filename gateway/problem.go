@@ -20,6 +20,10 @@ type problem struct {
 	Code     string        `json:"code"`
 	IntentID string        `json:"intent_id,omitempty"`
 	Errors   []schemaError `json:"errors,omitempty"`
+	// Limit names the limit a 429 is for: concurrent_calls,
+	// calls_per_second, gateway_calls_in_flight, tenant_lookups,
+	// gateway_lookups.
+	Limit string `json:"limit,omitempty"`
 }
 
 // Problem codes of the gateway itself; a rejected intent uses the wire's
@@ -56,7 +60,7 @@ var problemTitles = map[string]string{
 	codeMethodNotAllowed: "Method not allowed",
 	codeNotFound:         "Not found",
 	codeUnavailable:      "The service is unavailable; retry with the same key",
-	codeTooManyRequests:  "Too many requests at once; retry after the time given",
+	codeTooManyRequests:  "Over a limit of the tenant or of the gateway; nothing was sent: retry after the time given",
 	codeInternal:         "Internal error",
 }
 
@@ -79,4 +83,13 @@ func (p *problem) write(w http.ResponseWriter) {
 
 func writeProblem(w http.ResponseWriter, status int, code, detail string) {
 	newProblem(status, code, detail).write(w)
+}
+
+// writeLimited answers a request refused by a limit: 429, Retry-After,
+// and the limit's name in the problem.
+func writeLimited(w http.ResponseWriter, le *limitError) {
+	w.Header().Set("Retry-After", strconv.Itoa(le.RetryAfter))
+	p := newProblem(http.StatusTooManyRequests, codeTooManyRequests, le.Detail)
+	p.Limit = le.Limit
+	p.write(w)
 }

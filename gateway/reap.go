@@ -12,22 +12,34 @@ import (
 )
 
 // The life of reply topics. Every gateway writes a heartbeat into its own
-// reply topic every replyHeartbeat, and every gateway, every reapInterval,
-// deletes the reply topics (<prefix>gateway.<id>, never its own) whose
-// newest record is older than Config.ReplyTopicIdle, or that hold none:
-// no gateway has run with that id for that long. Why delete at all: an
-// instance id that is gone for good (a pod of a StatefulSet scaled down,
-// a container whose data dir was lost) leaves its topic behind, and the
-// topics pile up. Why deleting is safe now: an answer owed to a topic
-// that vanished goes to the results topic with reply_to_error (the
-// executor forgets the topic and answers the redo there), so no executor
-// stalls; the waiter it was owed to stopped listening when its gateway
-// went. A gateway that starts again with the id creates its topic anew;
-// one whose topic a peer deleted while it lived (its heartbeats failed
-// for ReplyTopicIdle) creates it again at its next heartbeat.
+// reply topic when it starts and every replyHeartbeat after, and every
+// gateway, every reapInterval, deletes the reply topics (<prefix>gateway.<id>,
+// never its own) idle for Config.ReplyTopicIdle: no gateway has run with
+// that id for that long. Idle is measured by a clock that starts when
+// the topic was made: a topic's newest record (a heartbeat, the first of
+// them written when the topic is made, or an answer) must be older than
+// the idle time; a topic that holds none (made a moment ago, before its
+// first heartbeat; or emptied by retention) must have been seen empty by
+// this reaper, pass after pass, for the idle time. So a topic is never
+// deleted sooner than the idle time after it was made, whatever the
+// order of a peer's start and a reap; a reaper that restarts starts its
+// clocks again, which only delays a deletion.
+//
+// Why delete at all: an instance id that is gone for good (a pod of a
+// StatefulSet scaled down, a container whose data dir was lost) leaves
+// its topic behind, and the topics pile up. Why deleting is safe: an
+// answer owed to a topic that vanished goes to the results topic with
+// reply_to_error (the executor forgets the topic and answers the redo
+// there), so no executor stalls; the waiter it was owed to stopped
+// listening when its gateway went. A gateway whose topic a peer deleted
+// while it lived finds it gone within replyTopicCheck, makes it again
+// and reads the new one (Client.Reconsume); it is not ready meanwhile.
 const (
 	replyHeartbeat = 5 * time.Minute
 	reapInterval   = 10 * time.Minute
+	// replyTopicCheck is how often a gateway checks that its reply topic
+	// is the one it reads: a cheap metadata request.
+	replyTopicCheck = 30 * time.Second
 	// DefaultReplyTopicIdle is Config.ReplyTopicIdle's default: the reply
 	// topics' retention, so an idle topic is also an empty one.
 	DefaultReplyTopicIdle = replyRetention
@@ -41,6 +53,8 @@ const (
 func (g *Gateway) keepReplyTopic(stop <-chan struct{}) {
 	beat := time.NewTicker(replyHeartbeat)
 	defer beat.Stop()
+	check := time.NewTicker(replyTopicCheck)
+	defer check.Stop()
 	reap := time.NewTicker(reapInterval)
 	defer reap.Stop()
 	for {
@@ -49,6 +63,8 @@ func (g *Gateway) keepReplyTopic(stop <-chan struct{}) {
 			return
 		case <-beat.C:
 			g.heartbeat()
+		case <-check.C:
+			g.checkReplyTopic()
 		case <-reap.C:
 			if g.cfg.ReplyTopicIdle > 0 {
 				g.reapOnce(context.Background(), time.Now())
@@ -57,19 +73,67 @@ func (g *Gateway) keepReplyTopic(stop <-chan struct{}) {
 	}
 }
 
-// heartbeat writes one heartbeat into the instance's reply topic, and
-// creates the topic again if a peer deleted it.
+// heartbeat writes one heartbeat into the instance's reply topic; a topic
+// that is gone is made again and read anew (checkReplyTopic).
 func (g *Gateway) heartbeat() {
 	ctx, cancel := context.WithTimeout(context.Background(), produceTimeout)
 	defer cancel()
 	err := g.admCl.ProduceSync(ctx, heartbeatRecord(g.replyTopic)).FirstErr()
 	if errors.Is(err, kerr.UnknownTopicOrPartition) {
-		g.log.Warn("the reply topic is gone; creating it again", "topic", g.replyTopic)
-		err = ensureReplyTopic(ctx, g.adm, g.replyTopic)
+		g.checkReplyTopic()
+		return
 	}
 	if err != nil {
 		g.log.Warn("reply topic heartbeat failed", "topic", g.replyTopic, "err", err)
 	}
+}
+
+// checkReplyTopic makes sure the answers are read from the reply topic
+// that exists: a topic that is gone is made again (with a heartbeat, which
+// starts its idle clock), and a topic that is not the one the client
+// reads (made again, by this gateway or another with its id) is read
+// anew. Until that is done the gateway is not ready (Ping), since no
+// answer would reach a request.
+func (g *Gateway) checkReplyTopic() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	td, err := g.adm.ListTopics(ctx, g.replyTopic)
+	if err != nil {
+		g.log.Warn("the reply topic could not be checked", "topic", g.replyTopic, "err", err)
+		return
+	}
+	d, ok := td[g.replyTopic]
+	if ok && d.Err == nil && d.ID == g.client.ReplyTopicID() {
+		return
+	}
+	g.replyLost.Store(true)
+	if !ok || d.Err != nil {
+		g.log.Warn("the reply topic is gone (deleted by a peer?); creating it again", "topic", g.replyTopic)
+		g.admCl.PurgeTopicsFromClient(g.replyTopic) // its metadata names the topic that is gone
+		if err := g.makeReplyTopic(ctx); err != nil {
+			g.log.Error("the reply topic could not be made again; not ready", "topic", g.replyTopic, "err", err)
+			return
+		}
+	}
+	if err := g.client.Reconsume(ctx); err != nil {
+		g.log.Error("the new reply topic could not be read; not ready", "topic", g.replyTopic, "err", err)
+		return
+	}
+	g.log.Info("reading the reply topic anew", "topic", g.replyTopic)
+	g.replyLost.Store(false)
+}
+
+// makeReplyTopic creates the reply topic if it is missing and writes a
+// heartbeat into it at once: the topic's idle clock starts when it is
+// made, so no peer's reaper takes it for a topic gone idle.
+func (g *Gateway) makeReplyTopic(ctx context.Context) error {
+	if err := ensureReplyTopic(ctx, g.adm, g.replyTopic); err != nil {
+		return err
+	}
+	if err := g.admCl.ProduceSync(ctx, heartbeatRecord(g.replyTopic)).FirstErr(); err != nil {
+		return fmt.Errorf("gateway: heartbeat into reply topic %s: %w", g.replyTopic, err)
+	}
+	return nil
 }
 
 func heartbeatRecord(topic string) *kgo.Record {
@@ -77,11 +141,12 @@ func heartbeatRecord(topic string) *kgo.Record {
 }
 
 // reapOnce deletes the reply topics of other instances idle since before
-// now - ReplyTopicIdle, and returns their names.
+// now - ReplyTopicIdle, and returns their names. Called from
+// keepReplyTopic's goroutine only (it owns g.reaper).
 func (g *Gateway) reapOnce(ctx context.Context, now time.Time) []string {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	idle, err := g.idleReplyTopics(ctx, now.Add(-g.cfg.ReplyTopicIdle))
+	idle, err := g.idleReplyTopics(ctx, now.Add(-g.cfg.ReplyTopicIdle), now)
 	if err != nil {
 		g.log.Warn("reply topics not reaped", "err", err)
 		return nil
@@ -99,8 +164,9 @@ func (g *Gateway) reapOnce(ctx context.Context, now time.Time) []string {
 }
 
 // idleReplyTopics lists the other instances' reply topics whose newest
-// record is older than before, or that hold none.
-func (g *Gateway) idleReplyTopics(ctx context.Context, before time.Time) ([]string, error) {
+// record is older than before, and those this reaper has seen hold none
+// since before.
+func (g *Gateway) idleReplyTopics(ctx context.Context, before time.Time, now time.Time) ([]string, error) {
 	td, err := g.adm.ListTopics(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list topics: %w", err)
@@ -120,11 +186,24 @@ func (g *Gateway) idleReplyTopics(ctx context.Context, before time.Time) ([]stri
 		return nil, fmt.Errorf("newest records of the reply topics: %w", err)
 	}
 	var idle []string
+	emptySince := map[string]time.Time{} // topics gone since the last pass are forgotten
 	for _, topic := range candidates {
 		o, ok := newest.Lookup(topic, 0)
-		if ok && o.Err == nil && (o.Offset < 0 || o.Timestamp < before.UnixMilli()) {
+		switch {
+		case !ok || o.Err != nil: // unknown now: looked at again next time
+		case o.Offset < 0: // empty: idle once seen empty for the idle time
+			since, seen := g.reaper.emptySince[topic]
+			if !seen {
+				since = now
+			}
+			emptySince[topic] = since
+			if since.Before(before) {
+				idle = append(idle, topic)
+			}
+		case o.Timestamp < before.UnixMilli():
 			idle = append(idle, topic)
-		} // else unknown now: looked at again next time
+		}
 	}
+	g.reaper.emptySince = emptySince
 	return idle, nil
 }

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/atmostonce/toolexec/internal/httpserve"
 )
 
 // Retry-After of a 202, in seconds. Why they differ: a running call
@@ -80,8 +82,10 @@ func (g *Gateway) authenticateOr(w http.ResponseWriter, r *http.Request, refuse 
 		g.m.authFailures.Inc()
 		w.Header().Set("WWW-Authenticate", `Bearer realm="toolexec"`)
 		refuse(w, g.unauthorizedDetail(sent))
+		return "", false
 	}
-	return tenant, ok
+	httpserve.Authenticated(r) // a tenant's connection may stay open for its next call
+	return tenant, true
 }
 
 // unauthorizedDetail says what was wrong with the credential and, for a

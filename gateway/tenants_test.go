@@ -2,10 +2,16 @@ package gateway
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/atmostonce/toolexec/internal/tokenfile"
 )
 
 func tenantsYAML(entries ...string) string { return "tenants:\n" + strings.Join(entries, "") }
@@ -97,5 +103,50 @@ func TestTenantStoreReload(t *testing.T) {
 	}
 	if tenant, ok := s.Current().Authenticate("new"); !ok || tenant != "acme" {
 		t.Fatal("the new token does not work")
+	}
+}
+
+// A reload of tenants that list a token of the operators file in force is
+// refused (SIGHUP): the tenants in force stay, the operator's token does
+// not become a tenant's, and the refusal is counted as shared_token.
+func TestReloadRefusesATokenOfTheOperators(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tenants.yaml")
+	if err := os.WriteFile(path, []byte(tenantsYAML(tenantEntry("acme", "acme-token"))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	first, err := LoadTenants(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apart := tokenfile.NewDisjoint()
+	ops, err := tokenfile.Parse(tokenfile.Kind{List: "operators", Item: "operator", ValidName: func(string) bool { return true },
+		MaxNames: 10, MaxTokens: 10, MaxHashes: 10, Err: errors.New("operators")}, []byte("operators:\n  - name: alice\n    tokens: [\""+HashToken("alice-token")+"\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := apart.Put("operators", ops, func() {}); err != nil {
+		t.Fatal(err)
+	}
+	store := NewTenantStore(first)
+	if err := store.KeepApart(apart); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	g := &Gateway{cfg: Config{Tenants: store}, m: newMetrics(reg), log: slog.Default()}
+	if err := os.WriteFile(path, []byte(tenantsYAML(tenantEntry("acme", "acme-token"), tenantEntry("globex", "alice-token"))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.ReloadTenants(path); !errors.Is(err, tokenfile.ErrShared) {
+		t.Fatalf("a reload listing the operator's token: %v", err)
+	}
+	if _, ok := store.Current().Authenticate("alice-token"); ok {
+		t.Fatal("the operator's token calls tools as a tenant")
+	}
+	if _, ok := store.Current().Authenticate("acme-token"); !ok {
+		t.Fatal("the tenants in force were dropped")
+	}
+	var m dto.Metric
+	if err := g.m.reloads.WithLabelValues("shared_token").Write(&m); err != nil || m.GetCounter().GetValue() != 1 {
+		t.Fatalf("reloads{result=shared_token} = %v (%v)", m.GetCounter().GetValue(), err)
 	}
 }

@@ -265,7 +265,7 @@ func TestApprovalTrace(t *testing.T) {
 	l := newLedger(t)
 	yaml := approvalTools(l)
 	e.startProc(yaml, "")
-	gwp := e.startGatewayProc("gw-"+randHex(3), yaml, tenantsFile(t))
+	gwp := e.startGatewayProc("gw-"+randHex(3), yaml, tenantsFile(t), "--caller-trace=continue") // the caller's trace goes on
 	const trace, span = "5bf92f3577b34da6a3ce929d0e0e4737", "10f067aa0ba902b7"
 	key := "traced-" + randHex(3)
 	r := post(t, "http://"+gwp.http, "acme", "a.pay", key, `{"amount": 3}`, "traceparent", "00-"+trace+"-"+span+"-01").want(t, http.StatusAccepted, "")

@@ -25,6 +25,7 @@ import (
 	"github.com/atmostonce/toolexec/client"
 	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/executor"
+	"github.com/atmostonce/toolexec/gateway"
 	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topicadmin"
@@ -41,6 +42,9 @@ type env struct {
 	partitions int32
 	adm        *kadm.Client
 	raw        *kgo.Client
+	// callerTrace is the in-process gateways' Config.CallerTrace ("": the
+	// default, link).
+	callerTrace gateway.CallerTrace
 }
 
 func newEnv(t *testing.T, partitions int32) *env {
@@ -187,8 +191,10 @@ type proc struct {
 	cmd  *exec.Cmd
 	log  *bytes.Buffer
 	http string
-	mu   *sync.Mutex
-	done chan struct{}
+	// metrics is where a gateway serves /metrics ("": on http).
+	metrics string
+	mu      *sync.Mutex
+	done    chan struct{}
 }
 
 // startProc runs the executor binary. extraEnv may set TOOLEXEC_FAULT.

@@ -47,10 +47,17 @@ var gwTokens = map[string]string{"acme": "acme-token-1", "globex": "globex-token
 
 func tenantsFile(t *testing.T) string {
 	t.Helper()
+	return tenantsFileWith(t, nil)
+}
+
+// tenantsFileWith is tenantsFile with more YAML in a tenant's entry (its
+// limits), by tenant.
+func tenantsFileWith(t *testing.T, extra map[string]string) string {
+	t.Helper()
 	var b strings.Builder
 	b.WriteString("tenants:\n")
 	for _, tenant := range []string{"acme", "globex"} {
-		fmt.Fprintf(&b, "  - name: %s\n    tokens: [%q]\n", tenant, gateway.HashToken(gwTokens[tenant]))
+		fmt.Fprintf(&b, "  - name: %s\n    tokens: [%q]\n%s", tenant, gateway.HashToken(gwTokens[tenant]), extra[tenant])
 	}
 	path := filepath.Join(t.TempDir(), "tenants.yaml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
@@ -69,18 +76,25 @@ func (e *env) startGateway(toolsYAML string) string {
 // startGatewayReg is startGateway with the gateway's metrics on reg.
 func (e *env) startGatewayReg(toolsYAML string, reg prometheus.Registerer) string {
 	e.t.Helper()
+	return e.startGatewayWith(toolsYAML, tenantsFile(e.t), reg)
+}
+
+// startGatewayWith is startGatewayReg with the tenants file at
+// tenantsPath.
+func (e *env) startGatewayWith(toolsYAML, tenantsPath string, reg prometheus.Registerer) string {
+	e.t.Helper()
 	cfg, err := tools.Parse([]byte(toolsYAML))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	tenants, err := gateway.LoadTenants(tenantsFile(e.t))
+	tenants, err := gateway.LoadTenants(tenantsPath)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	g, err := gateway.New(ctx, gateway.Config{Brokers: brokers, Prefix: e.prefix, Tools: cfg.Tools,
-		Tenants: gateway.NewTenantStore(tenants), InstanceID: "it-" + randHex(3), Logger: testLogger(e.t), Registerer: reg})
+		Tenants: gateway.NewTenantStore(tenants), InstanceID: "it-" + randHex(3), Logger: testLogger(e.t), Registerer: reg, CallerTrace: e.callerTrace})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -89,13 +103,16 @@ func (e *env) startGatewayReg(toolsYAML string, reg prometheus.Registerer) strin
 	return srv.URL
 }
 
-// startGatewayProc runs cmd/gateway as its own process.
-func (e *env) startGatewayProc(name, toolsYAML, tenants string) *proc {
+// startGatewayProc runs cmd/gateway as its own process, its /metrics on
+// a port of its own (proc.metrics), with more flags in extra.
+func (e *env) startGatewayProc(name, toolsYAML, tenants string, extra ...string) *proc {
 	e.t.Helper()
-	addr := freeAddr(e.t)
-	cmd := exec.Command(gatewayBinary, "--brokers", seedList(), "--tools", writeTools(e.t, toolsYAML), "--tenants", tenants,
-		"--http-addr", addr, "--topic-prefix", e.prefix, "--instance-id", name, "--client-id", name)
-	return e.launch(name, "gateway", cmd, addr)
+	addr, metrics := freeAddr(e.t), freeAddr(e.t)
+	cmd := exec.Command(gatewayBinary, append([]string{"--brokers", seedList(), "--tools", writeTools(e.t, toolsYAML), "--tenants", tenants,
+		"--http-addr", addr, "--metrics-addr", metrics, "--topic-prefix", e.prefix, "--instance-id", name, "--client-id", name}, extra...)...)
+	p := e.launch(name, "gateway", cmd, addr)
+	p.metrics = metrics
+	return p
 }
 
 // gwResp is an HTTP answer of the gateway, body decoded.

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/atmostonce/toolexec/gateway"
 )
 
 // The HTTP table of docs/gateway.md, row by row, against a real executor:
@@ -18,6 +20,7 @@ import (
 // blocked calls runs last.
 func TestGatewayHTTP(t *testing.T) {
 	e := newEnv(t, 3)
+	e.callerTrace = gateway.TraceContinue // the callers' traceparent reaches the tool (the default, link: TestGatewayLinksAnUntrustedCallersTrace)
 	l := newLedger(t)
 	yaml := gatewayTools(l)
 	e.startInproc(registry(t, yaml), nil)

@@ -171,3 +171,53 @@ func checkMCPTool(t *testing.T, tl *mcp.Tool, wantKey, readOnly, destructive boo
 		t.Fatalf("%s: annotations %+v", tl.Name, a)
 	}
 }
+
+// MCP details a review found: a tenant's tools/list is private to it (no
+// shared cache may serve it to another caller); an idempotency_key of the
+// wrong type is answered as such, not as missing; keys with invisible or
+// separator characters are refused; a read-only tool does not receive
+// the gateway's idempotency_key argument.
+func TestMCPKeysAndListing(t *testing.T) {
+	e := newEnv(t, 1)
+	l := newLedger(t)
+	yaml := gatewayTools(l)
+	e.startInproc(registry(t, yaml), nil)
+	gw := e.startGateway(yaml)
+	cs, err := mcpSession(t, gw, gwTokens["acme"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list.CacheScope != "private" {
+		t.Fatalf("tools/list cacheScope %q, want private", list.CacheScope)
+	}
+	for _, bad := range []any{123, map[string]any{}, nil, true} {
+		res, _, text := callMCP(t, cs, &mcp.CallToolParams{Name: "t.refund", Arguments: map[string]any{"order": "o", "amount": 1, "idempotency_key": bad}})
+		if !res.IsError || !strings.Contains(text, "idempotency_key must be a string") {
+			t.Errorf("idempotency_key %v: %q", bad, text)
+		}
+	}
+	for _, bad := range []string{"a\u200bb", "a\u2028b", "a\u00a0b", "a\ufeffb"} {
+		res, _, text := callMCP(t, cs, &mcp.CallToolParams{Name: "t.refund", Arguments: map[string]any{"order": "o", "amount": 1, "idempotency_key": bad}})
+		if !res.IsError || !strings.Contains(text, "idempotency_key is not valid") {
+			t.Errorf("idempotency_key %q: %q", bad, text)
+		}
+	}
+	res, sc, text := callMCP(t, cs, &mcp.CallToolParams{Name: "t.ro", Arguments: map[string]any{"q": 1, "idempotency_key": "ro-1"}})
+	result, _ := sc["result"].(map[string]any)
+	args, _ := result["args"].(map[string]any)
+	if res.IsError || args == nil || args["q"] == nil {
+		t.Fatalf("read-only call: %v %q", sc, text)
+	}
+	if _, sent := args["idempotency_key"]; sent {
+		t.Fatalf("the read-only tool received the idempotency_key argument: %v", args)
+	}
+	if l.total() != 1 {
+		t.Fatalf("tool requests %d, want 1 (the read-only call)", l.total())
+	}
+}

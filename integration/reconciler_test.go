@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,8 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/console"
+	"github.com/atmostonce/toolexec/internal/tokenfile"
 	"github.com/atmostonce/toolexec/reconciler"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/tools"
@@ -599,11 +602,11 @@ func TestReconcileIrreversibleEscalatesUntilResolved(t *testing.T) {
 	if v := metricValue(t, m.Escalations.WithLabelValues("r.irrev", "irreversible")); v != 1 {
 		t.Fatalf("escalations_total = %v", v)
 	}
-	api := httptest.NewServer(r.rc.Handler(r.reg))
+	api := httptest.NewServer(operatorsMux(t, e, r, reg))
 	defer api.Close()
 	toolsFile := writeTools(t, yaml)
 	out := runReconcilerCLI(t, "pending", "--json", "--brokers", seedList(), "--topic-prefix", e.prefix,
-		"--tools", toolsFile, "--http-addr", strings.TrimPrefix(api.URL, "http://"))
+		"--tools", toolsFile, "--http-addr", strings.TrimPrefix(api.URL, "http://"), "--operator-token-file", operatorTokenFile(t))
 	var rows []reconciler.Row
 	if err := json.Unmarshal(out, &rows); err != nil || len(rows) != 1 {
 		t.Fatalf("pending --json: %v\n%s", err, out)
@@ -863,4 +866,40 @@ func (e *env) startReconcilerProc(toolsYAML, dataDir string, extra ...string) *p
 		"--scan-interval", "200ms", "--backoff", "300ms", "--backoff-cap", "2s", "--command-timeout", "20s", "--fact-grace", "1s")
 	cmd.Args = append(cmd.Args, extra...)
 	return e.launch("reconciler", "reconciler", cmd, addr)
+}
+
+// operatorToken is the operator of operatorsMux, whose token reads
+// /pending.
+const operatorToken = "it-operator-token"
+
+// operatorsMux serves r's endpoints with the console mounted on them, for
+// one operator (operatorToken): /pending is served behind its sign-in.
+func operatorsMux(t *testing.T, e *env, r *recon, reg *tools.Registry) http.Handler {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "operators.yaml")
+	if err := os.WriteFile(path, []byte("operators:\n  - name: it\n    tokens: [\""+tokenfile.HashToken(operatorToken)+"\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ops, err := console.NewOperatorStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	con, err := console.New(console.Config{Operators: ops, Backend: &console.ReconcilerBackend{Reconciler: r.rc, Tools: reg.Specs(),
+		Brokers: brokers, Names: e.names}, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := r.rc.Handler(r.reg)
+	con.Mount(mux)
+	return mux
+}
+
+// operatorTokenFile holds operatorToken, for reconciler pending.
+func operatorTokenFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "operator.token")
+	if err := os.WriteFile(path, []byte(operatorToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -161,7 +162,7 @@ func TestTraceEndToEnd(t *testing.T) {
 	l := newLedger(t)
 	yaml := l.toolsYAML(toolEntry("t.lost", "probe", l.url("/hang"), "300ms", "    pending_ttl: 2s\n    probe_url: "+l.url("/status")+"\n"))
 	ex := e.startProc(yaml, "")
-	gwp := e.startGatewayProc("gw-"+randHex(3), yaml, tenantsFile(t))
+	gwp := e.startGatewayProc("gw-"+randHex(3), yaml, tenantsFile(t), "--caller-trace=continue")
 	gw := "http://" + gwp.http
 	e.startReconcilerProc(yaml, t.TempDir())
 
@@ -196,7 +197,7 @@ func TestTraceEndToEnd(t *testing.T) {
 	}
 
 	// The latency histograms' exemplars lead to the trace.
-	for _, m := range []struct{ addr, metric string }{{ex.http, "toolexec_executor_call_duration_seconds_bucket"}, {gwp.http, "toolexec_gateway_request_duration_seconds_bucket"}} {
+	for _, m := range []struct{ addr, metric string }{{ex.http, "toolexec_executor_call_duration_seconds_bucket"}, {gwp.metrics, "toolexec_gateway_request_duration_seconds_bucket"}} {
 		if !hasExemplar(t, m.addr, m.metric, callerTrace) {
 			t.Fatalf("%s at %s has no exemplar with trace_id %s", m.metric, m.addr, callerTrace)
 		}
@@ -259,4 +260,53 @@ func hasExemplar(t *testing.T, addr, metric, traceID string) bool {
 		}
 	}
 	return false
+}
+
+// By default a caller is not trusted with the trace (--caller-trace
+// link): its request starts a trace of the gateway's own, linked to the
+// caller's span, and neither the executor, the tool nor the gateway's
+// exemplars carry the caller's trace id; the gateway's /metrics is not on
+// the agents' port. Without tracing, the caller's traceparent goes no
+// further than the gateway.
+func TestGatewayLinksAnUntrustedCallersTrace(t *testing.T) {
+	e := newEnv(t, 1)
+	recv := newOTLPReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.srv.URL)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+	l := newLedger(t)
+	yaml := l.toolsYAML("")
+	e.startProc(yaml, "")
+	gwp := e.startGatewayProc("gw-"+randHex(3), yaml, tenantsFile(t))
+	gw := "http://" + gwp.http
+
+	const callerTrace, callerSpan = "5bf92f3577b34da6a3ce929d0e0e4736", "10f067aa0ba902b7"
+	key := "link-" + randHex(3)
+	post(t, gw, "acme", "t.ok", key, `{}`, "traceparent", "00-"+callerTrace+"-"+callerSpan+"-01").want(t, http.StatusOK, "")
+	var req otlpSpan
+	for _, s := range recv.find(t, "", "POST /v1/tools/{tool}/calls", nil) {
+		if slices.Contains(s.links, callerTrace) {
+			req = s
+		}
+	}
+	if req.traceID == "" || req.traceID == callerTrace || req.parentID != "" {
+		t.Fatalf("the request span %+v: want the root of a new trace linked to the caller's\n%s", req, recv.dump())
+	}
+	childOf(t, recv.one(t, req.traceID, "send "+e.names.Intents, nil), req)
+	if tp := l.headerOf("acme", key, "traceparent"); !strings.HasPrefix(tp, "00-"+req.traceID+"-") {
+		t.Fatalf("the tool saw traceparent %q, want one of the gateway's trace %s", tp, req.traceID)
+	}
+	if hasExemplar(t, gwp.metrics, "toolexec_gateway_request_duration_seconds_bucket", callerTrace) {
+		t.Fatal("the gateway's exemplars carry the caller's trace id")
+	}
+	if r := get(t, gw, "", "/metrics"); r.status != http.StatusNotFound {
+		t.Fatalf("/metrics on the agents' port: %d", r.status)
+	}
+
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "") // the in-process gateway: no tracing
+	inproc := e.startGateway(yaml)
+	key2 := "link-off-" + randHex(3)
+	post(t, inproc, "acme", "t.ok", key2, `{}`, "traceparent", "00-"+callerTrace+"-"+callerSpan+"-01").want(t, http.StatusOK, "")
+	if tp := l.headerOf("acme", key2, "traceparent"); strings.Contains(tp, callerTrace) {
+		t.Fatalf("without tracing the tool saw the caller's traceparent %q", tp)
+	}
 }

@@ -137,11 +137,15 @@ func slim(rec *saga.Record) *saga.Record {
 }
 
 // FetchRows asks a running reconciler (its --http-addr) for the rows of its
-// last scan.
-func FetchRows(ctx context.Context, httpAddr string) ([]Row, error) {
+// last scan, with an operator's token: /pending is served behind the
+// console's sign-in.
+func FetchRows(ctx context.Context, httpAddr, token string) ([]Row, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/pending", nil)
 	if err != nil {
 		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

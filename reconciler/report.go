@@ -107,16 +107,19 @@ func sortRows(rows []Row) {
 	})
 }
 
-// Handler serves /pending (the rows of the last scan as JSON), /healthz,
-// /readyz and, when reg is not nil, /metrics from reg. Callers may add
-// routes to it (the operator console).
+// Handler serves /healthz, /readyz and, when reg is not nil, /metrics
+// from reg. Callers may add routes to it: the operator console, which
+// serves /pending (WritePending) behind its sign-in.
 func (r *Reconciler) Handler(reg *prometheus.Registry) *http.ServeMux {
-	mux := httpserve.Health(reg, r.Ready)
-	mux.HandleFunc("/pending", func(w http.ResponseWriter, _ *http.Request) {
-		rows := r.Rows()
-		sortRows(rows)
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"rows": rows})
-	})
-	return mux
+	return httpserve.Health(reg, r.Ready)
+}
+
+// WritePending answers /pending: rows (a scan's, Rows) as JSON, oldest
+// call first, in the form FetchRows reads. They list every tenant's keys
+// in doubt and their downstream keys: the console serves them to
+// operators only.
+func WritePending(w http.ResponseWriter, rows []Row) {
+	sortRows(rows)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"rows": rows})
 }

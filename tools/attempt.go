@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"sync/atomic"
 
+	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/wire"
 )
 
@@ -171,7 +172,12 @@ func (h *HTTP) success(ctx context.Context, resp *http.Response) (Outcome, bool)
 	case err != nil:
 		return outcome(Unknown, sentCode(err), err.Error()), h.retriesAmbiguous()
 	}
-	return Outcome{Status: Succeeded, Result: decodeResult(data)}, false
+	res, err := decodeResult(data)
+	if err != nil { // the tool acted; its result cannot be carried exactly
+		return Outcome{Status: Succeeded, Code: codes.ErrResultNotStored,
+			Message: bound("the call succeeded; its result is not kept: it cannot be carried exactly ("+err.Error()+")", MaxMessageBytes)}, false
+	}
+	return Outcome{Status: Succeeded, Result: res}, false
 }
 
 // readBounded reads all of r, failing with errTooLarge past limit bytes.
@@ -183,41 +189,49 @@ func readBounded(r io.Reader, limit int64) ([]byte, error) {
 	return data, err
 }
 
-// decodeResult decodes a 2xx body: JSON into any (numbers as float64); an
-// empty body is nil; a body that is not JSON is returned as a string (at
-// most 1 MiB, the read limit), since the tool did succeed.
-func decodeResult(data []byte) any {
+// decodeResult decodes a 2xx body: JSON into any, its numbers as the
+// wire carries them (wire.ParseNumber: integers exactly, as int64 or
+// uint64, other numbers as the float that names them); an empty body is
+// nil; a body that is not JSON is returned as a string (at most 1 MiB,
+// the read limit), since the tool did succeed. A number the wire cannot
+// carry exactly (an integer beyond 64 bits) is an error: the result would
+// reach the caller as another value.
+func decodeResult(data []byte) (any, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil
+		return nil, nil
 	}
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.UseNumber()
 	var v any
 	if err := d.Decode(&v); err != nil || d.More() {
-		return string(data)
+		return string(data), nil
 	}
 	return exactNumbers(v)
 }
 
-// exactNumbers replaces json.Number with int64 when the number is an
-// integer that fits, else float64: 9007199254740993 stays exact, and 120
+// exactNumbers replaces each json.Number with the value the wire carries
+// for it: 9007199254740993 and 18446744073709551615 stay exact, and 120
 // stays an integer instead of becoming 120.0.
-func exactNumbers(v any) any {
+func exactNumbers(v any) (any, error) {
 	switch x := v.(type) {
 	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
+		return wire.ParseNumber(string(x))
 	case map[string]any:
 		for k, e := range x {
-			x[k] = exactNumbers(e)
+			n, err := exactNumbers(e)
+			if err != nil {
+				return nil, err
+			}
+			x[k] = n
 		}
 	case []any:
 		for i, e := range x {
-			x[i] = exactNumbers(e)
+			n, err := exactNumbers(e)
+			if err != nil {
+				return nil, err
+			}
+			x[i] = n
 		}
 	}
-	return v
+	return v, nil
 }

@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // maxResponseBytes bounds the body read from a tool or probe.
@@ -152,7 +154,7 @@ func encodeArgs(args map[string]any) ([]byte, error) {
 	if args == nil {
 		args = map[string]any{}
 	}
-	body, err := json.Marshal(args)
+	body, err := json.Marshal(wire.ForJSON(args)) // floats no reader takes for another integer
 	if err != nil {
 		return nil, fmt.Errorf("tools: encode args: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/atmostonce/toolexec/codes"
 )
 
 // seen is one request as the test server saw it.
@@ -640,4 +643,31 @@ func newHTTP(spec Spec, client *http.Client) *HTTP {
 		panic(err)
 	}
 	return h
+}
+
+// Numbers cross to and from the tool exactly: an integral float beyond
+// 2^53 goes out as its exact value in exponent form, never as digits a
+// reader takes for another integer; a result's integers up to 2^64-1 come
+// back exact, and one beyond 64 bits, which the wire cannot carry, leaves
+// the call succeeded with its result not kept (result_not_stored), not
+// stored as another number.
+func TestHTTPNumbersBothWays(t *testing.T) {
+	ts := newToolServer(t, answer(200, `{"max":18446744073709551615,"neg":-9223372036854775808}`))
+	h, _ := newTestHTTP(testSpec(Irreversible, ts.URL), nil)
+	req := testRequest()
+	req.Args = map[string]any{"two65": 0x1p65, "small": 1.5}
+	out := h.Invoke(context.Background(), req)
+	checkOutcome(t, out, Succeeded, "", 1)
+	if body := string(ts.requests()[0].body); body != `{"small":1.5,"two65":3.6893488147419103232e+19}` {
+		t.Errorf("the tool received %s", body)
+	}
+	if want := map[string]any{"max": uint64(math.MaxUint64), "neg": int64(math.MinInt64)}; !reflect.DeepEqual(out.Result, want) {
+		t.Errorf("Result = %#v, want %#v", out.Result, want)
+	}
+	ts = newToolServer(t, answer(200, `{"n":36893488147419103232}`))
+	h, _ = newTestHTTP(testSpec(Irreversible, ts.URL), nil)
+	out = h.Invoke(context.Background(), testRequest())
+	if out.Status != Succeeded || out.Code != codes.ErrResultNotStored || out.Result != nil || !strings.Contains(out.Message, "36893488147419103232") {
+		t.Fatalf("a result beyond 64 bits: %+v", out)
+	}
 }

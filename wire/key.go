@@ -14,12 +14,16 @@ var ErrKey = errors.New("wire: invalid idempotency key")
 // "Keys"). Why each rule:
 //   - 1 to MaxKeyBytes bytes of valid UTF-8: the key is part of the
 //     routing key and of every record of the key;
-//   - no control character (C0, DEL, C1) and no bidirectional formatting
-//     character: a key is shown to people (logs, history, the console),
-//     where these hide or reorder text, so two keys that print alike
-//     would be two keys;
-//   - no white space at either end: a header's value loses it, so the
-//     same key sent over HTTP and Kafka would be two keys;
+//   - no control character (C0, DEL, C1), no invisible character (the
+//     default-ignorable code points: zero-width spaces and joiners, the
+//     bidirectional and other format controls, variation selectors, the
+//     byte order mark, tags) and no separator but the ASCII space (the
+//     other space separators, U+2028 and U+2029): a key is shown to
+//     people (logs, history, the console), where these hide, reorder or
+//     look like other text, so two keys that print alike would be two
+//     keys;
+//   - no space at either end: a header's value loses it, so the same key
+//     sent over HTTP and Kafka would be two keys;
 //   - not "." or "..": an HTTP path cleans them away.
 //
 // Keys are compared as bytes: the NFC and NFD forms of one text are two
@@ -38,26 +42,40 @@ func CheckKey(k string) error {
 		return fmt.Errorf("%w: the key may not be %q", ErrKey, k)
 	}
 	for i, r := range k {
-		if r < 0x20 || r >= 0x7f && r <= 0x9f || bidiControl(r) {
+		switch {
+		case r < 0x20 || r >= 0x7f && r <= 0x9f:
 			return fmt.Errorf("%w: the key holds the control character %U at byte %d", ErrKey, r, i)
+		case invisible(r):
+			return fmt.Errorf("%w: the key holds the invisible character %U at byte %d", ErrKey, r, i)
+		case r != ' ' && keySpace(r):
+			return fmt.Errorf("%w: the key holds the separator %U at byte %d (only the ASCII space may separate)", ErrKey, r, i)
 		}
 	}
-	first, _ := utf8.DecodeRuneInString(k)
-	last, _ := utf8.DecodeLastRuneInString(k)
-	if keySpace(first) || keySpace(last) {
+	if k[0] == ' ' || k[len(k)-1] == ' ' {
 		return fmt.Errorf("%w: the key begins or ends with white space", ErrKey)
 	}
 	return nil
 }
 
-// bidiControl: the characters of Unicode's Bidi_Control property.
-func bidiControl(r rune) bool {
-	return r == 0x061c || r == 0x200e || r == 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
+// invisible: Unicode's Default_Ignorable_Code_Point characters (which
+// include the Bidi_Control ones), listed so that every client implements
+// the same set whatever its Unicode tables: text shows nothing for them.
+func invisible(r rune) bool {
+	switch {
+	case r == 0x00ad, r == 0x034f, r == 0x061c, r == 0x115f, r == 0x1160, r == 0x17b4, r == 0x17b5,
+		r >= 0x180b && r <= 0x180f, r >= 0x200b && r <= 0x200f, r >= 0x202a && r <= 0x202e,
+		r >= 0x2060 && r <= 0x206f, r == 0x3164, r >= 0xfe00 && r <= 0xfe0f, r == 0xfeff, r == 0xffa0,
+		r >= 0xfff0 && r <= 0xfff8, r >= 0x1bca0 && r <= 0x1bca3, r >= 0x1d173 && r <= 0x1d17a,
+		r >= 0xe0000 && r <= 0xe0fff:
+		return true
+	}
+	return false
 }
 
 // keySpace: the space separators (Unicode category Zs) and the line and
 // paragraph separators, listed so that every client implements the same
-// set whatever its Unicode tables.
+// set whatever its Unicode tables. Only U+0020 may be in a key, and not
+// at either end.
 func keySpace(r rune) bool {
 	switch {
 	case r == 0x20, r == 0xa0, r == 0x1680, r >= 0x2000 && r <= 0x200a, r == 0x2028, r == 0x2029,

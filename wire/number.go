@@ -33,12 +33,17 @@ const (
 //   - a number whose value is an integer in [-2^63, 2^64) is that integer,
 //     however it is written (120, 120.0, 1.2e2): int64, or uint64 above
 //     math.MaxInt64;
+//   - an integer written as one (digits alone, no fraction or exponent)
+//     outside that range is refused: the wire has no integer to carry it,
+//     and a tool reading the float that names it would read another
+//     integer (36893488147419103232 is 2^65, a float, which an encoder
+//     writes 36893488147419103000). Send such a number as a string;
 //   - any other number is a 64-bit float, when one names it: its value is
 //     the float's exact value or the float's shortest decimal form (0.1,
 //     1.8446744073709552e19, what JSON encoders write for a float);
-//   - anything else is refused (ErrNumber): an integer or a fraction that
-//     would round to a float of another value (2^64+1, 0.1000000000000000001),
-//     and numbers out of a float's range.
+//   - anything else is refused (ErrNumber): a fraction that would round to
+//     a float of another value (0.1000000000000000001), and numbers out of
+//     a float's range.
 //
 // So two numbers that are accepted and differ are never one value on the
 // wire, and the value a tool receives is the value that was checked. Its
@@ -53,6 +58,10 @@ func ParseNumber(s string) (any, error) {
 	}
 	if v, ok := d.integer(); ok {
 		return v, nil
+	}
+	if !strings.ContainsAny(s, ".eE") {
+		return nil, fmt.Errorf("%w: %s is an integer beyond 64 bits (the wire carries integers in [-2^63, 2^64) exactly); send it as a string",
+			ErrNumber, clip(s))
 	}
 	return d.float(s)
 }

@@ -30,8 +30,9 @@ func TestParseNumber(t *testing.T) {
 		{"-9223372036854775808", int64(math.MinInt64)},
 		{"-9223372036854775809", nil},
 		{"18446744073709551615", uint64(math.MaxUint64)},
-		{"18446744073709551616", 0x1p64}, // 2^64 is exactly a float
-		{"18446744073709551617", nil},    // 2^64+1 is not: it would be 2^64
+		{"18446744073709551616", nil},      // 2^64, an integer as written, beyond 64 bits (a float names it)
+		{"18446744073709551616.0", 0x1p64}, // written as a float, it is one
+		{"18446744073709551617", nil},      // 2^64+1: no float names it either
 		{"1.8446744073709552e19", 0x1p64},
 		{"1e20", 1e20},
 		{"0.1", 0.1},

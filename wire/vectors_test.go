@@ -374,7 +374,8 @@ func numberVectors(t *testing.T) []numberVector {
 // carries each valid one.
 func keyVectors() []keyVector {
 	keys := []string{"a", "order-42", "run-7/step-3", "a b", `say "hi" \ x`, "ck1_0123456789abcdef0123456789abcdef01234567",
-		"caf\u00e9", "cafe\u0301", "\u043a\u043b\u044e\u0447", "\U0001F600", "a%b", "...", ".a", "x\u200dy", strings.Repeat("k", 256),
+		"caf\u00e9", "cafe\u0301", "\u043a\u043b\u044e\u0447", "\U0001F600", "a%b", "...", ".a", "x\u200dy", "a\u200bb", "a\u2028b",
+		"a\u00a0b", "a\u00adb", "a\ufeffb", "a\ufe0fb", "a\U000e0041b", "a\u3000b", "a\u2029b", "a\u1680b", strings.Repeat("k", 256),
 		strings.Repeat("\u00e9", 128), "", ".", "..", "a\x00b", "a\tb", "a\x7fb", "a\u0085b", "a\u202eb", "\u2066x", "x\u061c", " a",
 		"a ", "a\u00a0", "\u3000a", "a\u2028", "\xff", strings.Repeat("k", 257), strings.Repeat("\u00e9", 129)}
 	var out []keyVector

@@ -34,16 +34,21 @@ type config struct {
 	skipLoad     bool          // skip scenarios 1, 2, 3, 5a and 6
 	tracing      bool          // the members trace every call, to a sink in the bench (tracing.go)
 	peer         peerConfig    // --peer and its settings; run by hand, never in CI
+	scenario     string        // "": every scenario but the flood; "flood": the flood alone (flood.go)
+	flood        floodConfig   // --flood-*
 }
 
 type defaults struct {
-	duration, warm           time.Duration
-	repeats, keys, oneCaller int
+	duration, warm            time.Duration
+	repeats, keys, oneCaller  int
+	floodQuiet, floodDuration time.Duration
 }
 
 var (
-	fullDefaults  = defaults{duration: 15 * time.Second, warm: 3 * time.Second, repeats: 3, keys: 1_000_000, oneCaller: 300}
-	quickDefaults = defaults{duration: 4 * time.Second, warm: time.Second, repeats: 1, keys: 100_000, oneCaller: 100}
+	fullDefaults = defaults{duration: 15 * time.Second, warm: 3 * time.Second, repeats: 3, keys: 1_000_000, oneCaller: 300,
+		floodQuiet: 10 * time.Second, floodDuration: 40 * time.Second}
+	quickDefaults = defaults{duration: 4 * time.Second, warm: time.Second, repeats: 1, keys: 100_000, oneCaller: 100,
+		floodQuiet: 5 * time.Second, floodDuration: 12 * time.Second}
 )
 
 func parseFlags(args []string) (config, error) {
@@ -74,6 +79,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.skipLoad, "skip-load", false, "skip the load scenarios (unique, replay, slow tool, group commit)")
 	fs.BoolVar(&c.tracing, "tracing", false, "the executor and gateway members trace every call (OpenTelemetry, sampled at 100%) to an OTLP/HTTP sink in the bench; off: no member traces")
 	c.peer.flags(fs)
+	modes := floodFlags(fs, &c)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -86,6 +92,9 @@ func parseFlags(args []string) (config, error) {
 	}
 	if err := c.peer.parse(); err != nil {
 		return c, err
+	}
+	if *modes != "" {
+		c.flood.modes = strings.Split(*modes, ",")
 	}
 	if c.quick {
 		c.applyQuick(setFlags(fs))
@@ -118,6 +127,28 @@ func (c *config) applyQuick(set map[string]bool) {
 	if !set["one-caller"] {
 		c.oneCaller = d.oneCaller
 	}
+	if !set["flood-quiet"] {
+		c.flood.quiet = d.floodQuiet
+	}
+	if !set["flood-duration"] {
+		c.flood.duration = d.floodDuration
+	}
+}
+
+// floodFlags are the flood scenario's (flood.go); it returns --flood-modes,
+// split after parsing.
+func floodFlags(fs *flag.FlagSet, c *config) *string {
+	fs.StringVar(&c.scenario, "scenario", "", "flood: run the flood scenario alone (tenant A floods a slow tool, tenant B calls another; docs/PERFORMANCE.md); empty: every other scenario")
+	f := &c.flood
+	fs.DurationVar(&f.quiet, "flood-quiet", fullDefaults.floodQuiet, "flood: how long tenant B calls alone before the flood (quick: 5s)")
+	fs.DurationVar(&f.duration, "flood-duration", fullDefaults.floodDuration, "flood: how long tenant A floods (quick: 12s)")
+	fs.Float64Var(&f.rate, "flood-rate", 100, "flood: tenant A's calls per second (on schedule)")
+	fs.IntVar(&f.senders, "flood-senders", 8, "flood: tenant A's calls at once")
+	fs.DurationVar(&f.slow, "flood-slow-latency", 300*time.Millisecond, "flood: duration of one call of the slow tool A floods")
+	fs.IntVar(&f.slowInFlight, "flood-slow-max-in-flight", 16, "flood: max_in_flight of the slow tool")
+	fs.DurationVar(&f.every, "flood-every", 200*time.Millisecond, "flood: tenant B's period between calls of the no-op tool")
+	fs.DurationVar(&f.bWait, "flood-wait", 10*time.Second, "flood: how long each of B's calls waits for its answer (the gateway's default Prefer: wait)")
+	return fs.String("flood-modes", "gateway,kafka", "flood: the modes, in order: gateway (through a gateway process), kafka (produced straight to Kafka)")
 }
 
 func (c *config) validate() error {
@@ -144,6 +175,23 @@ func (c *config) validate() error {
 		return errors.New("--keys: at least one per partition")
 	case c.kafkaConfig != "" && len(c.brokers) == 0:
 		return errors.New("--kafka-config needs --brokers (the in-process kfake cluster has no TLS or SASL)")
+	case c.scenario != "" && c.scenario != "flood":
+		return fmt.Errorf("--scenario %q: want flood (or nothing)", c.scenario)
+	}
+	return c.flood.validate()
+}
+
+func (f *floodConfig) validate() error {
+	switch {
+	case f.quiet < time.Second || f.duration < time.Second:
+		return errors.New("--flood-quiet and --flood-duration: at least 1s")
+	case f.rate <= 0 || f.senders < 1 || f.slowInFlight < 1 || f.slow <= 0 || f.every <= 0 || f.bWait < time.Second:
+		return errors.New("--flood-rate, --flood-senders, --flood-slow-*, --flood-every: positive; --flood-wait: at least 1s")
+	}
+	for _, m := range f.modes {
+		if m != "gateway" && m != "kafka" {
+			return fmt.Errorf("--flood-modes: %q is not gateway or kafka", m)
+		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -35,7 +36,7 @@ func newGatewayMember(ctx context.Context, o memberOpts) (*gatewayMember, error)
 	if err != nil {
 		return nil, err
 	}
-	tenants, err := gateway.SingleTenant(benchTenant, benchToken)
+	tenants, err := memberTenants(o.tenantsFile)
 	if err != nil {
 		return nil, err
 	}
@@ -73,6 +74,17 @@ func newGatewayMember(ctx context.Context, o memberOpts) (*gatewayMember, error)
 }
 
 func (m *gatewayMember) tracer() *hopTracer { return m.tr }
+
+// memberTenants are the tenants file's (the flood scenario's), or the
+// bench tenant alone with limits no load of the bench reaches: the other
+// scenarios measure the gateway's cost, not its admission.
+func memberTenants(path string) (*gateway.Tenants, error) {
+	if path != "" {
+		return gateway.LoadTenants(path)
+	}
+	return gateway.ParseTenants(fmt.Appendf(nil, "tenants:\n  - name: %s\n    tokens: [%q]\n    limits: {concurrent_calls: 100000, calls_per_second: 0}\n",
+		benchTenant, gateway.HashToken(benchToken)))
+}
 
 // addr is where the gateway listens; the parent reads it from the ready
 // line.

@@ -45,13 +45,14 @@ type memberOpts struct {
 	toolURL      string // the peer comparison's HTTP tool (bench.http); empty: not registered
 	httpAddr     string // the gateway's listen address; empty: a free port
 	trace        bool   // record hop events (trace.go) for the one-caller scenario
+	tenantsFile  string // the gateway's tenants file; empty: the bench tenant alone, without limits
 }
 
 func (o memberOpts) args() []string {
 	return []string{memberCommand, "--role", o.role, "--brokers", strings.Join(o.brokers, ","), "--prefix", o.prefix,
 		"--group", o.group, "--partitions", fmt.Sprint(o.partitions), "--data-dir", o.dataDir,
 		"--slow-latency", o.slowLatency.String(), "--slow-max-in-flight", fmt.Sprint(o.slowInFlight),
-		"--kafka-config", kafkaConfigFile, "--tool-url", o.toolURL, "--http-addr", o.httpAddr, fmt.Sprintf("--trace=%v", o.trace)}
+		"--kafka-config", kafkaConfigFile, "--tool-url", o.toolURL, "--http-addr", o.httpAddr, fmt.Sprintf("--trace=%v", o.trace), "--tenants", o.tenantsFile}
 }
 
 func parseMemberFlags(args []string) (memberOpts, error) {
@@ -70,6 +71,7 @@ func parseMemberFlags(args []string) (memberOpts, error) {
 	fs.StringVar(&o.toolURL, "tool-url", "", "")
 	fs.StringVar(&o.httpAddr, "http-addr", "", "")
 	fs.BoolVar(&o.trace, "trace", false, "")
+	fs.StringVar(&o.tenantsFile, "tenants", "", "")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -20,6 +20,7 @@ type report struct {
 	keys      *keysResult
 	peers     *peerResults // --peer
 	oneCaller *oneCallerResult
+	flood     []floodRun // --scenario flood
 	elapsed   time.Duration
 }
 
@@ -149,6 +150,9 @@ func (r *report) print(w io.Writer) {
 		r.cfg.brokerName(), r.cfg.partitions, r.cfg.duration, r.cfg.warm, len(r.rounds), r.cfg.quick, r.elapsed.Round(time.Second))
 	if r.oneCaller != nil {
 		r.oneCaller.print(w)
+	}
+	if len(r.flood) > 0 {
+		printFlood(w, r.cfg, r.flood)
 	}
 	if len(r.rounds) > 0 || r.restore != nil {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -315,6 +319,7 @@ type jsonReport struct {
 	} `json:"gateway"`
 	OneCaller *jsonOneCaller `json:"one_caller,omitempty"`
 	Peers     *jsonPeers     `json:"peers,omitempty"`
+	Flood     []jsonFlood    `json:"flood,omitempty"`
 	Meta      struct {
 		Broker string `json:"broker"`
 		Quick  bool   `json:"quick"`
@@ -361,6 +366,7 @@ func (r *report) json() string {
 	if r.oneCaller != nil {
 		j.OneCaller = r.oneCaller.json()
 	}
+	j.Flood = floodJSON(r.flood)
 	j.Meta.Broker, j.Meta.Quick, j.Meta.Rounds = "kfake", r.cfg.quick, len(r.rounds)
 	if len(r.cfg.brokers) > 0 {
 		j.Meta.Broker = "kafka"

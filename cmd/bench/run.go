@@ -54,6 +54,11 @@ func run(ctx context.Context, cfg config) error {
 }
 
 func (b *bench) scenarios(ctx context.Context) error {
+	if b.cfg.scenario == "flood" {
+		runs, err := b.floodScenario(ctx)
+		b.rep.flood = runs
+		return err
+	}
 	if b.cfg.oneCaller > 0 {
 		oc, err := b.oneCallerScenario(ctx)
 		if err != nil {

@@ -17,7 +17,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/atmostonce/toolexec/console"
 	"github.com/atmostonce/toolexec/gateway"
 	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/tools"
@@ -70,8 +69,9 @@ func startGateway(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.R
 	if err != nil {
 		return nil, err
 	}
-	if err := noSharedTokens(f, tenants); err != nil {
-		return nil, err
+	store := gateway.NewTenantStore(tenants)
+	if err := store.KeepApart(f.tokens); err != nil { // the console's operators are in force already
+		return nil, fmt.Errorf("%w: give each operator a token of their own", err)
 	}
 	hint := ""
 	if kept != nil {
@@ -83,7 +83,7 @@ func startGateway(ctx context.Context, f *runFlags, conn *cli.Conn, reg *tools.R
 	}
 	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	g, err := gateway.New(startCtx, gateway.Config{
-		Brokers: conn.Seeds, KafkaOpts: conn.Opts, Prefix: f.prefix, Tools: reg.Specs(), Tenants: gateway.NewTenantStore(tenants),
+		Brokers: conn.Seeds, KafkaOpts: conn.Opts, Prefix: f.prefix, Tools: reg.Specs(), Tenants: store,
 		InstanceID: id, ClientID: f.clientID + "-gateway", TokenHint: hint, Logger: log, Registerer: promReg,
 		TracerProvider: f.tracer,
 	})
@@ -121,22 +121,6 @@ func nothingToReload(ctx context.Context, hup <-chan os.Signal, log *slog.Logger
 			return
 		}
 	}
-}
-
-// noSharedTokens refuses an operators file that lists a tenant's token: a
-// tenant's gateway token must never open the operator console.
-func noSharedTokens(f *runFlags, tenants *gateway.Tenants) error {
-	if f.rec.operators == "" {
-		return nil
-	}
-	ops, err := console.LoadOperators(f.rec.operators)
-	if err != nil {
-		return err
-	}
-	if ops.Shares(tenants.Tokens()) {
-		return fmt.Errorf("%s lists a token that is also a tenant's gateway token: give each operator a token of their own", f.rec.operators)
-	}
-	return nil
 }
 
 // check refuses, before anything is bound or started, a gateway address

@@ -31,7 +31,7 @@ type reconcilerFlags struct {
 func addReconcilerFlags(fs *flag.FlagSet) *reconcilerFlags {
 	f := &reconcilerFlags{}
 	fs.BoolVar(&f.on, "reconciler", true, "also run the reconciler in this process (data under <data-dir>/reconciler); false when cmd/reconciler runs separately")
-	fs.StringVar(&f.httpAddr, "reconciler-http-addr", "127.0.0.1:9465", "the embedded reconciler's /metrics, /healthz, /readyz, /pending and the operator console (/console); empty: not served")
+	fs.StringVar(&f.httpAddr, "reconciler-http-addr", "127.0.0.1:9465", "the embedded reconciler's /metrics, /healthz, /readyz, and the operator console (/console) with /pending behind its sign-in; empty: not served")
 	fs.StringVar(&f.operators, "operators", "", "the operator console's operators file (the tenants file's format, reloaded on SIGHUP); empty: on a loopback --reconciler-http-addr one operator, you, with the token in <data-dir>/console.token; elsewhere the console is off")
 	fs.StringVar(&f.consoleKafka, "console-kafka-config", "", "Kafka client properties of the console's own clients (event-log reads, actions and their answers on the results topic): the operator role's on a secured cluster; empty: --kafka-config")
 	fs.StringVar(&f.consoleURL, "console-url", "", "where operators reach the console (e.g. https://ops.example.com): alert annotations link there, and an https URL makes the session cookie Secure")
@@ -53,7 +53,7 @@ func serveReconciler(ctx context.Context, f *runFlags, rc *reconciler.Reconciler
 		return nil, err
 	}
 	con, stopConsole, err := console.Open(ctx, console.Options{OperatorsFile: f.rec.operators, Operators: ops, ExternalURL: f.rec.consoleURL,
-		KafkaConfigFile: f.rec.consoleKafka, Registerer: promReg, Logger: log,
+		KafkaConfigFile: f.rec.consoleKafka, Registerer: promReg, Logger: log, Disjoint: f.tokens,
 		Backend: &console.ReconcilerBackend{Reconciler: rc, Tools: reg.Specs(), Brokers: conn.Seeds, Names: topics.NamesWithPrefix(f.prefix), ClientOpts: conn.Opts}})
 	if err != nil {
 		return nil, err

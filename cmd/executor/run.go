@@ -18,6 +18,7 @@ import (
 	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/internal/gctune"
 	"github.com/atmostonce/toolexec/internal/httpserve"
+	"github.com/atmostonce/toolexec/internal/tokenfile"
 	"github.com/atmostonce/toolexec/kafkaconfig"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topicadmin"
@@ -33,10 +34,13 @@ type runFlags struct {
 	rec                                                                             *reconcilerFlags
 	gw                                                                              *gatewayFlags
 	tracer                                                                          trace.TracerProvider // from OTEL_*: the embedded gateway and reconciler share it
+	// tokens keeps the embedded gateway's tenants and the console's
+	// operators apart, at the start and at every SIGHUP.
+	tokens *tokenfile.Disjoint
 }
 
 func parseRunFlags(args []string) (*runFlags, error) {
-	f := &runFlags{}
+	f := &runFlags{tokens: tokenfile.NewDisjoint()}
 	fs := cli.FlagSet("executor", usage)
 	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka seed brokers; empty (and no --kafka-config) starts the embedded broker")
 	cli.KafkaConfigFlag(fs, &f.kafkaConfig)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"time"
@@ -19,8 +20,9 @@ import (
 )
 
 type flags struct {
-	brokers, kafkaConfig, toolsFile, tenantsFile, httpAddr, prefix, instanceID, clientID string
-	outage, replyIdle                                                                    time.Duration
+	brokers, kafkaConfig, toolsFile, tenantsFile, httpAddr, metricsAddr, prefix, instanceID, clientID string
+	callerTrace                                                                                       string
+	outage, replyIdle                                                                                 time.Duration
 }
 
 func parseFlags(args []string) (*flags, error) {
@@ -31,7 +33,9 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.kafkaConfig, "kafka-config", "", "Kafka client properties file (TLS, SASL), as for the other commands")
 	fs.StringVar(&f.toolsFile, "tools", "", "the executor's tool file (required)")
 	fs.StringVar(&f.tenantsFile, "tenants", "", "the tenants file: bearer token hashes per tenant (required; reloaded on SIGHUP)")
-	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:8080", "serves the API, /mcp, /healthz, /readyz and /metrics")
+	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:8080", "serves the API, /mcp, /healthz and /readyz to agents")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "127.0.0.1:9466", "serves /metrics (and /healthz, /readyz) apart from the agents' port: its exemplars carry trace ids; empty: not served")
+	fs.StringVar(&f.callerTrace, "caller-trace", string(gateway.TraceLink), "what a caller's traceparent does: link (a trace of the gateway's own, linked to the caller's; for callers outside the trust boundary) or continue (the caller's trace goes on to the executor and the tool; for a deployment's own services)")
 	fs.StringVar(&f.prefix, "topic-prefix", topics.DefaultPrefix, "prefix of the topic names")
 	fs.StringVar(&f.instanceID, "instance-id", gateway.InstanceIDFrom(host), "names this instance's reply topic <prefix>gateway.<id>; keep it stable across restarts (a StatefulSet's pod name; default: the host name)")
 	fs.StringVar(&f.clientID, "client-id", "toolexec-gateway", "Kafka client id")
@@ -47,6 +51,10 @@ func parseFlags(args []string) (*flags, error) {
 		return nil, errors.New("--tenants is required (see docs/gateway.md, The tenants file)")
 	case !gateway.ValidInstanceID(f.instanceID):
 		return nil, fmt.Errorf("--instance-id %q must match [a-z0-9._-]{1,64}: it names the reply topic %s", f.instanceID, gateway.ReplyTopic(f.prefix, f.instanceID))
+	case f.callerTrace != string(gateway.TraceLink) && f.callerTrace != string(gateway.TraceContinue):
+		return nil, fmt.Errorf("--caller-trace %q: want link or continue", f.callerTrace)
+	case f.metricsAddr != "" && f.metricsAddr == f.httpAddr:
+		return nil, errors.New("--metrics-addr must differ from --http-addr: /metrics is not served to agents")
 	}
 	return f, nil
 }
@@ -61,11 +69,10 @@ func runMain(args []string) error {
 	log := cli.Logger()
 	ctx, stop := cli.SignalContext()
 	defer stop()
-	ln, err := cli.Listen("--http-addr", f.httpAddr, "")
+	api, web, err := listen(f, log)
 	if err != nil {
 		return err
 	}
-	web := httpserve.ServeProcess(ln, log)
 	cfg, err := tools.Load(f.toolsFile)
 	if err != nil {
 		return err
@@ -85,12 +92,13 @@ func runMain(args []string) error {
 	defer stopTracing()
 	reg := web.Registry
 	var g *gateway.Gateway
-	_, err = cli.StartPatiently(ctx, cli.Start{What: "gateway start", Attempt: f.outage, Log: log, Reg: reg, Live: web.Live,
+	_, err = cli.StartPatiently(ctx, cli.Start{What: "gateway start", Attempt: f.outage, Log: log, Reg: reg, Live: api.Live,
 		Passing: func(err error) bool { return !cli.Lasting(err, gateway.ErrConfig, gateway.ErrTenants) }},
 		func(ctx context.Context, r prometheus.Registerer) (err error) {
 			g, err = gateway.New(ctx, gateway.Config{
 				Brokers: conn.Seeds, KafkaOpts: conn.Opts, Prefix: f.prefix, Tools: cfg.Tools, Tenants: gateway.NewTenantStore(tenants),
 				InstanceID: f.instanceID, ClientID: f.clientID, ReplyTopicIdle: replyIdle(f.replyIdle), Logger: log, Registerer: r, TracerProvider: tp,
+				CallerTrace: gateway.CallerTrace(f.callerTrace),
 			})
 			return err
 		})
@@ -100,13 +108,43 @@ func runMain(args []string) error {
 	defer g.Close()
 	stopHUP := g.ReloadOn(f.tenantsFile, hup)
 	defer stopHUP()
-	kafkaUp := httpserve.WatchLive(ctx, web.Live, "gateway: kafka", readyInterval, readyTimeout, g.Ping, log)
-	mux := httpserve.Health(reg, kafkaUp)
+	kafkaUp := httpserve.WatchLive(ctx, api.Live, "gateway: kafka", readyInterval, readyTimeout, g.Ping, log)
+	mux := httpserve.Health(nil, kafkaUp)
 	mux.Handle("/", g.Handler())
-	web.Serve(mux)
-	log.Info("gateway running", "http", f.httpAddr, "brokers", f.brokers, "reply_topic", g.ReplyTopic(), "tenants", len(tenants.Names()), "tools", len(cfg.Tools))
+	api.Serve(mux)
+	if web.Server != nil {
+		web.Serve(httpserve.Health(reg, kafkaUp))
+	}
+	log.Info("gateway running", "http", f.httpAddr, "metrics", f.metricsAddr, "brokers", f.brokers, "reply_topic", g.ReplyTopic(),
+		"tenants", len(tenants.Names()), "tools", len(cfg.Tools), "caller_trace", f.callerTrace)
 	<-ctx.Done()
-	return shutdown(web.Server, log)
+	err = shutdown(api.Server, log)
+	if web.Server != nil {
+		_ = web.Server.Close()
+	}
+	return err
+}
+
+// listen binds --http-addr and --metrics-addr before anything slow
+// starts (cli.Listen: a busy port names its flag) and serves, from the
+// process's first moment, the agents' port on --http-addr, which never
+// serves /metrics (its exemplars carry the trace ids of calls, and its
+// series name the tenants), and /metrics on --metrics-addr. Both answer
+// as a starting process until the gateway runs.
+func listen(f *flags, log *slog.Logger) (api, web *httpserve.Process, err error) {
+	apiLn, err := cli.Listen("--http-addr", f.httpAddr, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	var metricsLn net.Listener
+	if f.metricsAddr != "" {
+		if metricsLn, err = cli.Listen("--metrics-addr", f.metricsAddr, "or --metrics-addr= to serve no /metrics"); err != nil {
+			apiLn.Close()
+			return nil, nil, err
+		}
+	}
+	api, web = httpserve.ServeProcessApart(apiLn, metricsLn, log)
+	return api, web, nil
 }
 
 // The gateway is ready while a broker answers: without one, no call is

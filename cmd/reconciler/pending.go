@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -21,6 +22,7 @@ func pendingMain(args []string) error {
 	kafka := cli.KafkaFlags(fs)
 	toolsFile := fs.String("tools", "", "the executor's tool file, for classes and pending_ttl (optional)")
 	httpAddr := fs.String("http-addr", "127.0.0.1:9465", "the running reconciler's address; empty: the event log only")
+	tokenFile := fs.String("operator-token-file", "", "a file holding an operator's token (of the console's operators file): the running reconciler serves /pending to operators only; empty: the event log only")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
 	if err := cli.Parse(fs, args); err != nil {
@@ -40,7 +42,11 @@ func pendingMain(args []string) error {
 		}
 		opts.Lookup = cfg.Lookup
 	}
-	rows, err := Pending(ctx, opts, *httpAddr, os.Stderr)
+	token, err := operatorToken(*tokenFile)
+	if err != nil {
+		return err
+	}
+	rows, err := Pending(ctx, opts, *httpAddr, token, os.Stderr)
 	if err != nil {
 		return err
 	}
@@ -51,16 +57,29 @@ func pendingMain(args []string) error {
 	return nil
 }
 
+// operatorToken reads an operator's token from path ("" when no path).
+func operatorToken(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--operator-token-file: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
 // Pending reads the log and merges what the reconciler at httpAddr (if
-// any) reports; a reconciler that cannot be reached is noted on warn.
-func Pending(ctx context.Context, opts reconciler.LogOptions, httpAddr string, warn io.Writer) ([]reconciler.Row, error) {
+// any, asked with an operator's token) reports; a reconciler that cannot
+// be reached is noted on warn.
+func Pending(ctx context.Context, opts reconciler.LogOptions, httpAddr, token string, warn io.Writer) ([]reconciler.Row, error) {
 	rows, err := reconciler.PendingFromLog(ctx, opts)
-	if err != nil || httpAddr == "" {
+	if err != nil || httpAddr == "" || token == "" {
 		return rows, err
 	}
 	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	live, err := reconciler.FetchRows(hctx, httpAddr)
+	live, err := reconciler.FetchRows(hctx, httpAddr, token)
 	if err != nil {
 		fmt.Fprintf(warn, "note: %v; the state column is what the reconciler would do, attempts are unknown\n", err)
 	}

@@ -33,7 +33,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	f.kafka = cli.KafkaFlags(fs)
 	fs.StringVar(&f.toolsFile, "tools", "", "the executor's tool configuration YAML (required)")
 	fs.StringVar(&f.dataDir, "data-dir", "./data-reconciler", "directory of the reconciler's Pebble view")
-	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9465", "serves /metrics, /healthz, /readyz, /pending and the operator console (/console)")
+	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9465", "serves /metrics, /healthz, /readyz, and the operator console (/console) with /pending behind its sign-in")
 	fs.StringVar(&f.operators, "operators", "", "the operator console's operators file (the tenants file's format, reloaded on SIGHUP); empty: the console is off")
 	fs.StringVar(&f.consoleKafka, "console-kafka-config", "", "Kafka client properties of the console's own clients (event-log reads, actions and their answers on the results topic): the operator role's on a secured cluster; empty: --kafka-config")
 	fs.StringVar(&f.consoleURL, "console-url", "", "where operators reach the console (e.g. https://ops.example.com): alert annotations link there, and an https URL makes the session cookie Secure")

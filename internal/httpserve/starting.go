@@ -78,3 +78,23 @@ func ServeProcess(ln net.Listener, log *slog.Logger) *Process {
 	p.Server = Serve(ln, p.Handoff, log)
 	return p
 }
+
+// ServeProcessApart is ServeProcess for a process whose /metrics must not
+// be served where its callers are (the gateway's: its exemplars carry
+// the trace ids of calls, and its series name tenants): ln answers
+// /healthz and /readyz and then the process's handler, never /metrics;
+// metricsLn (nil: none) answers /metrics, /healthz and /readyz. Both share
+// the registry and the liveness.
+func ServeProcessApart(ln, metricsLn net.Listener, log *slog.Logger) (api, metrics *Process) {
+	reg, live := ProcessRegistry(), NewLiveness()
+	api = &Process{Registry: reg, Live: live, Handoff: Starting(nil)}
+	api.Handoff.live = live
+	api.Server = Serve(ln, api.Handoff, log)
+	metrics = &Process{Registry: reg, Live: live}
+	if metricsLn != nil {
+		metrics.Handoff = Starting(reg)
+		metrics.Handoff.live = live
+		metrics.Server = Serve(metricsLn, metrics.Handoff, log)
+	}
+	return api, metrics
+}

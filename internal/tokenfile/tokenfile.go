@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -43,6 +44,10 @@ type Hash = [sha256.Size]byte
 // called in messages, the names it accepts, its bounds, and the sentinel
 // every error wraps. Every check of a request compares the token with
 // every hash, so MaxHashes bounds the work of each request.
+//
+// A kind may allow fields of its own (ParseWith): TopFields beside the
+// list, EntryFields beside name, tokens and groups. Any other field is an
+// error, as is a field given twice.
 type Kind struct {
 	List      string // the top-level field: "tenants", "operators"
 	Item      string // one entry, in messages: "tenant", "operator"
@@ -56,10 +61,30 @@ type Kind struct {
 	// grammar, at most MaxGroups): who may approve a tool's calls names
 	// operators or their groups.
 	Groups bool
+	// TopFields and EntryFields are the extra fields a Fields reader takes.
+	TopFields, EntryFields []string
 }
 
 // MaxGroups bounds an entry's groups.
 const MaxGroups = 32
+
+// Fields reads a kind's extra fields as Parse meets them, each once: Top
+// a top-level field beside the list, Entry a field of the named entry
+// beside name and tokens (after the name was checked). An error refuses
+// the file; a *NodeError names the line of its own node, any other error
+// the line of the field's value.
+type Fields interface {
+	Top(field string, value *yaml.Node) error
+	Entry(name, field string, value *yaml.Node) error
+}
+
+// NodeError is a Fields error about one node, for its line.
+type NodeError struct {
+	Node *yaml.Node
+	Msg  string
+}
+
+func (e *NodeError) Error() string { return e.Msg }
 
 // Set maps token hashes to names. Immutable: safe for concurrent use.
 type Set struct {
@@ -154,7 +179,10 @@ func HashToken(token string) string {
 
 // Load reads and parses the file at path. Errors name the file and the
 // line.
-func Load(kind Kind, path string) (*Set, error) {
+func Load(kind Kind, path string) (*Set, error) { return LoadWith(kind, path, nil) }
+
+// LoadWith is Load for a kind with fields of its own, which fields reads.
+func LoadWith(kind Kind, path string, fields Fields) (*Set, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", kind.Err, err)
@@ -164,7 +192,7 @@ func Load(kind Kind, path string) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", kind.Err, path, err)
 	}
-	s, err := Parse(kind, data)
+	s, err := ParseWith(kind, data, fields)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -174,7 +202,10 @@ func Load(kind Kind, path string) (*Set, error) {
 // Parse parses a file of kind. Unknown and duplicate fields, duplicate
 // names and a token hash listed twice (a credential binds to exactly one
 // name) are errors, each naming its line. The first error is returned.
-func Parse(kind Kind, data []byte) (s *Set, err error) {
+func Parse(kind Kind, data []byte) (*Set, error) { return ParseWith(kind, data, nil) }
+
+// ParseWith is Parse for a kind with fields of its own, which f reads.
+func ParseWith(kind Kind, data []byte, f Fields) (s *Set, err error) {
 	if len(data) > maxFileBytes {
 		return nil, fmt.Errorf("%w: larger than %d bytes", kind.Err, maxFileBytes)
 	}
@@ -191,7 +222,7 @@ func Parse(kind Kind, data []byte) (s *Set, err error) {
 		}
 		return nil, fmt.Errorf("%w: invalid YAML: %w", kind.Err, err)
 	}
-	p := &parser{kind: kind, s: &Set{present: map[string]bool{}}, hashAt: map[Hash]string{}}
+	p := &parser{kind: kind, fields: f, s: &Set{present: map[string]bool{}}, hashAt: map[Hash]string{}}
 	if err := p.document(&doc); err != nil {
 		return nil, err
 	}
@@ -201,6 +232,7 @@ func Parse(kind Kind, data []byte) (s *Set, err error) {
 // parser walks the YAML tree. Not safe for concurrent use.
 type parser struct {
 	kind   Kind
+	fields Fields
 	s      *Set
 	hashAt map[Hash]string // hash -> where it was first listed
 }
@@ -222,20 +254,39 @@ func (p *parser) document(doc *yaml.Node) error {
 		return p.lineErr(root, "", "want a mapping with a %s list", p.kind.List)
 	}
 	var list *yaml.Node
+	seen := map[string]bool{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
 		switch {
-		case k.Value != p.kind.List:
-			return p.lineErr(k, "", "unknown field %s (want %s)", quote(k.Value), p.kind.List)
-		case list != nil:
-			return p.lineErr(k, "", "duplicate field %s", p.kind.List)
+		case seen[k.Value]:
+			return p.lineErr(k, "", "duplicate field %s", k.Value)
+		case k.Value == p.kind.List:
+			list = v
+		case slices.Contains(p.kind.TopFields, k.Value) && p.fields != nil:
+			if err := p.extra(v, "", p.fields.Top(k.Value, v)); err != nil {
+				return err
+			}
+		default:
+			return p.lineErr(k, "", "unknown field %s (want %s)", quote(k.Value), strings.Join(append([]string{p.kind.List}, p.kind.TopFields...), ", "))
 		}
-		list = v
+		seen[k.Value] = true
 	}
 	if list == nil {
 		return p.lineErr(root, "", "%s: required", p.kind.List)
 	}
 	return p.entries(list)
+}
+
+// extra turns the error of a Fields reader into one naming its line.
+func (p *parser) extra(v *yaml.Node, where string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ne *NodeError
+	if errors.As(err, &ne) && ne.Node != nil {
+		return p.lineErr(ne.Node, where, "%s", ne.Msg)
+	}
+	return p.lineErr(v, where, "%v", err)
 }
 
 func (p *parser) entries(list *yaml.Node) error {
@@ -258,7 +309,7 @@ func (p *parser) entry(i int, n *yaml.Node) error {
 	if n.Kind != yaml.MappingNode {
 		return p.lineErr(n, where, "must be a mapping with name and tokens")
 	}
-	name, tokens, groups, err := p.fields(where, n)
+	name, tokens, groups, extras, err := p.entryFields(where, n)
 	if err != nil {
 		return err
 	}
@@ -281,32 +332,45 @@ func (p *parser) entry(i int, n *yaml.Node) error {
 	if err := p.groupList(where, name.Value, groups); err != nil {
 		return err
 	}
+	for i := 0; i+1 < len(extras); i += 2 {
+		k, v := extras[i], extras[i+1]
+		if err := p.extra(v, where+": "+k.Value, p.fields.Entry(name.Value, k.Value, v)); err != nil {
+			return err
+		}
+	}
 	p.s.present[name.Value] = true
 	p.s.names = append(p.s.names, name.Value)
 	return nil
 }
 
-func (p *parser) fields(where string, n *yaml.Node) (name, tokens, groups *yaml.Node, err error) {
-	want := "name, tokens"
+// entryFields finds an entry's name, tokens and groups, and its extra
+// fields as key and value pairs.
+func (p *parser) entryFields(where string, n *yaml.Node) (name, tokens, groups *yaml.Node, extras []*yaml.Node, err error) {
+	want := []string{"name", "tokens"}
 	if p.kind.Groups {
-		want += ", groups"
+		want = append(want, "groups")
 	}
+	want = append(want, p.kind.EntryFields...)
+	seen := map[string]bool{}
 	for j := 0; j+1 < len(n.Content); j += 2 {
 		k, v := n.Content[j], n.Content[j+1]
 		switch {
-		case k.Value == "name" && name == nil:
+		case seen[k.Value]:
+			return nil, nil, nil, nil, p.lineErr(k, where, "duplicate field %s", k.Value)
+		case k.Value == "name":
 			name = v
-		case k.Value == "tokens" && tokens == nil:
+		case k.Value == "tokens":
 			tokens = v
-		case k.Value == "groups" && p.kind.Groups && groups == nil:
+		case k.Value == "groups" && p.kind.Groups:
 			groups = v
-		case k.Value == "name" || k.Value == "tokens" || k.Value == "groups" && p.kind.Groups:
-			return nil, nil, nil, p.lineErr(k, where, "duplicate field %s", k.Value)
+		case slices.Contains(p.kind.EntryFields, k.Value) && p.fields != nil:
+			extras = append(extras, k, v)
 		default:
-			return nil, nil, nil, p.lineErr(k, where, "unknown field %s (want %s)", quote(k.Value), want)
+			return nil, nil, nil, nil, p.lineErr(k, where, "unknown field %s (want %s)", quote(k.Value), strings.Join(want, ", "))
 		}
+		seen[k.Value] = true
 	}
-	return name, tokens, groups, nil
+	return name, tokens, groups, extras, nil
 }
 
 // groupList reads an entry's groups (none when the node is nil).

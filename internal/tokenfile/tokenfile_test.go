@@ -79,6 +79,49 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
+// A set that shares a token with another file's set in force is refused,
+// and the set in force stays; sets apart are put in force.
+func TestDisjoint(t *testing.T) {
+	parse := func(list string, names ...string) *Set {
+		k := testKind
+		k.List = list
+		s := list + ":\n"
+		for _, n := range names {
+			s += entry(n, n+"-token")
+		}
+		set, err := Parse(k, []byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return set
+	}
+	d := NewDisjoint()
+	var inForce *Set
+	put := func(list string, s *Set) error { return d.Put(list, s, func() { inForce = s }) }
+	tenants := parse("tenants", "acme")
+	if err := put("tenants", tenants); err != nil {
+		t.Fatal(err)
+	}
+	if err := put("operators", parse("operators", "alice")); err != nil {
+		t.Fatal(err)
+	}
+	shared := parse("operators", "alice", "acme") // acme's token in the operators file
+	if err := put("operators", shared); !errors.Is(err, ErrShared) || !strings.Contains(err.Error(), "the operators file lists a token that the tenants file in force lists too") {
+		t.Fatalf("a shared token: %v", err)
+	}
+	if inForce == shared {
+		t.Fatal("the refused set was put in force")
+	}
+	if err := put("tenants", parse("tenants", "acme", "globex")); err != nil {
+		t.Fatalf("a reload of the same file: %v", err)
+	}
+	var nilD *Disjoint
+	applied := false
+	if err := nilD.Put("x", shared, func() { applied = true }); err != nil || !applied {
+		t.Fatal("a nil Disjoint does not put in force")
+	}
+}
+
 // TestGroups: a kind with groups reads an entry's groups; a kind without
 // refuses the field, so a tenants file never grows one.
 func TestGroups(t *testing.T) {

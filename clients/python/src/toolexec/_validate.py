@@ -23,10 +23,12 @@ DEFAULT_WAIT = 10.0
 def key(k: object) -> str:
     """The wire's key grammar (wire.CheckKey, docs/wire-format.md "Keys"),
     one for every way in: 1 to 256 bytes of UTF-8, no control character
-    (C0, DEL, C1) and no bidirectional formatting character, no white
-    space at either end, not "." or "..". Keys are compared as bytes (no
-    Unicode normalisation: the NFC and NFD forms of one text are two
-    keys)."""
+    (C0, DEL, C1), no invisible character (the default-ignorable code
+    points: zero-width spaces and joiners, format and bidirectional
+    controls, variation selectors, the byte order mark, tags), no
+    separator but the ASCII space, no space at either end, not "." or
+    "..". Keys are compared as bytes (no Unicode normalisation: the NFC
+    and NFD forms of one text are two keys)."""
     if not isinstance(k, str) or not k:
         raise InvalidRequest("the idempotency key must be a non-empty string")
     if len(k.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
@@ -36,18 +38,34 @@ def key(k: object) -> str:
         raise InvalidRequest(f"the idempotency key may not be {k!r}")
     for i, c in enumerate(k):
         o = ord(c)
-        if o < 0x20 or 0x7F <= o <= 0x9F or o in _BIDI_CONTROLS:
+        if o < 0x20 or 0x7F <= o <= 0x9F:
             raise InvalidRequest(f"the idempotency key holds the control character U+{o:04X} at {i}")
-    if ord(k[0]) in _KEY_SPACES or ord(k[-1]) in _KEY_SPACES:
+        if _invisible(o):
+            raise InvalidRequest(f"the idempotency key holds the invisible character U+{o:04X} at {i}")
+        if o != 0x20 and o in _KEY_SPACES:
+            raise InvalidRequest(f"the idempotency key holds the separator U+{o:04X} at {i} (only the ASCII space may separate)")
+    if k[0] == " " or k[-1] == " ":
         raise InvalidRequest("the idempotency key begins or ends with white space")
     return k
 
 
-#: Unicode's Bidi_Control characters, refused anywhere in a key.
-_BIDI_CONTROLS = frozenset([0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)])
-#: The space separators (Zs) and line and paragraph separators, refused at
-#: either end of a key; listed, as wire.CheckKey lists them, so that no
-#: Unicode version decides.
+#: Unicode's Default_Ignorable_Code_Point characters (the Bidi_Control
+#: ones among them), refused anywhere in a key: listed, as wire.CheckKey
+#: lists them, so that no Unicode version decides.
+_INVISIBLE_RANGES = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),
+    (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+)
+
+
+def _invisible(o: int) -> bool:
+    return any(lo <= o <= hi for lo, hi in _INVISIBLE_RANGES)
+
+
+#: The space separators (Zs) and line and paragraph separators: only the
+#: ASCII space may be in a key, and not at either end; listed, as
+#: wire.CheckKey lists them, so that no Unicode version decides.
 _KEY_SPACES = frozenset([0x20, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F, 0x205F, 0x3000])
 
 
