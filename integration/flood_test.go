@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -196,4 +198,99 @@ func startedSlow(mu *sync.Mutex, ran map[string]int) int {
 	mu.Lock()
 	defer mu.Unlock()
 	return len(ran)
+}
+
+// TestGatewayAnswersTheExecutorsRefusals: through the gateway, a call the
+// executor has no place for is answered 429 (over_share) with Retry-After
+// and the executor's answer in the problem; the tenant's next calls of the
+// tool are refused at the gateway for the hint (nothing produced), also
+// after a refusal the caller did not wait for (Prefer: wait=0); another
+// tenant's calls of the tool still get a place; a key refused after its
+// 202 is free: GET finds nothing, and the same call sent again runs.
+func TestGatewayAnswersTheExecutorsRefusals(t *testing.T) {
+	e := newEnv(t, 3)
+	l := newLedger(t)
+	// t.narrow runs one call at a time: 17 places, 14 of them for a
+	// tenant alone (its share).
+	yaml := gatewayTools(l) + toolEntry("t.narrow", "irreversible", l.url("/block"), "40s", "    max_in_flight: 1\n    pending_ttl: 2m\n")
+	metrics := prometheus.NewRegistry()
+	e.startInproc(registry(t, yaml), func(c *executor.Config) { c.Registerer = metrics })
+	greg := prometheus.NewRegistry()
+	gw := e.startGatewayWith(yaml, tenantsFile(t), greg)
+
+	const sent = 20
+	for i := range sent {
+		post(t, gw, "acme", "t.narrow", fmt.Sprintf("n-%d", i), `{}`, "Prefer", "wait=0").want(t, http.StatusAccepted, "")
+	}
+	var admitted, refused float64
+	for deadline := time.Now().Add(60 * time.Second); admitted+refused < sent; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the executor decided %v of acme's %d calls", admitted+refused, sent)
+		}
+		admitted = metric(t, metrics, "toolexec_executor_tenant_admitted_total", "tenant", "acme")
+		refused = metric(t, metrics, "toolexec_executor_tenant_refused_total", "tenant", "acme")
+	}
+	if admitted != 14 || refused != sent-14 {
+		t.Fatalf("acme: %v admitted, %v refused; want its share of t.narrow's 17 places, 14", admitted, refused)
+	}
+	// The refusals came after the 202s: the gateway holds acme's calls of
+	// t.narrow for their hint, and tells the next one at once.
+	r := post(t, gw, "acme", "t.narrow", "n-held", `{}`).want(t, http.StatusTooManyRequests, "over_share")
+	if ra, _ := strconv.Atoi(r.header.Get("Retry-After")); ra < 1 || r.str("limit") != "executor_share" {
+		t.Fatalf("acme's call while held: %s (Retry-After %q)", r.raw, r.header.Get("Retry-After"))
+	}
+	if got := metric(t, greg, "toolexec_gateway_tenant_refused_total", "limit", "executor_share"); got != 1 {
+		t.Errorf("the gateway counted %v refusals by executor_share, want 1", got)
+	}
+	if got := metric(t, metrics, "toolexec_executor_tenant_refused_total", "tenant", "acme"); got != refused {
+		t.Errorf("a held call reached the executor: refusals %v, want %v", got, refused)
+	}
+	// Another tenant finds a place among the free ones.
+	post(t, gw, "globex", "t.narrow", "g-1", `{}`, "Prefer", "wait=0").want(t, http.StatusAccepted, "")
+
+	// Once the hold ends, the executor answers for itself: 429 with its
+	// answer (the refusal is also what holds acme again).
+	var busy gwResp
+	for i := 0; ; i++ {
+		busy = post(t, gw, "acme", "t.narrow", fmt.Sprintf("n-late-%d", i), `{}`, "Prefer", "wait=10")
+		if busy.status != http.StatusTooManyRequests {
+			t.Fatalf("acme past its share: %s", busy.raw)
+		}
+		if _, ok := busy.body["answer"].(map[string]any); ok || i == 100 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond) // held: wait for the hint to pass
+	}
+	ans, _ := busy.body["answer"].(map[string]any)
+	if ans == nil || ans["status"] != "not_executed" || ans["retry_after_ms"] == nil || busy.str("code") != "over_share" || busy.str("intent_id") == "" {
+		t.Fatalf("the executor's refusal through the gateway: %s", busy.raw)
+	}
+
+	// A key refused after its 202 is free: nothing is known of it, and
+	// sent again once there are places it runs.
+	var free string
+	for i := range sent {
+		k := fmt.Sprintf("n-%d", i)
+		if g := get(t, gw, "acme", "/v1/tools/t.narrow/calls/"+k); g.status == http.StatusNotFound {
+			free = k
+			break
+		}
+	}
+	if free == "" {
+		t.Fatal("every one of acme's calls has a record; want the refused ones to have none")
+	}
+	l.releaseAll()
+	for i := 0; ; i++ {
+		r := post(t, gw, "acme", "t.narrow", free, `{}`, "Prefer", "wait=10")
+		if r.status == http.StatusOK {
+			if r.str("status") != "succeeded" || r.body["was_replay"] != false {
+				t.Fatalf("the refused key sent again: %s", r.raw)
+			}
+			break
+		}
+		if r.status != http.StatusTooManyRequests || i == 100 {
+			t.Fatalf("the refused key sent again: %s", r.raw)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
