@@ -12,11 +12,10 @@ import (
 
 // admission is the core's bound on the calls this member holds: each
 // tool's max_in_flight running and toolQueueRounds times as many
-// waiting, and the member's MaxInFlight running and MaxQueued waiting.
-// Its ToolCap is called by the core alone (the loop): the registry is
-// fixed after start, so each tool is looked up once, without a lock.
-func admission(reg *tools.Registry, maxInFlight, maxQueued int) partition.Admission {
-	member := maxInFlight + maxQueued
+// waiting, and member calls in all. Its ToolCap is called by the core
+// alone (the loop): the registry is fixed after start, so each tool is
+// looked up once, without a lock.
+func admission(reg *tools.Registry, member int) partition.Admission {
 	caps := map[string]int{}
 	return partition.Admission{
 		MemberCap: member,

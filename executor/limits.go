@@ -98,11 +98,13 @@ const (
 
 	// toolQueueRounds: a tool's calls in one member wait at most this many
 	// times its max_in_flight (partition/admission.go), so that a call
-	// waits about as many of the tool's call times before it starts: a
-	// bound on the wait, and room for a burst of one tenant (a closed loop
-	// of 8 × max_in_flight outstanding intents stays within a lone
-	// tenant's share, four fifths of 17 × max_in_flight).
-	toolQueueRounds = 16
+	// waits about as many of the tool's call times before it starts (and
+	// one that would outwait its pending_ttl is not sent: tools.HTTP). 64:
+	// a tenant alone keeps 2,000 intents outstanding on a tool of the
+	// default max_in_flight (four fifths of 65 × 64), as it did when the
+	// member paused its poll instead; a smaller queue refused the bench's
+	// saturated closed loop of one tenant.
+	toolQueueRounds = 64
 	// maxTenantLabels bounds the tenants named in the metrics' labels;
 	// later tenants share one label (admission.go).
 	maxTenantLabels = 256

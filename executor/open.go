@@ -94,7 +94,7 @@ func (e *Executor) coreConfig() partition.Config {
 	return partition.Config{
 		Partitions: e.layout.Partitions, MaxWaiters: e.cfg.MaxWaiters, Policy: toolPolicy(e.cfg.Tools), NearestTool: e.cfg.Tools.Nearest,
 		SweepInterval: e.cfg.SweepInterval, SnapshotInterval: snapshotInterval(e.cfg.SnapshotInterval, e.layout.EventRetention),
-		CheckSnapshot: checkSnapshot, Admission: admission(e.cfg.Tools, e.cfg.MaxInFlight, e.cfg.MaxQueued), Logger: e.cfg.Logger,
+		CheckSnapshot: checkSnapshot, Admission: admission(e.cfg.Tools, e.cfg.MaxInFlight+e.cfg.MaxQueued+e.cfg.MaxPollRecords), Logger: e.cfg.Logger,
 	}
 }
 

@@ -26,7 +26,7 @@ import (
 //
 //   - b's calls are decided and answered while a's wait: the member never
 //     stops polling for a's sake;
-//   - a holds at most the slow tool's places (17 × its max_in_flight); the
+//   - a holds at most the slow tool's places (65 × its max_in_flight); the
 //     rest of a's intents are answered at once not_executed, over_share,
 //     with a retry hint, and nothing recorded for them;
 //   - a refused key is free: a later call with it runs, with other
@@ -69,7 +69,7 @@ func TestTenantFloodStraightToKafka(t *testing.T) {
 	}
 	metrics := prometheus.NewRegistry()
 	m := e.startInproc(reg, func(c *executor.Config) {
-		c.MaxInFlight, c.Registerer = 8, metrics // MaxQueued: 32, the member's places 40
+		c.MaxInFlight, c.Registerer = 8, metrics // a member that paused its poll once 32 calls waited (4 × MaxInFlight)
 	})
 	defer func() {
 		select {
@@ -116,7 +116,7 @@ func TestTenantFloodStraightToKafka(t *testing.T) {
 			t.Fatalf("%d of a's %d intents admitted and %d refused after 60 s", admitted, flood, refusedN)
 		}
 	}
-	if max := slowInFlight * 17; admitted > max || admitted <= slowInFlight || refusedN == 0 {
+	if max := slowInFlight * 65; admitted > max || admitted <= slowInFlight || refusedN == 0 {
 		t.Fatalf("%d of a's %d intents admitted, %d refused; want more than the slow tool's %d running, at most its %d places, the rest refused",
 			admitted, flood, refusedN, slowInFlight, max)
 	}
@@ -210,7 +210,7 @@ func startedSlow(mu *sync.Mutex, ran map[string]int) int {
 func TestGatewayAnswersTheExecutorsRefusals(t *testing.T) {
 	e := newEnv(t, 3)
 	l := newLedger(t)
-	// t.narrow runs one call at a time: 17 places, 14 of them for a
+	// t.narrow runs one call at a time: 65 places, 52 of them for a
 	// tenant alone (its share).
 	yaml := gatewayTools(l) + toolEntry("t.narrow", "irreversible", l.url("/block"), "40s", "    max_in_flight: 1\n    pending_ttl: 2m\n")
 	metrics := prometheus.NewRegistry()
@@ -218,7 +218,7 @@ func TestGatewayAnswersTheExecutorsRefusals(t *testing.T) {
 	greg := prometheus.NewRegistry()
 	gw := e.startGatewayWith(yaml, tenantsFile(t), greg)
 
-	const sent = 20
+	const sent = 60
 	for i := range sent {
 		post(t, gw, "acme", "t.narrow", fmt.Sprintf("n-%d", i), `{}`, "Prefer", "wait=0").want(t, http.StatusAccepted, "")
 	}
@@ -230,8 +230,8 @@ func TestGatewayAnswersTheExecutorsRefusals(t *testing.T) {
 		admitted = metric(t, metrics, "toolexec_executor_tenant_admitted_total", "tenant", "acme")
 		refused = metric(t, metrics, "toolexec_executor_tenant_refused_total", "tenant", "acme")
 	}
-	if admitted != 14 || refused != sent-14 {
-		t.Fatalf("acme: %v admitted, %v refused; want its share of t.narrow's 17 places, 14", admitted, refused)
+	if admitted != 52 || refused != sent-52 {
+		t.Fatalf("acme: %v admitted, %v refused; want its share of t.narrow's 65 places, 52", admitted, refused)
 	}
 	// The refusals came after the 202s: the gateway holds acme's calls of
 	// t.narrow for their hint, and tells the next one at once.
