@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,7 +31,18 @@ var (
 	// Returned at once: a person, not a retry, decides when it runs. Ask
 	// again later with the same key and arguments.
 	ErrApprovalPending = errors.New("client: awaiting a person's approval")
+	// ErrBusy: the executor had no place for the call (its tenant held its
+	// share of the tool, or the tool was full): nothing ran, nothing was
+	// recorded, and the key is free. Call sends the key again after each
+	// answer's RetryAfter, up to MaxBusyRetries times while ctx allows,
+	// then returns the last answer with this error.
+	ErrBusy = errors.New("client: the executor has no place for the call now")
 )
+
+// MaxBusyRetries bounds the sends of one Call after answers that said the
+// executor had no place for it: a flood is the caller's to slow down, not
+// to wait out in a loop.
+const MaxBusyRetries = 5
 
 // Config configures a Client.
 type Config struct {
@@ -229,14 +241,49 @@ func (c *Client) deliver(res *wire.Result) {
 
 // Call produces in and waits for its terminal answer. See the package doc
 // for the meaning of each status. in.ID is filled when empty; in.V and
-// in.Type default to 1 and "call".
+// in.Type default to 1 and "call". An answer that says the executor had
+// no place for the call (wire.Result.Busy) is not returned while the key
+// can be sent again: Call waits its RetryAfter (with up to a quarter more,
+// so that refused callers do not all come back at once) and sends it with
+// a new id, at most MaxBusyRetries times and never past ctx's deadline;
+// then it returns the last such answer with an error wrapping ErrBusy.
 func (c *Client) Call(ctx context.Context, in wire.Intent, opts ...CallOption) (*wire.Result, error) {
+	for retries := 0; ; retries++ {
+		res, err := c.callOnce(ctx, in, opts)
+		if err != nil || !res.Busy() {
+			return res, err
+		}
+		if retries == MaxBusyRetries || !pause(ctx, res.RetryAfter()) {
+			return res, fmt.Errorf("%w: %s (retry after %s)", ErrBusy, res.Error.Message, res.RetryAfter())
+		}
+		in.ID = "" // a new emission: the refused one has its answer
+	}
+}
+
+func (c *Client) callOnce(ctx context.Context, in wire.Intent, opts []CallOption) (*wire.Result, error) {
 	p, err := c.Start(ctx, in, opts...)
 	if err != nil {
 		return nil, err
 	}
 	defer p.Close()
 	return p.Wait(ctx)
+}
+
+// pause waits d and up to a quarter more, or reports false at once when
+// ctx would end first.
+func pause(ctx context.Context, d time.Duration) bool {
+	d += time.Duration(mrand.Int64N(int64(d)/4 + 1))
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // CallOption adds to the record of one intent.

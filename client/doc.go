@@ -19,7 +19,11 @@
 //     - "conflict": the key was used before with other arguments. Nothing
 //     ran. Use a new key, or send the original arguments.
 //     - "not_executed": the tool was never reached; calling again with the
-//     same key is safe.
+//     same key is safe. With the error code "over_share" or "queue_full"
+//     (Result.Busy) the executor had no place for the call: Call sends it
+//     again itself after Result.RetryAfter (MaxBusyRetries times at most,
+//     within ctx), and returns the answer with ErrBusy when it gives up;
+//     a caller that gets it should slow down.
 //     - "rejected": the intent was invalid (Error.Code says why).
 //     - "pending" is never returned by Call on its own: it waits for the
 //     terminal answer. If ctx ends first, Call returns the last pending

@@ -18,6 +18,13 @@ import (
 // tool.reply.x, and a producer that writes answers there.
 func replyWorld(t *testing.T) (context.Context, *client.Client, *kgo.Client) {
 	t.Helper()
+	ctx, cl, prod, _ := replyWorldSeeds(t)
+	return ctx, cl, prod
+}
+
+// replyWorldSeeds is replyWorld, with the cluster's addresses.
+func replyWorldSeeds(t *testing.T) (context.Context, *client.Client, *kgo.Client, []string) {
+	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "tool.intents", "tool.reply.x"))
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +42,7 @@ func replyWorld(t *testing.T) (context.Context, *client.Client, *kgo.Client) {
 		t.Fatal(err)
 	}
 	t.Cleanup(prod.Close)
-	return ctx, cl, prod
+	return ctx, cl, prod, c.ListenAddrs()
 }
 
 // An answer reaches a waiting call only when its intent id, tenant and key

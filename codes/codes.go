@@ -90,7 +90,22 @@ const (
 	// call within its tool's approval_ttl (or the intent's deadline_ms);
 	// nothing ran and the key is free again.
 	ErrApprovalLapsed = "approval_lapsed"
+	// ErrOverShare: a not_executed answer's code: the intent's tenant
+	// holds its share of the calls its tool (or the member) may hold, so
+	// the call was not started and nothing was recorded; the key is free.
+	// The answer's retry_after_ms says when to send it again.
+	ErrOverShare = "over_share"
+	// ErrQueueFull: as ErrOverShare, but the tool (or the member) holds
+	// as many calls as it may, whatever the tenant.
+	ErrQueueFull = "queue_full"
 )
+
+// Busy reports whether an answer's status and error code say that the
+// executor had no room for the call: nothing was started or recorded,
+// and the same key may be sent again (after its retry_after_ms).
+func Busy(status, code string) bool {
+	return status == StatusNotExecuted && (code == ErrOverShare || code == ErrQueueFull)
+}
 
 // Refusals of a command that a caller acts on. The wire has one code for
 // every command the key's state does not allow (ReasonInvalidCommand), so

@@ -30,8 +30,16 @@ type Config struct {
 	Tools   *tools.Registry
 
 	// Bounds.
-	MaxInFlight    int // calls running at once across tools; default 256
-	MaxQueued      int // started calls waiting for a slot before polling pauses; default 4*MaxInFlight
+	MaxInFlight int // calls running at once across tools; default 256
+	// MaxQueued bounds the started calls waiting for a slot, over all tools
+	// and tenants. The calls this member holds at once are MaxInFlight +
+	// MaxQueued + MaxPollRecords (one tick may start a call per record it
+	// polled): past them, or past a tenant's share of them, a call is
+	// refused at once (partition/admission.go); default 8*MaxInFlight, so
+	// that a tenant alone (four fifths of them) keeps 2,000 intents
+	// outstanding, what a member held when it paused its poll at
+	// 4*MaxInFlight waiting plus a poll.
+	MaxQueued      int
 	MaxPollRecords int // records decided per tick; default DefaultMaxPollRecords
 	MaxWaiters     int // intents waiting on one key; default 64
 
@@ -121,7 +129,7 @@ func (c *Config) defaults() {
 	}
 	defaults.Set(&c.Group, "tool-executor")
 	defaults.Set(&c.MaxInFlight, 256)
-	defaults.Set(&c.MaxQueued, 4*c.MaxInFlight)
+	defaults.Set(&c.MaxQueued, 8*c.MaxInFlight)
 	defaults.Set(&c.MaxPollRecords, DefaultMaxPollRecords)
 	defaults.Set(&c.MaxWaiters, 64)
 	defaults.Set(&c.DrainTimeout, 10*time.Second)

@@ -29,12 +29,20 @@ type completion struct {
 
 // dispatcher runs calls with bounded concurrency: at most maxInFlight in
 // all, and at most each tool's MaxInFlight per tool. Jobs beyond the
-// bounds wait in one FIFO per tool, which the loop keeps bounded by pausing
-// its polls. A free slot goes to the oldest waiting job whose tool has
-// room, as if all tools shared one FIFO, but a tool at its max_in_flight
-// costs nothing: its waiting jobs are not rescanned at every completion.
-// Each running call has one goroutine, and there are never more of them
-// than maxInFlight.
+// bounds wait in their tool's queue, which the partition core keeps
+// bounded (partition/admission.go: a call is refused before it starts
+// when its tool or its tenant holds all the places it may).
+//
+// Each tool's queue is one FIFO per tenant, served in round robin: a free
+// slot of the tool goes to the oldest job of the tenant whose turn it is,
+// and the turn moves on. So a tenant with one job waits behind at most
+// one job of each other tenant of the tool, however many they queued
+// (deficit round robin with a quantum of one call, every call costing
+// one slot). Among tools with room a free slot of the member goes to the
+// tool whose next job is the oldest, as if all tools shared one FIFO, and
+// a tool at its max_in_flight costs nothing: its waiting jobs are not
+// rescanned at every completion. Each running call has one goroutine, and
+// there are never more of them than maxInFlight.
 type dispatcher struct {
 	reg         *tools.Registry
 	tracer      trace.Tracer // nil: tracing off; set before the first submit
@@ -43,7 +51,11 @@ type dispatcher struct {
 	ctx         context.Context // parent of every call; cancelled when a drain times out
 	out         chan completion
 	wake        func()
-	wg          sync.WaitGroup
+	// waited, when set (before the first submit), is told how long each
+	// job waited for its slot; it is called under mu, so it must not
+	// block (a metric).
+	waited func(tenant string, d time.Duration)
+	wg     sync.WaitGroup
 
 	mu struct {
 		sync.Mutex
@@ -60,15 +72,70 @@ type dispatcher struct {
 type toolQueue struct {
 	limit   int // max_in_flight; 0: none (an unknown tool)
 	running int
-	jobs    []queuedJob // FIFO
+	// ring holds the tenants with waiting jobs, in the order they are
+	// served; next is the index of the one whose turn it is.
+	ring     []*tenantQueue
+	next     int
+	byTenant map[string]*tenantQueue // the ring's tenants
+	waiting  int                     // jobs in the ring
+}
+
+// tenantQueue is one tenant's jobs waiting for one tool, oldest first.
+type tenantQueue struct {
+	tenant string
+	jobs   []queuedJob
 }
 
 type queuedJob struct {
 	job
 	seq uint64
+	at  time.Time // submitted
 }
 
 func (q *toolQueue) hasRoom() bool { return q.limit <= 0 || q.running < q.limit }
+
+// head is the job the tool starts next.
+func (q *toolQueue) head() *queuedJob { return &q.ring[q.next].jobs[0] }
+
+// push queues qj behind its tenant's other jobs; a tenant new to the ring
+// takes its turn after every tenant already waiting.
+func (q *toolQueue) push(qj queuedJob) {
+	q.waiting++
+	if tq, ok := q.byTenant[qj.Tenant]; ok {
+		tq.jobs = append(tq.jobs, qj)
+		return
+	}
+	tq := &tenantQueue{tenant: qj.Tenant, jobs: []queuedJob{qj}}
+	q.ring = append(q.ring, tq)
+	q.byTenant[qj.Tenant] = tq
+}
+
+// pop takes the head job and passes the turn to the next tenant.
+func (q *toolQueue) pop() queuedJob {
+	tq := q.ring[q.next]
+	qj := tq.jobs[0]
+	tq.jobs[0] = queuedJob{}
+	tq.jobs = tq.jobs[1:]
+	q.waiting--
+	if len(tq.jobs) == 0 {
+		q.dropTenant(q.next) // the next tenant moves into the turn
+	} else {
+		q.next++
+	}
+	if q.next >= len(q.ring) {
+		q.next = 0
+	}
+	return qj
+}
+
+// dropTenant removes the ring's i-th tenant, keeping the turn where it is.
+func (q *toolQueue) dropTenant(i int) {
+	delete(q.byTenant, q.ring[i].tenant)
+	q.ring = slices.Delete(q.ring, i, i+1)
+	if q.next > i {
+		q.next--
+	}
+}
 
 func newDispatcher(ctx context.Context, reg *tools.Registry, maxInFlight int, hooks Hooks, wake func()) *dispatcher {
 	d := &dispatcher{reg: reg, maxInFlight: maxInFlight, hooks: hooks, ctx: ctx,
@@ -85,6 +152,7 @@ func newDispatcher(ctx context.Context, reg *tools.Registry, maxInFlight int, ho
 // loop may still restore such a partition and take its reads over, or
 // commit a tick's calls for it, and none of those may start.
 func (d *dispatcher) submit(jobs ...job) (refused []job) {
+	now := time.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	n := 0
@@ -95,11 +163,11 @@ func (d *dispatcher) submit(jobs ...job) (refused []job) {
 		}
 		n++
 		q := d.toolLocked(j.Tool)
-		if len(q.jobs) == 0 {
+		if q.waiting == 0 {
 			d.mu.waiting = append(d.mu.waiting, q)
 		}
 		d.mu.seq++
-		q.jobs = append(q.jobs, queuedJob{job: j, seq: d.mu.seq})
+		q.push(queuedJob{job: j, seq: d.mu.seq, at: now})
 	}
 	d.mu.queued += n
 	d.startRunnableLocked()
@@ -113,27 +181,24 @@ func (d *dispatcher) queued() int {
 	return d.mu.queued + d.mu.running
 }
 
-// startRunnableLocked starts waiting jobs, oldest first among the tools
-// with room, until the overall bound is reached or every tool with waiting
-// jobs is at its own. Each start costs one pass over the tools with
-// waiting jobs, not over the jobs.
+// startRunnableLocked starts waiting jobs, the oldest head first among
+// the tools with room, until the overall bound is reached or every tool
+// with waiting jobs is at its own. Each start costs one pass over the
+// tools with waiting jobs, not over the jobs.
 func (d *dispatcher) startRunnableLocked() {
 	for d.mu.running < d.maxInFlight && d.mu.queued > 0 {
 		var q *toolQueue
 		at := 0
 		for i, w := range d.mu.waiting {
-			if w.hasRoom() && (q == nil || w.jobs[0].seq < q.jobs[0].seq) {
+			if w.hasRoom() && (q == nil || w.head().seq < q.head().seq) {
 				q, at = w, i
 			}
 		}
 		if q == nil {
 			return // every tool with waiting jobs is at its max_in_flight
 		}
-		j := q.jobs[0].job
-		q.jobs[0] = queuedJob{}
-		q.jobs = q.jobs[1:]
-		if len(q.jobs) == 0 {
-			q.jobs = q.jobs[:0] // keep what capacity is left
+		qj := q.pop()
+		if q.waiting == 0 {
 			last := len(d.mu.waiting) - 1
 			d.mu.waiting[at] = d.mu.waiting[last]
 			d.mu.waiting[last] = nil
@@ -142,8 +207,11 @@ func (d *dispatcher) startRunnableLocked() {
 		d.mu.queued--
 		d.mu.running++
 		q.running++
+		if d.waited != nil {
+			d.waited(qj.Tenant, time.Since(qj.at))
+		}
 		d.wg.Add(1)
-		go d.run(q, j)
+		go d.run(q, qj.job)
 	}
 }
 
@@ -153,7 +221,7 @@ func (d *dispatcher) startRunnableLocked() {
 func (d *dispatcher) toolLocked(tool string) *toolQueue {
 	q, ok := d.mu.tools[tool]
 	if !ok {
-		q = &toolQueue{}
+		q = &toolQueue{byTenant: map[string]*tenantQueue{}}
 		if spec, _, found := d.reg.Lookup(tool); found {
 			q.limit = spec.MaxInFlight
 		}
@@ -257,17 +325,8 @@ func (d *dispatcher) cancel(drop func(job) bool) []job {
 	var out []queuedJob
 	waiting := d.mu.waiting[:0]
 	for _, q := range d.mu.waiting {
-		kept := q.jobs[:0]
-		for _, qj := range q.jobs {
-			if drop(qj.job) {
-				out = append(out, qj)
-			} else {
-				kept = append(kept, qj)
-			}
-		}
-		clear(q.jobs[len(kept):])
-		q.jobs = kept
-		if len(kept) > 0 {
+		out = q.cancel(drop, out)
+		if q.waiting > 0 {
 			waiting = append(waiting, q)
 		}
 	}
@@ -280,4 +339,30 @@ func (d *dispatcher) cancel(drop func(job) bool) []job {
 		jobs[i] = qj.job
 	}
 	return jobs
+}
+
+// cancel moves the jobs drop chooses to out; the others keep their
+// order, and the turn stays with the tenant that had it, or the next one.
+func (q *toolQueue) cancel(drop func(job) bool, out []queuedJob) []queuedJob {
+	for i := len(q.ring) - 1; i >= 0; i-- {
+		tq := q.ring[i]
+		kept := tq.jobs[:0]
+		for _, qj := range tq.jobs {
+			if drop(qj.job) {
+				out = append(out, qj)
+				q.waiting--
+			} else {
+				kept = append(kept, qj)
+			}
+		}
+		clear(tq.jobs[len(kept):])
+		tq.jobs = kept
+		if len(kept) == 0 {
+			q.dropTenant(i)
+		}
+	}
+	if q.next >= len(q.ring) {
+		q.next = 0
+	}
+	return out
 }

@@ -311,3 +311,142 @@ func TestDispatcherRefusesJobsOfReleasedPartitions(t *testing.T) {
 		t.Fatalf("ran %v, want %v", ran, want)
 	}
 }
+
+// gatedTool is a tool whose calls each wait for their key's gate, and
+// report their keys in the order they started.
+type gatedTool struct {
+	mu      sync.Mutex
+	gates   map[string]chan struct{}
+	started chan string
+}
+
+func newGatedTool() *gatedTool {
+	return &gatedTool{gates: map[string]chan struct{}{}, started: make(chan string, 64)}
+}
+
+func (g *gatedTool) gate(key string) chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.gates[key] == nil {
+		g.gates[key] = make(chan struct{})
+	}
+	return g.gates[key]
+}
+
+func (g *gatedTool) invoke(ctx context.Context, r tools.Request) tools.Outcome {
+	g.started <- r.Key
+	<-g.gate(r.Key)
+	return tools.Outcome{Status: tools.Succeeded, Attempts: 1}
+}
+
+// gatedDispatcher is a dispatcher of 8 slots with one gated tool, slow,
+// that runs one call at a time.
+func gatedDispatcher(t *testing.T) (*dispatcher, *gatedTool) {
+	t.Helper()
+	reg := tools.NewRegistry()
+	g := newGatedTool()
+	spec := tools.Spec{Name: "slow", Class: tools.NativeKey, Timeout: time.Second, PendingTTL: time.Minute, Retention: time.Hour, MaxInFlight: 1}
+	if err := reg.Register(spec, tools.Func(g.invoke)); err != nil {
+		t.Fatal(err)
+	}
+	return newDispatcher(context.Background(), reg, 8, Hooks{}, func() {}), g
+}
+
+// next returns the key of the next call that starts.
+func (g *gatedTool) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case k := <-g.started:
+		return k
+	case <-time.After(5 * time.Second):
+		t.Fatal("no call started")
+		return ""
+	}
+}
+
+// Two tenants share a tool that runs one call at a time: tenant a queued
+// ten calls before tenant b's two, yet b's calls start third and fifth
+// (b joins the turns behind a, then they alternate), not behind a's ten.
+// The queue waits are told per tenant.
+func TestDispatcherFairShare(t *testing.T) {
+	d, g := gatedDispatcher(t)
+	var wmu sync.Mutex
+	waits := map[string]int{}
+	d.waited = func(tenant string, _ time.Duration) { wmu.Lock(); waits[tenant]++; wmu.Unlock() }
+	submit := func(tenant string, keys ...string) {
+		var jobs []job
+		for _, k := range keys {
+			jobs = append(jobs, job{Call: saga.Call{Kind: saga.CallOriginal, Tenant: tenant, Key: k, Tool: "slow", CallID: k}, RK: tenant + "/" + k})
+		}
+		d.submit(jobs...)
+	}
+	submit("a", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9", "a10")
+	submit("b", "b1", "b2")
+	var order []string
+	for range 12 {
+		k := g.next(t)
+		order = append(order, k)
+		close(g.gate(k))
+		<-d.out
+	}
+	want := []string{"a1", "a2", "b1", "a3", "b2", "a4", "a5", "a6", "a7", "a8", "a9", "a10"}
+	if !reflect.DeepEqual(order, want) {
+		t.Fatalf("started %v, want %v", order, want)
+	}
+	wmu.Lock()
+	defer wmu.Unlock()
+	if waits["a"] != 10 || waits["b"] != 2 {
+		t.Fatalf("queue waits told %v, want a=10 b=2", waits)
+	}
+}
+
+// Three tenants take turns; a tenant whose queue empties leaves the ring
+// and comes back at its end; a revocation takes jobs out without moving
+// the turn.
+func TestDispatcherRoundRobin(t *testing.T) {
+	d, g := gatedDispatcher(t)
+	submit := func(tenant string, p int32, keys ...string) {
+		var jobs []job
+		for _, k := range keys {
+			jobs = append(jobs, job{Call: saga.Call{Tenant: tenant, Key: k, Tool: "slow", CallID: k}, RK: tenant + "/" + k, P: p})
+		}
+		d.submit(jobs...)
+	}
+	expect := func(want string) {
+		t.Helper()
+		if k := g.next(t); k != want {
+			t.Fatalf("started %s, want %s", k, want)
+		}
+	}
+	finish := func(k string) { close(g.gate(k)); <-d.out }
+	submit("a", 0, "a1", "a2", "a3")
+	submit("b", 0, "b1")
+	submit("c", 0, "c1", "c2")
+	submit("c", 1, "c3")
+	// a1 started at once; b and c joined the turns behind a. A slot goes
+	// to the next tenant's oldest job when a call finishes.
+	expect("a1")
+	finish("a1")
+	expect("a2")
+	finish("a2")
+	expect("b1")
+	finish("b1") // b's queue is empty: b leaves the turns
+	expect("c1")
+	submit("b", 0, "b2") // b comes back behind a and c
+	if got := d.cancelPartitions([]int32{1}); len(got) != 1 || got[0].Key != "c3" {
+		t.Fatalf("cancelled %v, want c3", got)
+	}
+	finish("c1")
+	for _, k := range []string{"a3", "c2", "b2"} {
+		expect(k)
+		finish(k)
+	}
+	if n := d.queued(); n != 0 {
+		for deadline := time.Now().Add(time.Second); d.queued() != 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		if n = d.queued(); n != 0 {
+			t.Fatalf("queued after all ran: %d", n)
+		}
+	}
+}

@@ -118,6 +118,7 @@ func (e *encoder) encodeAnswer(a *partition.Answer) *kgo.Record {
 		WasReplay: a.WasReplay, OriginalIntentID: a.OriginalIntentID, OriginalCalledAt: a.OriginalCalledAt,
 		CompletedAt: a.CompletedAt, PreviousStatus: a.PreviousStatus, Attempt: a.Attempt, ReplyToError: a.ReplyToError,
 		ApprovalUntil: a.ApprovalUntil,
+		RetryAfterMs:  a.RetryAfterMs,
 	}
 	if len(a.Result) > 0 {
 		res.Result = msgpack.RawMessage(a.Result)

@@ -25,6 +25,7 @@ type Executor struct {
 	store   *state.Store
 	layout  topicadmin.Layout
 	disp    *dispatcher
+	tenants *tenantLabels // the metrics' tenant labels, bounded (admission.go)
 	replies *replyTopics
 	trace   *callTracer // nil: tracing off
 	enc     *encoder

@@ -96,6 +96,19 @@ const (
 	// after its drain (which may have kept facts).
 	courierLastPass = 5 * time.Second
 
+	// toolQueueRounds: a tool's calls in one member wait at most this many
+	// times its max_in_flight (partition/admission.go), so that a call
+	// waits about as many of the tool's call times before it starts (and
+	// one that would outwait its pending_ttl is not sent: tools.HTTP). 64:
+	// a tenant alone keeps 2,000 intents outstanding on a tool of the
+	// default max_in_flight (four fifths of 65 × 64), as it did when the
+	// member paused its poll instead; a smaller queue refused the bench's
+	// saturated closed loop of one tenant.
+	toolQueueRounds = 64
+	// maxTenantLabels bounds the tenants named in the metrics' labels;
+	// later tenants share one label (admission.go).
+	maxTenantLabels = 256
+
 	// maxSnapshotInterval: rounds come at least daily, whatever the
 	// retention, so that a DeleteRecords or a retention lowered by an
 	// operator leaves at most a day to a complete round.

@@ -83,10 +83,10 @@ func (e *Executor) decide(ctx context.Context, fs kgo.Fetches) error {
 	return nil
 }
 
-// poll returns the next records, or nothing when the dispatcher's queue is
-// full (backpressure), the loop has polled maxHeldPolls times since it
-// last opened the rebalance gate (gate.go), or no record came within
-// PollWait.
+// poll returns the next records, or nothing when the loop has polled
+// maxHeldPolls times since it last opened the rebalance gate (gate.go),
+// or no record came within PollWait. A full tool never stops the poll:
+// the core refuses the calls it has no place for (partition/admission.go).
 func (e *Executor) poll(ctx context.Context) kgo.Fetches {
 	pctx, cancel := context.WithTimeout(ctx, PollWait)
 	defer cancel()
@@ -97,7 +97,7 @@ func (e *Executor) poll(ctx context.Context) kgo.Fetches {
 	if len(e.disp.out) > 0 {
 		cancel() // outcomes are waiting: take only what is already buffered
 	}
-	if e.disp.queued() >= e.cfg.MaxQueued || e.pollsOverdue() {
+	if e.pollsOverdue() {
 		<-pctx.Done()
 		return nil
 	}

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,6 +59,12 @@ type Metrics struct {
 	// answered: hit (the records materialised last, in memory) or miss
 	// (Pebble).
 	HotRecords *prometheus.CounterVec
+	// TenantAdmitted, TenantRefused and TenantQueueWait are the admission
+	// per tenant (admission.go): calls started, intents refused for want
+	// of a place by limit, and the wait of started calls for a slot.
+	TenantAdmitted  *prometheus.CounterVec
+	TenantRefused   *prometheus.CounterVec
+	TenantQueueWait *prometheus.HistogramVec
 	// Durability is what the durability check at start and its watch
 	// found (durability.go).
 	Durability *topicadmin.DurabilityGauges
@@ -105,12 +112,18 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 		RestoreGaps:      prometheus.NewGauge(prometheus.GaugeOpts(opts("restore_gaps", "Owned partitions not decided because their event log lost events the view needs and no complete snapshot round covers them."))),
 		SnapshotRounds:   prometheus.NewCounter(prometheus.CounterOpts(opts("snapshot_rounds_total", "Snapshot rounds completed (every record restated, a round event per partition)."))),
 		SnapshotEvents:   prometheus.NewCounter(prometheus.CounterOpts(opts("snapshot_events_total", "Records restated by snapshot rounds."))),
-		HotRecords:       prometheus.NewCounterVec(prometheus.CounterOpts(opts("hot_record_lookups_total", "Record lookups of the decisions, by result: hit (a record materialised lately, held in memory) or miss (read from Pebble).")), []string{"result"}),
+		TenantAdmitted: prometheus.NewCounterVec(prometheus.CounterOpts(opts("tenant_admitted_total",
+			fmt.Sprintf("Calls, reads and compensations started, by tenant (the first %d tenants seen; the rest as %s).", maxTenantLabels, otherTenants))), []string{"tenant"}),
+		TenantRefused: prometheus.NewCounterVec(prometheus.CounterOpts(opts("tenant_refused_total",
+			"Intents answered not_executed at once for want of a place, by tenant and limit (tool_share, member_share: the tenant held its share; tool_full, member_full: no place was free).")), []string{"tenant", "limit"}),
+		TenantQueueWait: prometheus.NewHistogramVec(hist("tenant_queue_wait_seconds",
+			"How long started calls waited in their tool's queue for a slot, by tenant.", lat), []string{"tenant"}),
+		HotRecords: prometheus.NewCounterVec(prometheus.CounterOpts(opts("hot_record_lookups_total", "Record lookups of the decisions, by result: hit (a record materialised lately, held in memory) or miss (read from Pebble).")), []string{"result"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Intents, m.Calls, m.CallDuration, m.TickDuration, m.TxnDuration, m.ConfirmDuration, m.AbortedAfterCommit, m.AbortedBehindOffsets, m.CommittedAheadOfOffsets, m.Txns, m.TickRecords,
 			m.InFlight, m.KeysInDoubt, m.Restores, m.RestoreEvents, m.DeadLetters, m.OutcomesLost, m.ReadsResumed, m.HangingCommitted, m.HangingUnclosed, m.HangingBlind, m.Fsyncs, m.Unproducible,
-			m.LayoutMismatch, m.RestoreGaps, m.SnapshotRounds, m.SnapshotEvents, m.HotRecords)
+			m.LayoutMismatch, m.RestoreGaps, m.SnapshotRounds, m.SnapshotEvents, m.HotRecords, m.TenantAdmitted, m.TenantRefused, m.TenantQueueWait)
 	}
 	m.Durability = topicadmin.NewDurabilityGauges(reg, sub)
 	m.Facts = newFactMetrics(reg)

@@ -55,6 +55,8 @@ func (e *Executor) open(ctx context.Context) error {
 	// takes the revoked partitions' queued calls out of it.
 	e.callCtx, e.cancelCall = context.WithCancel(context.Background())
 	e.disp = newDispatcher(e.callCtx, e.cfg.Tools, e.cfg.MaxInFlight, e.cfg.Hooks, e.wake)
+	e.tenants = newTenantLabels()
+	e.disp.waited = e.queueWaited
 	e.changes.cancel = e.disp.cancelPartitions
 	sess, err := txn.New(e.txnConfig())
 	if err != nil {
@@ -93,7 +95,7 @@ func (e *Executor) coreConfig() partition.Config {
 	return partition.Config{
 		Partitions: e.layout.Partitions, MaxWaiters: e.cfg.MaxWaiters, Policy: toolPolicy(e.cfg.Tools), NearestTool: e.cfg.Tools.Nearest,
 		SweepInterval: e.cfg.SweepInterval, SnapshotInterval: snapshotInterval(e.cfg.SnapshotInterval, e.layout.EventRetention),
-		CheckSnapshot: checkSnapshot, Logger: e.cfg.Logger,
+		CheckSnapshot: checkSnapshot, Admission: admission(e.cfg.Tools, e.cfg.MaxInFlight+e.cfg.MaxQueued+e.cfg.MaxPollRecords), Logger: e.cfg.Logger,
 	}
 }
 

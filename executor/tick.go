@@ -142,6 +142,7 @@ func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) error {
 	for v, n := range rd.Verdicts {
 		e.m.Intents.WithLabelValues(v).Add(float64(n))
 	}
+	e.countAdmissions(rd)
 	for _, c := range rd.Calls {
 		e.cfg.Hooks.at(PointAfterStartedCommit, c.RK)
 	}

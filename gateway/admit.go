@@ -30,9 +30,14 @@ func newAdmission() *admission {
 // limitError is a call refused by a limit: nothing was produced. The
 // caller is told 429 with RetryAfter (seconds) and the limit's name.
 type limitError struct {
-	Limit      string // limitConcurrent, limitRate, limitGateway or a lookup limit
+	Limit      string // limitConcurrent, limitRate, limitGateway, a lookup limit or an executor's (busy.go)
 	RetryAfter int
 	Detail     string
+	// Status and Code, when set, are the answer's HTTP status and problem
+	// code; by default 429 and too_many_requests (an executor's refusal
+	// held: busy.go).
+	Status int
+	Code   string
 }
 
 func (e *limitError) Error() string { return "gateway: over the limit " + e.Limit + ": " + e.Detail }

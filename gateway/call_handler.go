@@ -170,6 +170,10 @@ func (g *Gateway) writeCallReply(w http.ResponseWriter, t *tool, rep reply) {
 }
 
 func writeTerminal(w http.ResponseWriter, res *wire.Result) {
+	if res.Busy() {
+		writeBusy(w, res)
+		return
+	}
 	switch res.Status {
 	case codes.StatusConflict:
 		p := newProblem(http.StatusUnprocessableEntity, codeArgsMismatch, errMessage(res, "the key was used with other arguments"))

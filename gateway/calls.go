@@ -86,6 +86,12 @@ func (g *Gateway) send(ctx context.Context, req intentReq) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	if req.typ == wire.TypeCall {
+		if err := g.busy.check(req.tenant, req.tool.name()); err != nil {
+			g.m.admitted(req.tenant, kindCall, err, 0)
+			return reply{}, err
+		}
+	}
 	release, err := g.admitCall(req.tenant)
 	if err != nil {
 		return reply{}, err
@@ -142,11 +148,16 @@ const answerHoldMargin = time.Minute
 // who stopped waiting (Prefer: wait=0, or a wait that ended) still holds
 // the place until the executor answers, or the call's pending_ttl and the
 // margin pass.
+//
+// An answer that refuses the call for want of a place holds the tenant's
+// calls of the tool at the gateway for its retry hint (busy.go), also
+// when it comes after the caller stopped waiting.
 func (g *Gateway) holdUntilAnswered(p *client.Pending, t *tool, res *wire.Result, release func()) {
 	if res != nil {
 		p.Close()
 		release()
+		g.busy.note(res)
 		return
 	}
-	p.Hand(t.spec.PendingTTL+answerHoldMargin, func(*wire.Result) { release() })
+	p.Hand(t.spec.PendingTTL+answerHoldMargin, func(res *wire.Result) { release(); g.busy.note(res) })
 }

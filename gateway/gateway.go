@@ -38,6 +38,7 @@ type Gateway struct {
 	client  *client.Client
 	lookups *limiter   // GET and compensate of a key
 	admit   *admission // calls and compensates, by the tenant's limits
+	busy    *busyHolds // calls the executor just refused for want of a place
 	mcp     *mcpServers
 	stop    chan struct{} // ends keepReplyTopic
 	stopped chan struct{}
@@ -66,7 +67,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{cfg: cfg, names: topics.NamesWithPrefix(cfg.Prefix), replyTopic: ReplyTopic(cfg.Prefix, cfg.InstanceID),
-		log: cfg.Logger.With("component", "gateway"), lookups: newLookupLimiter(), admit: newAdmission()}
+		log: cfg.Logger.With("component", "gateway"), lookups: newLookupLimiter(), admit: newAdmission(), busy: newBusyHolds()}
 	if err := g.loadTools(); err != nil {
 		return nil, err
 	}

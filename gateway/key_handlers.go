@@ -105,6 +105,10 @@ func (g *Gateway) writeCompensateReply(w http.ResponseWriter, t *tool, rep reply
 	case stateInDoubt:
 		g.writeAccepted(w, t, rep.res, retryAfter(rep.res, retryInDoubt))
 	default:
+		if rep.res.Busy() {
+			writeBusy(w, rep.res)
+			return
+		}
 		if rep.res.Status != codes.StatusRejected {
 			writeAnswer(w, http.StatusOK, rep.res)
 			return

@@ -393,6 +393,10 @@ func terminalText(res *wire.Result) string {
 	case codes.StatusFailed:
 		s = fmt.Sprintf("Failed (%s: %s). This outcome is final for this idempotency_key; to try again, use a new key.", errCode(res), errMessage(res, "the tool refused"))
 	case codes.StatusNotExecuted:
+		if res.Busy() {
+			return fmt.Sprintf("Refused: no place for the call now (%s: %s). Nothing ran. Call again with the same idempotency_key after %d s, and call less meanwhile.",
+				res.Error.Code, res.Error.Message, retryBusySeconds(res.RetryAfter()))
+		}
 		return "Not executed: the tool was never reached and nothing happened. Calling again with the same idempotency_key is safe and runs it."
 	default:
 		s = res.Status + "."

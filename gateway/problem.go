@@ -1,8 +1,12 @@
 package gateway
 
 import (
+	"cmp"
 	"net/http"
 	"strconv"
+
+	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/wire"
 )
 
 // problemTypeBase prefixes every problem type: the code's section of the
@@ -20,10 +24,14 @@ type problem struct {
 	Code     string        `json:"code"`
 	IntentID string        `json:"intent_id,omitempty"`
 	Errors   []schemaError `json:"errors,omitempty"`
-	// Limit names the limit a 429 is for: concurrent_calls,
-	// calls_per_second, gateway_calls_in_flight, tenant_lookups,
-	// gateway_lookups.
+	// Limit names the limit a 429 (or an executor's 503) is for:
+	// concurrent_calls, calls_per_second, gateway_calls_in_flight,
+	// tenant_lookups, gateway_lookups, executor_share, executor_full.
 	Limit string `json:"limit,omitempty"`
+	// Answer is the executor's answer a problem stands for, when it has
+	// one that is not a conflict or a rejection (a refusal for want of a
+	// place: busy.go).
+	Answer *wire.Result `json:"answer,omitempty"`
 }
 
 // Problem codes of the gateway itself; a rejected intent uses the wire's
@@ -61,6 +69,8 @@ var problemTitles = map[string]string{
 	codeNotFound:         "Not found",
 	codeUnavailable:      "The service is unavailable; retry with the same key",
 	codeTooManyRequests:  "Over a limit of the tenant or of the gateway; nothing was sent: retry after the time given",
+	codes.ErrOverShare:   "The tenant holds its share of the tool's calls; nothing ran: retry with the same key after the time given",
+	codes.ErrQueueFull:   "The tool has no place for another call; nothing ran: retry with the same key after the time given",
 	codeInternal:         "Internal error",
 }
 
@@ -89,7 +99,7 @@ func writeProblem(w http.ResponseWriter, status int, code, detail string) {
 // and the limit's name in the problem.
 func writeLimited(w http.ResponseWriter, le *limitError) {
 	w.Header().Set("Retry-After", strconv.Itoa(le.RetryAfter))
-	p := newProblem(http.StatusTooManyRequests, codeTooManyRequests, le.Detail)
+	p := newProblem(cmp.Or(le.Status, http.StatusTooManyRequests), cmp.Or(le.Code, codeTooManyRequests), le.Detail)
 	p.Limit = le.Limit
 	p.write(w)
 }

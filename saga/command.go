@@ -37,6 +37,9 @@ func startCompensation(rec *Record, in Input, env Env) Decision {
 	if !ok || pol.CompensateWith == "" {
 		return rejectInput(in, codes.ReasonInvalidCommand, fmt.Sprintf("tool %q has no compensate_with", rec.Tool))
 	}
+	if r := env.admit(rec.Tenant, pol.CompensateWith); r != nil {
+		return refuse(in, r, env)
+	}
 	w := in.waiter(env.Now)
 	dk := callKey(rec.Tenant, pol.CompensateWith, rec.Key, rec.Attempt, env.Now)
 	ev := Event{Kind: EvCompensationStarted, Tenant: rec.Tenant, Key: rec.Key, At: env.Now, IntentID: in.IntentID,

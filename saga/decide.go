@@ -91,6 +91,9 @@ func execute(rec *Record, in Input, pol Policy, env Env) Decision {
 	if deadlinePassed(in, env) {
 		return rejectInput(in, codes.ReasonDeadlineExceeded, "deadline_ms has passed; the call was not started")
 	}
+	if r := env.admit(in.Tenant, in.Tool); r != nil {
+		return refuse(in, r, env)
+	}
 	attempt := 1
 	if rec != nil {
 		attempt = rec.Attempt + 1

@@ -100,12 +100,13 @@ type ans struct {
 	prev        string
 	code        string
 	result      string
+	retryAfter  int64
 }
 
 func project(a saga.Answer) ans {
 	p := ans{to: a.To.IntentID, status: a.Status, replay: a.WasReplay, orig: a.OriginalIntentID,
 		calledAt: a.OriginalCalledAt, completedAt: a.CompletedAt, attempt: a.Attempt,
-		prev: a.PreviousStatus, result: string(a.Result)}
+		prev: a.PreviousStatus, result: string(a.Result), retryAfter: a.RetryAfterMs}
 	if a.Err != nil {
 		p.code = a.Err.Code
 	}
@@ -137,6 +138,7 @@ type step struct {
 	at         int64 // ms after t0
 	inFlight   bool
 	maxWaiters int
+	full       *saga.Refusal // the runtime has no room for a new call (Env.Admit)
 
 	in     *saga.Input      // Decide
 	done   *saga.Completion // Complete
@@ -164,6 +166,9 @@ func (h history) run(t *testing.T) *saga.Record {
 	var log []saga.Event
 	for i, s := range h.steps {
 		env := saga.Env{Now: t0 + s.at, InFlight: s.inFlight, MaxWaiters: s.maxWaiters, Policy: policies}
+		if s.full != nil {
+			env.Admit = func(string, string) *saga.Refusal { return s.full }
+		}
 		before := rec.Clone()
 		var d saga.Decision
 		var what string
@@ -350,6 +355,14 @@ func okFor(to string) ans {
 }
 
 func rejected(to, code string) ans { return ans{to: to, status: codes.StatusRejected, code: code} }
+
+// busy is the runtime's refusal of the histories of admission: the
+// tenant holds its share of the tool's calls.
+var busy = &saga.Refusal{Code: codes.ErrOverShare, Message: "tenant t1 holds its share", RetryAfterMs: 700}
+
+func refusedFor(to string) ans {
+	return ans{to: to, status: codes.StatusNotExecuted, code: codes.ErrOverShare, retryAfter: 700}
+}
 
 func pendingFor(to string) ans {
 	return ans{to: to, status: codes.StatusPending, replay: to != "A", orig: "A", calledAt: t0, attempt: 1, code: "in_doubt"}
@@ -577,6 +590,66 @@ func TestDecideHistories(t *testing.T) {
 			succeedA,
 			{at: 1000, in: ptr(withDeadline(call("B", "x"), t0+100)), verdict: saga.VerdictReplay, events: []saga.EventKind{saga.EvReplayed},
 				answers: []ans{okFor("B")}, after: saga.StatusSucceeded},
+		}},
+		{name: "a call with no room is refused: nothing logged, the key stays free, a later intent starts it", steps: []step{
+			{at: 0, full: busy, in: ptr(call("A", "x")), verdict: saga.VerdictRefuse, reason: codes.ErrOverShare,
+				answers: []ans{refusedFor("A")}, after: saga.StatusNone},
+			{at: 1, full: busy, in: ptr(call("A", "other args")), verdict: saga.VerdictRefuse, reason: codes.ErrOverShare,
+				answers: []ans{refusedFor("A")}, after: saga.StatusNone},
+			{at: 2, in: ptr(call("B", "y")), verdict: saga.VerdictExecute, events: []saga.EventKind{saga.EvStarted},
+				call: &wantCall{kind: saga.CallOriginal, tool: "charge", id: "B", attempt: 1, args: "y"}, after: saga.StatusStarted,
+				check: func(t *testing.T, rec *saga.Record) {
+					if rec.Origin.IntentID != "B" || rec.PrevStatus != saga.StatusNone || len(rec.Waiters) != 0 {
+						t.Errorf("record %+v", rec)
+					}
+				}},
+		}},
+		{name: "a refusal after not_executed leaves the record as it was; the next call is attempt 2", steps: []step{
+			startA,
+			{at: 5, done: &saga.Completion{CallID: "A", Status: saga.StatusNotExecuted, Err: &saga.Error{Code: "connection_refused"}},
+				verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvOutcome},
+				answers: []ans{{to: "A", status: codes.StatusNotExecuted, orig: "A", calledAt: t0, completedAt: t0 + 5, attempt: 1, code: "connection_refused"}},
+				after:   saga.StatusNotExecuted},
+			{at: 10, full: busy, in: ptr(call("B", "y")), verdict: saga.VerdictRefuse, reason: codes.ErrOverShare,
+				answers: []ans{refusedFor("B")}, after: saga.StatusNotExecuted},
+			{at: 20, in: ptr(call("C", "x")), verdict: saga.VerdictExecute, events: []saga.EventKind{saga.EvStarted},
+				call: &wantCall{kind: saga.CallOriginal, tool: "charge", id: "C", attempt: 2, args: "x"}, after: saga.StatusStarted},
+		}},
+		{name: "with no room, what starts no call is decided as ever", steps: []step{
+			startA,
+			{at: 2, full: busy, inFlight: true, in: ptr(call("B", "x")), verdict: saga.VerdictCoalesce, events: []saga.EventKind{saga.EvCoalesced},
+				after: saga.StatusStarted, check: wantWaiters("B")},
+			{at: 3, full: busy, inFlight: true, in: ptr(call("C", "y")), verdict: saga.VerdictConflict, events: []saga.EventKind{saga.EvConflicted},
+				answers: []ans{{to: "C", status: codes.StatusConflict, orig: "A", calledAt: t0, attempt: 1, code: "args_mismatch"}},
+				after:   saga.StatusStarted},
+			{at: 5, full: busy, done: &saga.Completion{CallID: "A", Status: saga.StatusSucceeded, Result: []byte("ok")},
+				verdict: saga.VerdictRecord, events: []saga.EventKind{saga.EvOutcome},
+				answers: []ans{succeedA.answers[0], okFor("B")}, after: saga.StatusSucceeded},
+			{at: 10, full: busy, in: ptr(call("D", "x")), verdict: saga.VerdictReplay, events: []saga.EventKind{saga.EvReplayed},
+				answers: []ans{okFor("D")}, after: saga.StatusSucceeded},
+			{at: 11, full: busy, in: ptr(callTool("E", "nope", "x")), verdict: saga.VerdictReject, reason: codes.ReasonUnknownTool,
+				answers: []ans{rejected("E", codes.ReasonUnknownTool)}, after: saga.StatusSucceeded},
+		}},
+		{name: "a call past its deadline is rejected before any refusal", steps: []step{
+			{at: 10, full: busy, in: ptr(withDeadline(call("A", "x"), t0+5)), verdict: saga.VerdictReject, reason: codes.ReasonDeadlineExceeded,
+				answers: []ans{rejected("A", codes.ReasonDeadlineExceeded)}},
+		}},
+		{name: "a read with no room is refused and owes no answer", steps: []step{
+			{full: busy, in: ptr(callTool("A", "search", "q")), verdict: saga.VerdictRefuse, reason: codes.ErrOverShare,
+				answers: []ans{refusedFor("A")}},
+		}},
+		{name: "a compensation with no room is refused; the key stays as it was and a later compensate runs", steps: []step{
+			startA, succeedA,
+			{at: 10, full: busy, in: ptr(compensate("K")), verdict: saga.VerdictRefuse, reason: codes.ErrOverShare,
+				answers: []ans{refusedFor("K")}, after: saga.StatusSucceeded},
+			compensateK,
+		}},
+		{name: "an expired key expires even when its new call is refused", steps: []step{
+			startA, succeedA,
+			{at: 5 + retention, full: busy, in: ptr(call("C", "y")), verdict: saga.VerdictRefuse, reason: codes.ErrOverShare,
+				events: []saga.EventKind{saga.EvExpired}, answers: []ans{refusedFor("C")}},
+			{at: 6 + retention, in: ptr(call("D", "y")), verdict: saga.VerdictExecute, events: []saga.EventKind{saga.EvStarted},
+				call: &wantCall{kind: saga.CallOriginal, tool: "charge", id: "D", attempt: 1, args: "y"}, after: saga.StatusStarted},
 		}},
 		{name: "an intent on the wrong partition is forwarded, never decided", steps: []step{
 			{in: ptr(onPartition(call("X", "x"), 3, 1)), verdict: saga.VerdictForward},

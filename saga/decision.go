@@ -21,6 +21,7 @@ const (
 	VerdictAwaitApproval
 	VerdictApprove // an approve was applied: the call starts
 	VerdictDeny    // a deny was applied: the key ends failed
+	VerdictRefuse  // no room for the call now: answered not_executed, nothing logged
 )
 
 var verdictNames = [...]string{
@@ -39,6 +40,7 @@ var verdictNames = [...]string{
 	VerdictAwaitApproval: "await_approval",
 	VerdictApprove:       "approve",
 	VerdictDeny:          "deny",
+	VerdictRefuse:        "refuse",
 }
 
 func (v Verdict) String() string {
@@ -52,7 +54,7 @@ func (v Verdict) String() string {
 // what to call once the log is committed.
 type Decision struct {
 	Verdict Verdict
-	Reason  string // a codes.Reason* code for rejects
+	Reason  string // a codes.Reason* code for rejects; the error code of a refusal
 	Detail  string
 	Events  []Event
 	Answers []Answer
@@ -104,4 +106,5 @@ type Answer struct {
 	// ApprovalUntil (unix ms), on an answer of a key awaiting approval:
 	// when its request lapses unless a person decides first.
 	ApprovalUntil int64
+	RetryAfterMs  int64 // a refusal's (admit.go)
 }

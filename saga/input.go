@@ -110,6 +110,10 @@ type Env struct {
 	// NearestTool, when set, names the tool tenant may call whose name is
 	// nearest to an unknown one (a typo): the rejection suggests it.
 	NearestTool func(tenant, tool string) (string, bool)
+	// Admit, when set, is asked before a call, a read or a compensation
+	// starts, with the tenant and the tool to call: a Refusal answers the
+	// intent at once and starts nothing (admit.go). Nil admits every call.
+	Admit func(tenant, tool string) *Refusal
 }
 
 func (e *Env) maxWaiters() int {

@@ -89,6 +89,7 @@ type propModel struct {
 	order      []string       // tags in delivery order
 	terminal   map[string]int // terminal answers per delivery tag
 	nextID     int
+	settling   bool // the history's end: the runtime has room for every call
 }
 
 func runHistory(t *rapid.T, mode propMode) {
@@ -276,14 +277,22 @@ func (m *propModel) deliver(k *propKey, d *delivery) saga.Decision {
 		m.sent = append(m.sent, d)
 	}
 	before := k.rec.Clone()
-	dec := saga.Decide(k.rec, d.in, m.env(k))
+	env := m.env(k)
+	full := !m.settling && rapid.IntRange(0, 5).Draw(m.t, "full") == 0
+	if full {
+		env.Admit = func(string, string) *saga.Refusal {
+			return &saga.Refusal{Code: codes.ErrOverShare, Message: "no room", RetryAfterMs: 1}
+		}
+	}
+	dec := saga.Decide(k.rec, d.in, env)
 	m.checkNotBeforeDeadline(k, d.in, dec)
+	m.checkRefusal(k, d, dec, full)
 	m.t.Logf("%s %s %s %s on %s (status %s, in flight %v) -> %s %v",
 		d.tag, d.in.Type, d.in.IntentID, d.in.Tool, k.name, statusOf(k.rec), k.inflight != nil, dec.Verdict, kinds(dec.Events))
 	if !reflect.DeepEqual(before, k.rec) {
 		m.t.Fatalf("Decide modified the record of %s", k.name)
 	}
-	if d.readOnly && dec.Verdict != saga.VerdictReject && (len(dec.Events) != 1 || dec.Events[0].Kind != saga.EvReadStarted ||
+	if d.readOnly && dec.Verdict != saga.VerdictReject && dec.Verdict != saga.VerdictRefuse && (len(dec.Events) != 1 || dec.Events[0].Kind != saga.EvReadStarted ||
 		dec.Events[0].IntentID != d.in.IntentID || len(dec.Answers) != 0) {
 		m.t.Fatalf("a read-only call logged %v and answered %d; want only its read_started", kinds(dec.Events), len(dec.Answers))
 	}
@@ -304,6 +313,38 @@ func (m *propModel) deliver(k *propKey, d *delivery) saga.Decision {
 	}
 	m.apply(k, dec)
 	return dec
+}
+
+// checkRefusal: an intent is refused only when the runtime has no room,
+// and a refusal starts nothing, logs nothing but the end of a record's
+// stale state (past its retention, or its approval request lapsed), and
+// answers the intent once, not_executed.
+func (m *propModel) checkRefusal(k *propKey, d *delivery, dec saga.Decision, full bool) {
+	if dec.Verdict != saga.VerdictRefuse {
+		// A person's approve starts its call whatever the room: the
+		// runtime counts it, never refuses it.
+		if full && dec.Call != nil && dec.Verdict != saga.VerdictApprove {
+			m.t.Fatalf("%s started a call of %s with no room", d.in.IntentID, k.name)
+		}
+		return
+	}
+	if !full {
+		m.t.Fatalf("%s refused on %s with room", d.in.IntentID, k.name)
+	}
+	for _, ev := range dec.Events {
+		if ev.Kind != saga.EvExpired && ev.Kind != saga.EvApprovalLapsed {
+			m.t.Fatalf("a refusal of %s logged %v", d.in.IntentID, kinds(dec.Events))
+		}
+	}
+	var own []saga.Answer
+	for _, a := range dec.Answers {
+		if a.To.Traceparent == d.tag {
+			own = append(own, a)
+		}
+	}
+	if dec.Call != nil || len(own) != 1 || own[0].Err == nil || !codes.Busy(own[0].Status, own[0].Err.Code) {
+		m.t.Fatalf("a refusal of %s called %v and answered it %+v", d.in.IntentID, dec.Call, own)
+	}
 }
 
 func (m *propModel) completeOne() {
@@ -529,6 +570,7 @@ func (m *propModel) checkNotBeforeDeadline(k *propKey, in saga.Input, dec saga.D
 // settleAll ends the history: the process stops, and once every call's
 // deadline has passed the reconciler resolves every key left in doubt.
 func (m *propModel) settleAll() {
+	m.settling = true
 	m.crash()
 	m.now += 2*propTTL + propApprovalTTL
 	for _, k := range m.keys {

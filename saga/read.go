@@ -15,6 +15,9 @@ func decideReadOnly(in Input, env Env) Decision {
 	if deadlinePassed(in, env) {
 		return rejectInput(in, codes.ReasonDeadlineExceeded, "deadline_ms has passed; the call was not started")
 	}
+	if r := env.admit(in.Tenant, in.Tool); r != nil {
+		return refuse(in, r, env)
+	}
 	w := in.waiter(env.Now)
 	ev := Event{Kind: EvReadStarted, Tenant: in.Tenant, Key: in.Key, At: env.Now, IntentID: in.IntentID,
 		Tool: in.Tool, Args: in.Args, RunID: in.RunID, ThreadID: in.ThreadID, Waiter: &w}

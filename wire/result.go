@@ -1,6 +1,10 @@
 package wire
 
-import "github.com/atmostonce/toolexec/codes"
+import (
+	"time"
+
+	"github.com/atmostonce/toolexec/codes"
+)
 
 // ErrorInfo is a machine-readable code and a human message.
 type ErrorInfo struct {
@@ -31,6 +35,11 @@ type Result struct {
 	// the intent's reply_to (the topic does not exist, or was deleted
 	// while the answer was owed).
 	ReplyToError string `msgpack:"reply_to_error,omitempty" json:"reply_to_error,omitempty"`
+	// RetryAfterMs is set on an answer that says the executor had no room
+	// for the call (codes.Busy): how long to wait before sending the
+	// same key again. Readers that do not know it see a not_executed
+	// answer, which already means the key is free.
+	RetryAfterMs int64 `msgpack:"retry_after_ms,omitempty" json:"retry_after_ms,omitempty"`
 	// ApprovalUntil (unix ms), on a pending answer whose error code is
 	// awaiting_approval: the key's request for a person's approval lapses
 	// then (the key ends not_executed) unless someone decides first.
@@ -42,6 +51,18 @@ type Result struct {
 // the same key and arguments get the final answer once it is decided.
 func (r *Result) AwaitingApproval() bool {
 	return r.Status == codes.StatusPending && r.Error != nil && r.Error.Code == codes.ErrAwaitingApproval
+}
+
+// Busy reports whether r says the executor had no room for the call:
+// nothing ran and nothing was recorded, so the same key may be sent again
+// after RetryAfter.
+func (r *Result) Busy() bool {
+	return r.Error != nil && codes.Busy(r.Status, r.Error.Code)
+}
+
+// RetryAfter is r's retry_after_ms as a duration; zero when absent.
+func (r *Result) RetryAfter() time.Duration {
+	return time.Duration(max(r.RetryAfterMs, 0)) * time.Millisecond
 }
 
 // DeadLetter is what lands on the dead-letter topic: the reason and the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -137,7 +138,7 @@ func (b *bench) floodDriver(ctx context.Context, fc floodConfig, mode string, e 
 		if err != nil {
 			return nil, nil, err
 		}
-		return &kafkaFlood{cl: cl, wait: fc.bWait}, nil, nil
+		return &kafkaFlood{cl: cl, wait: fc.bWait, outs: map[string]int{}}, nil, nil
 	}
 	o := memberOpts{role: "gateway", brokers: b.br.seeds, prefix: e.prefix, group: e.group + "-gw", partitions: int(b.cfg.partitions),
 		dataDir: filepath.Join(b.dir, name+"g"), slowLatency: fc.slow, slowInFlight: fc.slowInFlight, tenantsFile: fc.tenantsFile}
@@ -160,6 +161,10 @@ type floodCaller interface {
 	// flood sends one of A's calls of the slow tool, not waiting for its
 	// answer, and says how it ended.
 	flood(ctx context.Context, key string) string
+	// answers waits (within the callers' wait) for the answers to A's
+	// calls that flood did not wait for, and counts them by outcome; nil
+	// when the mode cannot see them.
+	answers() map[string]int
 	// calm sends one of B's calls of the no-op tool and waits for its
 	// answer: false when none came within the wait.
 	calm(ctx context.Context, key string) (answered bool, err error)
@@ -198,6 +203,9 @@ func floodPhases(ctx context.Context, fc floodConfig, d floodCaller, ex, gw *chi
 	floodLoop(ctx, fc, d, &mu, run.A)
 	close(stopB)
 	bw.Wait()
+	for out, n := range d.answers() {
+		run.A[out] += n
+	}
 	g1, x1, err := floodStats(gw, ex)
 	if err != nil {
 		return err
@@ -328,6 +336,10 @@ func (h *httpFlood) calm(ctx context.Context, key string) (bool, error) {
 	return rep.code == http.StatusOK && a.status != "", nil
 }
 
+// answers: through the gateway A's calls are answered 202 (Prefer:
+// wait=0) before the executor decides them.
+func (h *httpFlood) answers() map[string]int { return nil }
+
 func (h *httpFlood) close() { h.hc.CloseIdleConnections() }
 
 // kafkaFlood sends both tenants' intents straight to the intents topic,
@@ -335,6 +347,11 @@ func (h *httpFlood) close() { h.hc.CloseIdleConnections() }
 type kafkaFlood struct {
 	cl   *client.Client
 	wait time.Duration
+	// A's answers, awaited apart from the sends: the executor's refusals
+	// (not_executed over_share) come at once, its calls after the queue.
+	waits sync.WaitGroup
+	mu    sync.Mutex
+	outs  map[string]int
 }
 
 func (k *kafkaFlood) flood(ctx context.Context, key string) string {
@@ -342,8 +359,29 @@ func (k *kafkaFlood) flood(ctx context.Context, key string) string {
 	if err != nil {
 		return "error"
 	}
-	p.Close() // no wait for the answer: Prefer: wait=0's equivalent
+	k.waits.Go(func() { // the sender goes on: Prefer: wait=0's equivalent
+		defer p.Close()
+		wctx, cancel := context.WithTimeout(ctx, k.wait)
+		defer cancel()
+		out := "no answer"
+		if res, err := p.Wait(wctx); err == nil {
+			out = "answered " + res.Status
+			if res.Error != nil {
+				out += " " + res.Error.Code
+			}
+		}
+		k.mu.Lock()
+		k.outs[out]++
+		k.mu.Unlock()
+	})
 	return "produced"
+}
+
+func (k *kafkaFlood) answers() map[string]int {
+	k.waits.Wait()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return maps.Clone(k.outs)
 }
 
 func (k *kafkaFlood) calm(ctx context.Context, key string) (bool, error) {

@@ -31,6 +31,7 @@ func (c *Core) Committed(rd *Ready, materialised bool) []int32 {
 func (c *Core) Aborted(rd *Ready, endUnknown bool) {
 	for _, call := range rd.Calls {
 		c.calls.forget(call)
+		c.occ.free(call, 0)
 	}
 	c.abandonRound(rd)
 	c.resumeWalks(rd)

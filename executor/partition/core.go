@@ -29,7 +29,10 @@ type Config struct {
 	// large), or nil: such a record is not restated, and its partition
 	// gets no round event this time.
 	CheckSnapshot func(*saga.Event) error
-	Logger        *slog.Logger
+	// Admission bounds the calls the member takes on, and each tenant's
+	// share (admission.go); the zero value admits every call.
+	Admission Admission
+	Logger    *slog.Logger
 }
 
 // View is what the core reads of the member's materialised view. Every
@@ -69,6 +72,8 @@ type Core struct {
 	// unrecorded are finished calls whose outcome is not committed yet.
 	unrecorded []Completion
 	poison     *poisoned
+	occ        *occupancy
+	admit      func(tenant, tool string) *saga.Refusal // occ.admit, made once
 	round      *round
 	lastRound  time.Time // when the last round ended (or the core was made)
 	lastSweep  time.Time
@@ -83,7 +88,9 @@ func New(cfg Config, v View, now time.Time) *Core {
 	if cfg.SnapshotStep <= 0 {
 		cfg.SnapshotStep = SnapshotStep
 	}
-	return &Core{cfg: cfg, view: v, parts: map[int32]*part{}, calls: newInflight(), poison: newPoisoned(), lastRound: now}
+	c := &Core{cfg: cfg, view: v, parts: map[int32]*part{}, calls: newInflight(), poison: newPoisoned(), occ: newOccupancy(cfg.Admission), lastRound: now}
+	c.admit = c.occ.admit
+	return c
 }
 
 // Finished hands over calls that returned. Their outcomes are recorded by
@@ -100,5 +107,6 @@ func (c *Core) partitionOf(tenant, key string) int32 {
 }
 
 func (c *Core) env(now int64, rk string, done map[string]bool) saga.Env {
-	return saga.Env{Now: now, InFlight: c.calls.keyInFlight(rk) && !done[rk], MaxWaiters: c.cfg.MaxWaiters, Policy: c.cfg.Policy, NearestTool: c.cfg.NearestTool}
+	return saga.Env{Now: now, InFlight: c.calls.keyInFlight(rk) && !done[rk], MaxWaiters: c.cfg.MaxWaiters, Policy: c.cfg.Policy,
+		NearestTool: c.cfg.NearestTool, Admit: c.admit}
 }

@@ -12,7 +12,10 @@
 // is not committed yet, the reads a previous owner left (read
 // obligations), the sweep of expired keys, snapshot rounds, the walk of
 // orphaned calls after a restore (orphans.go), the origins of records
-// that could not be produced (poison.go), and the count of keys in doubt.
+// that could not be produced (poison.go), and the count of keys in doubt;
+// and, over all partitions, the places calls hold per tool and per member
+// with each tenant's share of them (admission.go: a call with no place is
+// refused at once, Ready.Refused).
 //
 // A caller (the executor's loop) has these duties, in order, every tick:
 //

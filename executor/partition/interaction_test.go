@@ -48,6 +48,9 @@ import (
 //	crash                   the member dies; a new core (same view and log) owns nothing
 //	doubt p=0               keys in doubt on p with no call running here
 //	view                    the records and pending reads of the view
+//	places member=N tool=N  a new core whose member, and each named tool, hold at most N calls
+//	held tenants=a,b [tool=pay]
+//	                        the places each tenant holds, at the tool or in the member
 //
 // Input lines of tick:
 //
@@ -93,6 +96,7 @@ func policies(tool string) (saga.Policy, bool) {
 type harness struct {
 	now      time.Time
 	snapStep int // the core's SnapshotStep; 0: the default
+	places   partition.Admission
 	view     *memView
 	log      map[int32][]saga.Event // committed events, per partition
 	core     *partition.Core
@@ -109,7 +113,7 @@ func newHarness() *harness {
 
 func (h *harness) newCore() *partition.Core {
 	cfg := partition.Config{Partitions: partitions, MaxWaiters: 4, Policy: policies, SweepInterval: 10 * time.Second,
-		SnapshotInterval: time.Hour, SnapshotStep: h.snapStep, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		SnapshotInterval: time.Hour, SnapshotStep: h.snapStep, Admission: h.places, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		CheckSnapshot: func(ev *saga.Event) error {
 			if ev.Snapshot != nil && string(ev.Snapshot.Args) == "huge" {
 				return fmt.Errorf("too large")
@@ -126,6 +130,7 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 		return "ok\n", nil
 	case "revoke":
 		rel := h.core.Revoke(parts(d)[0])
+		slices.Sort(rel.Lost)
 		return fmt.Sprintf("lost %v gapped %v\n", rel.Lost, rel.Gapped), nil
 	case "tick":
 		return h.tick(d)
@@ -168,8 +173,40 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 		return fmt.Sprintf("%d\n", h.core.KeysInDoubt(parts(d)[0])), nil
 	case "view":
 		return h.view.String(), nil
+	case "places":
+		return h.setPlaces(d)
+	case "held":
+		return h.held(d), nil
 	}
 	return "", fmt.Errorf("unknown command %q", d.Cmd)
+}
+
+// setPlaces makes a new core (same view and log) with the places the
+// command names: member=N, and N per tool for every other argument.
+func (h *harness) setPlaces(d *datadriven.TestData) (string, error) {
+	caps := map[string]int{}
+	for _, a := range d.CmdArgs {
+		n, err := strconv.Atoi(a.Vals[0])
+		if err != nil {
+			return "", err
+		}
+		if a.Key == "member" {
+			h.places.MemberCap = n
+			continue
+		}
+		caps[a.Key] = n
+	}
+	h.places.ToolCap = func(tool string) int { return caps[tool] }
+	h.core = h.newCore()
+	return "ok\n", nil
+}
+
+func (h *harness) held(d *datadriven.TestData) string {
+	var sb strings.Builder
+	for _, tenant := range strings.Split(arg(d, "tenants"), ",") {
+		fmt.Fprintf(&sb, "%s=%d ", tenant, h.core.Held(arg(d, "tool"), tenant))
+	}
+	return strings.TrimSpace(sb.String()) + "\n"
 }
 
 func (h *harness) tick(d *datadriven.TestData) (string, error) {
@@ -402,6 +439,9 @@ func describe(rd *partition.Ready, b *partition.Batch) string {
 	for _, c := range rd.Lost {
 		fmt.Fprintf(&sb, "lost %s (epoch %d)\n", c.Call.CallID, c.Call.Epoch)
 	}
+	for _, r := range rd.Refused {
+		fmt.Fprintf(&sb, "refused %s at %s: %s\n", r.Tenant, r.Tool, r.Limit)
+	}
 	verdicts := make([]string, 0, len(rd.Verdicts))
 	for v, n := range rd.Verdicts {
 		verdicts = append(verdicts, fmt.Sprintf("%s=%d", v, n))
@@ -437,6 +477,9 @@ func answer(a partition.Answer) string {
 	}
 	if a.Err != nil {
 		s += " err=" + a.Err.Code
+	}
+	if a.RetryAfterMs > 0 {
+		s += fmt.Sprintf(" retry=%dms", a.RetryAfterMs)
 	}
 	if len(a.Result) > 0 {
 		s += " result=" + string(a.Result)

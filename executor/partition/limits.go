@@ -36,4 +36,21 @@ const (
 	// first. An origin is needed only until its input is polled again,
 	// right after the abort.
 	MaxPoisoned = 1024
+
+	// ShareFactor is the dynamic threshold's factor (admission.go): a
+	// tenant may hold fewer calls of a pool than ShareFactor times its
+	// free places. 4: a tenant alone fills 80% of a pool (a burst of one
+	// tenant is queued, not refused, up to there), two that flood hold 4/9
+	// each, and a tenant that comes later finds at least a ninth free.
+	ShareFactor = 4
+	// DefaultRetryAfter is a refusal's retry hint before any call of its
+	// tool completed: about a call's time for a tool answering in
+	// hundreds of milliseconds.
+	DefaultRetryAfter = time.Second
+	// MinRetryAfter and MaxRetryAfter bound the hint, which is otherwise
+	// how long the tool's calls hold their places: below 100 ms a caller
+	// told to wait would come back before a place could free; past 30 s a
+	// slow tool's hint would outlast most callers' own deadlines.
+	MinRetryAfter = 100 * time.Millisecond
+	MaxRetryAfter = 30 * time.Second
 )

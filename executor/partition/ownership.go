@@ -48,6 +48,7 @@ type Released struct {
 func (c *Core) Revoke(p int32) Released {
 	pt, ok := c.parts[p]
 	delete(c.parts, p)
+	c.occ.freePartition(p)
 	return Released{Lost: c.calls.release(p), Gapped: ok && pt.gap != nil}
 }
 

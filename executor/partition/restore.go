@@ -68,6 +68,7 @@ func (c *Core) resumeReads(p int32, pt *part) []Call {
 		}
 		call := Call{Call: *saga.ReadCall(*ev, ""), P: p, Epoch: pt.epoch, RK: rk}
 		c.calls.start(call, false)
+		c.occ.hold(call, 0)
 		calls = append(calls, call)
 	}
 	return calls

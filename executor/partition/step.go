@@ -43,6 +43,7 @@ func (c *Core) Step(now time.Time, b *Batch) (*Ready, error) {
 	// Most inputs and completions log one event and owe one answer or
 	// start one call: room for that up front spares the regrowth.
 	n := len(b.Inputs) + len(c.unrecorded)
+	c.occ.takeRefused() // a Step that failed may have left some
 	t := &stepper{c: c, now: now, nowMs: now.UnixMilli(), batch: b, done: map[string]bool{},
 		rd: &Ready{Overlay: overlay.New(c.view, overlay.Strict()), Verdicts: map[string]int{},
 			Events: make([]Event, 0, n), Answers: make([]Answer, 0, n), Calls: make([]Call, 0, len(b.Inputs))}}
@@ -63,6 +64,7 @@ func (c *Core) Step(now time.Time, b *Batch) (*Ready, error) {
 		}
 	}
 	t.origin = Origin{}
+	t.rd.Refused = c.occ.takeRefused()
 	if err := t.sweep(); err != nil {
 		return nil, err
 	}
@@ -188,6 +190,7 @@ func (s *stepper) startCall(p int32, sc saga.Call) {
 	rk := wire.RoutingKey(sc.Tenant, sc.Key)
 	c := Call{Call: sc, P: p, Epoch: s.c.parts[p].epoch, RK: rk}
 	s.c.calls.start(c, s.done[rk])
+	s.c.occ.hold(c, s.nowMs)
 	s.rd.Calls = append(s.rd.Calls, c)
 }
 
@@ -229,7 +232,9 @@ func (s *stepper) deadLetter(i int, reason, detail, id, tenant, key string) {
 // was dispatched: then the outcome is dropped (Ready.Lost), never written
 // by a non-owner; the loop keeps a definite one as a fact for the key's
 // owner (executor/facts.go), and a read is called again by its new owner.
+// Either way the call's place is free from now (admission.go).
 func (s *stepper) complete(cm Completion) error {
+	s.c.occ.free(cm.Call, s.nowMs)
 	if pt, ok := s.c.parts[cm.Call.P]; !ok || pt.epoch != cm.Call.Epoch {
 		s.rd.Lost = append(s.rd.Lost, cm)
 		s.c.cfg.Logger.Info("outcome not recorded here: the partition moved", "key", cm.Call.RK, "status", cm.Outcome.Status.String())

@@ -128,6 +128,10 @@ type Ready struct {
 	// be written once the transaction committed.
 	Overlay *overlay.Overlay
 
+	// Refused are the intents refused for want of a place (admission.go),
+	// counted once the transaction commits.
+	Refused []Refused
+
 	Inputs    int            // polled records decided
 	Verdicts  map[string]int // decisions by verdict
 	Snapshots int            // records restated by the snapshot round

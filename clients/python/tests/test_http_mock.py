@@ -338,3 +338,49 @@ def test_a_call_in_an_opentelemetry_span_continues_its_trace():
     assert inside.headers["tracestate"] == "vendor=x"
     assert explicit.headers["traceparent"].startswith("00-1111") and "tracestate" not in explicit.headers
     assert "traceparent" not in outside.headers and "tracestate" not in outside.headers
+
+
+def busy_problem(status, code, retry_after="0", **kw):
+    """What the gateway answers for an executor's refusal for want of a
+    place: 429 (over_share) or 503 (queue_full), Retry-After, the problem
+    with the executor's answer."""
+    ans = answer("not_executed", error={"code": code, "message": "tenant acme holds its share"},
+                 retry_after_ms=1500, **kw)
+    return httpx.Response(status, headers={"Content-Type": "application/problem+json", "Retry-After": retry_after},
+                          json={"type": "about:blank", "title": "no place", "status": status, "code": code,
+                                "limit": "executor", "answer": ans})
+
+
+def test_a_refusal_for_want_of_a_place_is_sent_again_with_the_same_key():
+    def h(req, n):
+        if n == 1:
+            return busy_problem(429, "over_share")
+        if n == 2:
+            return busy_problem(503, "queue_full")
+        return httpx.Response(200, json=answer())
+    c, rec = client(h)
+    assert c.call("payments.refund", key="k1", args={}, wait=10).status == "succeeded"
+    assert [q.headers["Idempotency-Key"] for q in rec.requests] == ['"k1"'] * 3
+
+
+def test_refusals_that_last_raise_busy_and_the_journal_keeps_the_step_open(tmp_path):
+    c, rec = client(lambda req, n: busy_problem(429, "over_share"))
+    journal = toolexec.Journal(str(tmp_path / "j.sqlite"))
+    with pytest.raises(toolexec.Busy) as ei:
+        with journal.step("refund") as step:
+            c.call("payments.refund", args={}, wait=30)
+    assert len(rec.requests) == 5
+    assert ei.value.result is not None and ei.value.result.busy and ei.value.code == toolexec.OVER_SHARE
+    assert ei.value.result.retry_after.total_seconds() == 1.5 and ei.value.retry_after == 0
+    assert "nothing ran" in str(ei.value)
+    with journal.step("refund") as again:
+        assert again.key == step.key and not again.completed
+
+
+def test_a_busy_answer_in_a_200_is_busy_too():
+    # A gateway that passes the executor's answer on as it is.
+    c, _ = client(lambda req, n: httpx.Response(200, json=answer("not_executed", error={"code": "queue_full"},
+                                                                retry_after_ms=20)))
+    with pytest.raises(toolexec.Busy) as ei:
+        c.call("payments.refund", key="k1", args={})
+    assert ei.value.retry_after == 0.02 and ei.value.result.status == "not_executed"

@@ -19,6 +19,7 @@ from .client import Client, ToolInfo
 from .errors import (
     AnswerError,
     ApprovalPending,
+    Busy,
     ConfigError,
     Conflict,
     Error,
@@ -43,7 +44,9 @@ from .result import (
     CONFLICT,
     FAILED,
     NOT_EXECUTED,
+    OVER_SHARE,
     PENDING,
+    QUEUE_FULL,
     REJECTED,
     RESOLVED,
     RUNNING,
@@ -57,9 +60,9 @@ from .tool import AsyncTool, Tool
 __version__ = "0.2.0"
 
 __all__ = [
-    "APPROVAL_DENIED", "APPROVAL_LAPSED", "AWAITING_APPROVAL", "AnswerError", "ApprovalPending", "AsyncClient", "AsyncTool", "Client", "COMPENSATED", "COMPENSATION_FAILED",
+    "APPROVAL_DENIED", "APPROVAL_LAPSED", "AWAITING_APPROVAL", "AnswerError", "ApprovalPending", "AsyncClient", "AsyncTool", "Busy", "Client", "COMPENSATED", "COMPENSATION_FAILED",
     "COMPENSATION_PENDING", "CONFLICT", "ConfigError", "Conflict", "Error", "ErrorInfo", "FAILED",
-    "InDoubt", "InvalidRequest", "Journal", "MissingKey", "NOT_EXECUTED", "NoAnswer", "PENDING",
+    "InDoubt", "InvalidRequest", "Journal", "MissingKey", "NOT_EXECUTED", "NoAnswer", "OVER_SHARE", "PENDING", "QUEUE_FULL",
     "REJECTED", "RESOLVED", "RUNNING", "Rejected", "Result", "SUCCEEDED", "Step", "Tool", "ToolInfo",
     "TransportError", "Unauthorized", "UnknownTool", "args_hash", "canonical_bytes", "canonicalize",
     "current_step", "keys", "load_properties", "murmur2", "owner_partition", "routing_key",

@@ -20,8 +20,8 @@ from urllib.parse import quote
 import httpx
 
 from ._request import COMPENSATE, CallRequest
-from .errors import ConfigError, InvalidRequest, TransportError, Unauthorized
-from .result import CONFLICT, REJECTED, RUNNING, ErrorInfo, Result
+from .errors import Busy, ConfigError, Error, InvalidRequest, TransportError, Unauthorized
+from .result import CONFLICT, OVER_SHARE, QUEUE_FULL, REJECTED, RUNNING, ErrorInfo, Result
 
 #: The gateway's cap on ``Prefer: wait``; longer waits poll the key.
 MAX_SERVER_WAIT_S = 60
@@ -131,6 +131,10 @@ class Reading:
     result: Result | None = None
     retry_after: float | None = None
     retry: str | None = None
+    #: The retry is a refusal for want of a place (a 429, or the executor's
+    #: over_share or queue_full): nothing ran. ``result`` is the executor's
+    #: answer, when the problem carries one.
+    busy: bool = False
 
 
 def header_key(key: str) -> str:
@@ -219,7 +223,7 @@ def read(resp: httpx.Response, req: CallRequest) -> Reading:
         return Reading(answer=_problem_answer(code, doc, req))
     if code == 429 or code >= 500:
         return Reading(retry=f"gateway answered {code} {_detail(doc) or resp.reason_phrase}",
-                       retry_after=_retry_after(resp))
+                       retry_after=_retry_after(resp), busy=_busy(code, doc), result=_nested_answer(doc))
     raise TransportError(f"gateway: unexpected {code} {_detail(doc) or resp.reason_phrase}", sent=True)
 
 
@@ -259,6 +263,17 @@ def _problem_answer(code: int, doc: Any, req: CallRequest) -> Result:
                   raw=d)
 
 
+def _busy(code: int, doc: Any) -> bool:
+    """Whether a 429 or 5xx is a refusal for want of a place (nothing ran):
+    every 429, and a 503 whose problem names the executor's code."""
+    return code == 429 or (isinstance(doc, dict) and doc.get("code") in (OVER_SHARE, QUEUE_FULL))
+
+
+def _nested_answer(doc: Any) -> Result | None:
+    nested = doc.get("answer") if isinstance(doc, dict) else None
+    return Result.from_wire(nested) if isinstance(nested, dict) and _is_answer(nested) else None
+
+
 def _is_answer(doc: Any) -> bool:
     return isinstance(doc, dict) and isinstance(doc.get("status"), str) and bool(doc["status"])
 
@@ -290,6 +305,16 @@ def _retry_after(resp: httpx.Response) -> float | None:
         return max(0.0, float(v))
     except ValueError:
         return None  # an HTTP date: use our own pace
+
+
+def gave_up(url: str, desc: str, failures: int, sent: bool, busy: Reading | None) -> Error:
+    """The exception of a call whose attempts ran out: Busy when the last
+    was a refusal for want of a place (nothing ran), else TransportError."""
+    if busy is not None:
+        return Busy(f"gateway {url}: {desc} (after {failures} attempts): no place for the call; nothing ran. "
+                    f"Call again later with the same key, and send less meanwhile", busy.result, busy.retry_after)
+    return TransportError(f"gateway {url}: {desc} (after {failures} attempts; calling again "
+                          f"with the same key and arguments is safe)", sent=sent)
 
 
 def backoff(attempt: int) -> float:

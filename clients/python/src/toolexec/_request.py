@@ -4,15 +4,16 @@ so that they cannot disagree."""
 
 from __future__ import annotations
 
+import random
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
 from . import _trace, _validate
 from .canonical import canonicalize
-from .errors import AnswerError, ApprovalPending, Conflict, InDoubt, InvalidRequest, MissingKey, NoAnswer, Rejected, UnknownTool
+from .errors import AnswerError, ApprovalPending, Busy, Conflict, InDoubt, InvalidRequest, MissingKey, NoAnswer, Rejected, UnknownTool
 from .journal import Step, current_step
 from .result import CONFLICT, REJECTED, RUNNING, Result
 
@@ -46,6 +47,11 @@ def outcome(req: CallRequest, last: Result | None, note: str = "") -> Result:
     pending (ApprovalPending when it awaits a person's approval), NoAnswer
     when there was none."""
     what = f"{req.type} of {req.tool!r} with key {req.key!r}"
+    if last is not None and last.busy:
+        ra = None if last.retry_after is None else last.retry_after.total_seconds()
+        raise Busy(f"{what}: not_executed ({_why(last)}): the executor had no place for it; nothing ran and "
+                   f"nothing was recorded. Call again later with the same key (after {ra or 0:g}s), and send "
+                   f"less meanwhile", last, ra)
     if last is not None and last.awaiting_approval:
         raise ApprovalPending(f"{what}: waits for a person's approval ({_why(last)}); nothing ran. Keep the key: "
                               f"calling again later with the same key and arguments returns the outcome once a "
@@ -66,6 +72,29 @@ def outcome(req: CallRequest, last: Result | None, note: str = "") -> Result:
                               f"tenant may call (over the gateway)", last)
         raise Rejected(f"{what}: rejected ({_why(last)})", last)
     return last
+
+
+#: Sends of one call after answers that said the executor had no place for
+#: it (as the Go client's MaxBusyRetries): a flood is the caller's to slow
+#: down, not to wait out in a loop.
+MAX_BUSY_RETRIES = 5
+
+
+def busy_pause(r: Result, retries: int, left: float) -> float | None:
+    """The pause before sending a call again after ``r``, a refusal for want
+    of a place: its hint and up to a quarter more (so that refused callers
+    do not all come back at once); None when the call must give up (it was
+    sent again MAX_BUSY_RETRIES times, or the wait ends first)."""
+    hint = 0.0 if r.retry_after is None else r.retry_after.total_seconds()
+    pause = hint * (1 + random.random() / 4)
+    if retries >= MAX_BUSY_RETRIES or pause >= left:
+        return None
+    return pause
+
+
+def resend(req: CallRequest) -> CallRequest:
+    """The same call as a new emission: a new intent id, the same key."""
+    return replace(req, intent_id=new_intent_id())
 
 
 def settles(r: Result) -> bool:
@@ -137,7 +166,9 @@ def finish(req: CallRequest, step: Step | None, last: Result | None, note: str =
     try:
         res = outcome(req, last, note)
     except AnswerError as e:
-        if step is not None and e.result is not None and e.result.terminal:
+        # A refusal for want of a place is no answer of the step's: the
+        # step runs when called again.
+        if step is not None and e.result is not None and e.result.terminal and not isinstance(e, Busy):
             step.complete(e.result)
         raise
     if step is not None:

@@ -20,7 +20,7 @@ import httpx
 
 from . import _http, _validate
 from ._kafka import DEFAULT_CONNECT_TIMEOUT, CallbackWaiter, KafkaCore
-from ._request import CALL, COMPENSATE, CallRequest, finish, journaled, prepare, settles
+from ._request import CALL, COMPENSATE, CallRequest, busy_pause, finish, journaled, prepare, resend, settles
 from .client import DEFAULT_PREFIX, ToolInfo
 from .errors import ConfigError, TransportError
 from .journal import Step
@@ -151,12 +151,13 @@ class _AsyncHttpTransport:
             except httpx.TransportError as e:
                 desc, sent = _http.transport_failure(e)
                 failures += 1
-                await self._pause_or_raise(failures, None, deadline, desc, sent)
+                await self._pause_or_raise(failures, None, deadline, desc, sent, None)
                 continue
             reading = _http.read(resp, req)
             if reading.retry is not None:
                 failures += 1
-                await self._pause_or_raise(failures, reading.retry_after, deadline, reading.retry, True)
+                await self._pause_or_raise(failures, reading.retry_after, deadline, reading.retry, True,
+                                         reading if reading.busy else None)
                 continue
             if reading.answer is not None and reading.answer.terminal:
                 return _http.own_call(reading.answer, ours), ""
@@ -171,11 +172,10 @@ class _AsyncHttpTransport:
             await asyncio.sleep(_http.poll_pause(reading.retry_after, left))
 
     async def _pause_or_raise(self, failures: int, retry_after: float | None, deadline: float, desc: str,
-                              sent: bool) -> None:
+                              sent: bool, busy: _http.Reading | None) -> None:
         pause = retry_after if retry_after is not None else _http.backoff(failures)
         if failures >= _http.MAX_ATTEMPTS or time.monotonic() + pause > deadline:
-            raise TransportError(f"gateway {self._url}: {desc} (after {failures} attempts; calling again "
-                                 f"with the same key and arguments is safe)", sent=sent)
+            raise _http.gave_up(self._url, desc, failures, sent, busy)
         await asyncio.sleep(pause)
 
     async def _send(self, plan: _http.Plan) -> httpx.Response:
@@ -232,6 +232,20 @@ class _AsyncKafkaTransport:
 
     async def exchange(self, req: CallRequest) -> tuple[Result | None, str]:
         await self.connect()
+        deadline = time.monotonic() + req.wait
+        retries = 0
+        while True:
+            last = await self._once(req, deadline)
+            pause = None if last is None or not last.busy else busy_pause(last, retries, deadline - time.monotonic())
+            if pause is None:
+                break
+            await asyncio.sleep(pause)
+            retries += 1
+            req = resend(req)
+        err = self._core.last_error()
+        return last, f" (last Kafka error: {err})" if err else ""
+
+    async def _once(self, req: CallRequest, deadline: float) -> Result | None:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Result | str] = asyncio.Queue(maxsize=_MAX_QUEUED)
 
@@ -239,27 +253,24 @@ class _AsyncKafkaTransport:
             loop.call_soon_threadsafe(_offer, queue, item)
 
         waiter = CallbackWaiter(offer, offer)
-        deadline = time.monotonic() + req.wait
         self._core.send(req, waiter)
         last: Result | None = None
         try:
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    break
+                    return last
                 try:
                     item = await asyncio.wait_for(queue.get(), left)
                 except asyncio.TimeoutError:
-                    break
+                    return last
                 if isinstance(item, str):
                     raise TransportError(f"kafka: {item}", sent=False)
                 if settles(item):
-                    return item, ""
+                    return item
                 last = item
         finally:
             self._core.forget(req.intent_id)
-        err = self._core.last_error()
-        return last, f" (last Kafka error: {err})" if err else ""
 
     async def get(self, tool: str, key: str) -> Result | None:
         raise ConfigError("get() needs the gateway: Kafka has no way to read a key without sending an intent")

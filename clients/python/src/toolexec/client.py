@@ -29,7 +29,7 @@ import httpx
 
 from . import _http, _validate
 from ._kafka import DEFAULT_CONNECT_TIMEOUT, KafkaCore, QueueWaiter
-from ._request import CALL, COMPENSATE, CallRequest, finish, journaled, prepare
+from ._request import CALL, COMPENSATE, CallRequest, busy_pause, finish, journaled, prepare, resend
 from .errors import ConfigError, TransportError
 from .journal import Step
 from .kafka_config import load_properties
@@ -198,12 +198,13 @@ class _HttpTransport:
             except httpx.TransportError as e:
                 desc, sent = _http.transport_failure(e)
                 failures += 1
-                self._pause_or_raise(failures, None, deadline, desc, sent)
+                self._pause_or_raise(failures, None, deadline, desc, sent, None)
                 continue
             reading = _http.read(resp, req)
             if reading.retry is not None:
                 failures += 1
-                self._pause_or_raise(failures, reading.retry_after, deadline, reading.retry, True)
+                self._pause_or_raise(failures, reading.retry_after, deadline, reading.retry, True,
+                                    reading if reading.busy else None)
                 continue
             if reading.answer is not None and reading.answer.terminal:
                 return _http.own_call(reading.answer, ours), ""
@@ -218,11 +219,10 @@ class _HttpTransport:
             time.sleep(_http.poll_pause(reading.retry_after, left))
 
     def _pause_or_raise(self, failures: int, retry_after: float | None, deadline: float, desc: str,
-                        sent: bool) -> None:
+                        sent: bool, busy: _http.Reading | None) -> None:
         pause = retry_after if retry_after is not None else _http.backoff(failures)
         if failures >= _http.MAX_ATTEMPTS or time.monotonic() + pause > deadline:
-            raise TransportError(f"gateway {self._url}: {desc} (after {failures} attempts; calling again "
-                                 f"with the same key and arguments is safe)", sent=sent)
+            raise _http.gave_up(self._url, desc, failures, sent, busy)
         time.sleep(pause)
 
     def _send(self, plan: _http.Plan) -> httpx.Response:
@@ -260,15 +260,26 @@ class _KafkaTransport:
         self._core = core
 
     def exchange(self, req: CallRequest) -> tuple[Result | None, str]:
-        w = QueueWaiter()
         deadline = time.monotonic() + req.wait
-        self._core.send(req, w)
-        try:
-            last = w.wait(deadline)
-        finally:
-            self._core.forget(req.intent_id)
+        retries = 0
+        while True:
+            last = self._once(req, deadline)
+            pause = None if last is None or not last.busy else busy_pause(last, retries, deadline - time.monotonic())
+            if pause is None:
+                break
+            time.sleep(pause)
+            retries += 1
+            req = resend(req)
         err = self._core.last_error()
         return last, f" (last Kafka error: {err})" if err else ""
+
+    def _once(self, req: CallRequest, deadline: float) -> Result | None:
+        w = QueueWaiter()
+        self._core.send(req, w)
+        try:
+            return w.wait(deadline)
+        finally:
+            self._core.forget(req.intent_id)
 
     def get(self, tool: str, key: str) -> Result | None:
         raise ConfigError("get() needs the gateway: Kafka has no way to read a key without sending an intent")

@@ -18,6 +18,10 @@ the executor have it in ``.result``:
   :class:`ApprovalPending` is the case of a tool that needs a person's
   approval: raised at once, nothing ran, and a person approves or denies
   this key with these arguments.
+- :class:`Busy`: the executor (or the gateway) had no place for the call
+  now, and the client's own retries, after each ``retry_after``, did not
+  find one within the wait. Nothing ran and nothing was recorded: the key is
+  free; call again later, and send less meanwhile.
 
 Exceptions without an answer: :class:`InvalidRequest` (refused before
 anything was sent), :class:`MissingKey`, :class:`Unauthorized`,
@@ -81,6 +85,21 @@ class InDoubt(AnswerError):
     answer so far, ``pending``, is in ``result``) or still running; it is
     never executed again for this key. Calling again later with the same key
     and arguments is safe and returns the final answer once it is known."""
+
+
+class Busy(AnswerError):
+    """The executor had no place for the call (its tenant held its share of
+    the tool, ``over_share``; or the tool was full, ``queue_full``), or the
+    gateway refused it for the tenant's limits (``429``), on every attempt
+    the client made within the wait. Nothing ran and nothing was recorded:
+    the key is free, and calling again later with it runs the call as a
+    first call. ``retry_after`` (seconds) is the last hint, when one came;
+    ``result`` the executor's last answer, when one came. Not recorded by
+    a journal step: the step runs when called again."""
+
+    def __init__(self, message: str, result: Result | None, retry_after: float | None) -> None:
+        super().__init__(message, result)
+        self.retry_after = retry_after
 
 
 class ApprovalPending(InDoubt):

@@ -265,9 +265,11 @@ class Step:
         if e is None:
             if not self._unanswered:
                 self.complete(None)
-        elif isinstance(e, AnswerError) and e.result is not None and e.result.terminal and not e.result.journaled:
+        elif isinstance(e, AnswerError) and e.result is not None and e.result.terminal and not e.result.journaled \
+                and not e.result.busy:
             # A journaled answer (the journal's own conflict) is no answer
-            # of the executor to the step's call: the step stays as it was.
+            # of the executor to the step's call, and a refusal for want of
+            # a place ran nothing: the step stays as it was.
             self.complete(e.result)
 
     @property

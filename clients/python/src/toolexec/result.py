@@ -36,6 +36,12 @@ APPROVAL_DENIED = "approval_denied"
 #: The ``error.code`` of a ``not_executed`` answer: no one approved the call
 #: before its request lapsed; the key is free again.
 APPROVAL_LAPSED = "approval_lapsed"
+#: The ``error.code`` of a ``not_executed`` answer: the tenant holds its
+#: share of the calls the tool (or the executor) may hold at once; nothing
+#: ran or was recorded, and ``retry_after`` says when to send it again.
+OVER_SHARE = "over_share"
+#: As :data:`OVER_SHARE`, but no place was free whoever asked.
+QUEUE_FULL = "queue_full"
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,9 @@ class Result:
     #: When the key's request for approval lapses (UTC), on an answer that
     #: says it awaits one.
     approval_until: datetime | None = None
+    #: How long to wait before sending the key again, on an answer that says
+    #: the executor had no place for the call (:attr:`busy`).
+    retry_after: timedelta | None = None
     journaled: bool = False
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -97,6 +106,15 @@ class Result:
         approval: nothing ran, and a person, not a retry, decides when it
         runs."""
         return self.status == PENDING and self.error is not None and self.error.code == AWAITING_APPROVAL
+
+    @property
+    def busy(self) -> bool:
+        """True for the ``not_executed`` answer of a call the executor had no
+        place for (``over_share``, ``queue_full``): nothing ran, nothing was
+        recorded, and the same key may be sent again after
+        :attr:`retry_after`."""
+        return (self.status == NOT_EXECUTED and self.error is not None
+                and self.error.code in (OVER_SHARE, QUEUE_FULL))
 
     @classmethod
     def from_wire(cls, m: Mapping[str, Any]) -> Result:
@@ -122,6 +140,7 @@ class Result:
             attempt=m.get("attempt") if isinstance(m.get("attempt"), int) else None,
             previous_status=_str(m.get("previous_status")),
             approval_until=_time(m.get("approval_until")),
+            retry_after=_millis(m.get("retry_after_ms")),
             raw=dict(m),
         )
 
@@ -141,6 +160,8 @@ class Result:
             t = getattr(self, name)
             if t is not None:
                 out[name] = _unix_ms(t)
+        if self.retry_after is not None:
+            out["retry_after_ms"] = self.retry_after // timedelta(milliseconds=1)
         return out
 
     def to_json(self) -> str:
@@ -173,6 +194,12 @@ def _error(v: Any) -> ErrorInfo | None:
     if not code and not msg:
         return None
     return ErrorInfo(code=code, message=msg)
+
+
+def _millis(v: Any) -> timedelta | None:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        return None
+    return timedelta(milliseconds=v)
 
 
 def _time(v: Any) -> datetime | None:
