@@ -11,6 +11,7 @@ import (
 
 	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/executor/partition"
+	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
 	"github.com/atmostonce/toolexec/wire"
@@ -77,7 +78,7 @@ func (f *fact) check() error {
 
 func decodeFact(v []byte) (*fact, error) {
 	var f fact
-	if err := msgpack.Unmarshal(v, &f); err != nil {
+	if err := mpread.Unmarshal(v, &f); err != nil {
 		return nil, fmt.Errorf("%w: %w", errFact, err)
 	}
 	return &f, f.check()

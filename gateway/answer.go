@@ -8,6 +8,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/wire"
 )
@@ -143,7 +144,7 @@ func jsonValueAt(v any, depth int) any {
 	switch x := v.(type) {
 	case msgpack.RawMessage:
 		var d any
-		if msgpack.Unmarshal(x, &d) != nil {
+		if mpread.Unmarshal(x, &d) != nil {
 			return nil
 		}
 		return jsonValueAt(d, depth+1)

@@ -26,7 +26,7 @@
 //  5. Call CheckHanging once per tick (it rate-limits itself), and when a
 //     read of an events partition does not settle.
 //  6. Call Interrupt from the group's OnPartitionsCallbackBlocked, Close
-//     after the loop returned (Abandon instead to simulate a crash).
+//     after the loop returned.
 //
 // # Blocking, cancelling, goroutines
 //

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/atmostonce/toolexec/wire"
 )
 
@@ -21,7 +22,7 @@ func Value(v any) any {
 		return &c
 	case msgpack.RawMessage:
 		var d any
-		if msgpack.Unmarshal(x, &d) != nil {
+		if mpread.Unmarshal(x, &d) != nil {
 			return nil
 		}
 		return Value(d)
