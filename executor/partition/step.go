@@ -273,9 +273,8 @@ func withoutResult(cm Completion) Completion {
 // Why: after a transaction end whose outcome is unknown, the next tick
 // records the same completions again. A key's record tells such a replay
 // apart (saga.Complete finds it settled), but a read keeps no record, so
-// it was answered a second time whenever the unknown end had in fact
-// committed (found by the chaos harness: 54 reads answered twice after a
-// broker bounce). The pending-read entry, restored from the log first, is
+// it would be answered a second time whenever the unknown end had in
+// fact committed (a broker bounce makes such ends common). The pending-read entry, restored from the log first, is
 // that record: present means not answered yet.
 func (s *stepper) completeRead(cm Completion) error {
 	p := cm.Call.P

@@ -52,10 +52,11 @@ func (s *Session) settle(b *Batch, endErr error) (moved bool, err error) {
 // and restarted before its partition's leadership moved, loaded that
 // record although no follower had it, wrote COMMIT on __consumer_offsets
 // and lost the record when the new leader truncated it; the new
-// coordinator aborted the records (docs/RELIABILITY.md, finding 18).
-// Taken at the offsets' word, the member skipped the transaction's inputs
-// while its records, the intents it forwarded among them, were aborted:
-// those intents were never answered. The offsets can also have moved by
+// coordinator aborted the records (docs/RELIABILITY.md, the coordinator
+// that commits the offsets and aborts the records). Taken at the offsets'
+// word, the member would skip the transaction's inputs while its records,
+// the intents it forwarded among them, were aborted: those intents would
+// never be answered. The offsets can also have moved by
 // another member's commit, the partition having moved on: the markers
 // then show this transaction aborted too, and taking its inputs back is
 // moot, since the partition is being revoked and any transaction of this

@@ -22,6 +22,7 @@ var historyPhrasings = []struct {
 	why string
 }{
 	{regexp.MustCompile(`(?i)\bissue #?\d+`), "an issue number"},
+	{regexp.MustCompile(`(?i)\bthe issue'?s\b`), "an issue"},
 	{regexp.MustCompile(`(?i)\bfinding #?\d+`), "a finding's number"},
 	{regexp.MustCompile(`(?i)\b(before|after|until) (the|this) fix\b`), "the code before a fix"},
 	{regexp.MustCompile(`\b[DS]\d{1,2}\b`), "a review's item label (D1, S4)"},
@@ -48,6 +49,9 @@ func historyHits(root string) ([]string, error) {
 			return err
 		}
 		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "vendor") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() && filepath.Base(path) == "stylefigures" { // it quotes the phrasings it looks for
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(path, ".go") {
