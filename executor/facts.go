@@ -22,7 +22,7 @@ import (
 //
 // Two kinds. An outcome the member got from the tool after the call's
 // partition moved (a completion of an older ownership epoch: the core
-// drops it, Ready.Lost), and the certainty that it never sent a call whose
+// drops it, Decisions.Lost), and the certainty that it never sent a call whose
 // started event may have committed (a transaction end of unknown outcome:
 // its calls are not made, Core.Aborted). Either, forgotten, would leave
 // the key to an investigation: for an irreversible tool, a person asked

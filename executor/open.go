@@ -74,7 +74,7 @@ func (e *Executor) open(ctx context.Context) error {
 		return err
 	}
 	e.dec = recordDecoder{names: e.cfg.Names, partitions: e.layout.Partitions}
-	e.folds = &folder{store: st, adm: e.adm, opts: eventlog.RestoreOptions{
+	e.folds = &restorer{store: st, adm: e.adm, opts: eventlog.RestoreOptions{
 		Seeds: e.cfg.Brokers, Topic: e.cfg.Names.Events, PartitionOf: e.dec.partitionOf, Progress: e.cfg.Turned,
 		ClientOpts: append([]kgo.Opt{kgo.WithLogger(kgoLogger{l: e.cfg.Logger})}, e.cfg.Connect...),
 	}}

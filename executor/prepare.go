@@ -22,7 +22,7 @@ import (
 // prepared is one tick's input: the batch the core steps, and the polled
 // records in the same order (dead letters and forwards copy their bytes).
 type prepared struct {
-	batch   partition.Batch
+	batch   partition.Poll
 	records []*kgo.Record
 }
 

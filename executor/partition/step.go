@@ -20,8 +20,8 @@ type stepper struct {
 	c      *Core
 	now    time.Time
 	nowMs  int64
-	batch  *Batch
-	rd     *Ready
+	batch  *Poll
+	rd     *Decisions
 	done   map[string]bool // routing keys whose call this tick records
 	origin Origin          // what the tick is producing records for right now
 }
@@ -31,21 +31,21 @@ type stepper struct {
 // so that a record of such a key is told it is in doubt once), then every
 // polled record in order, then the sweep of expired keys and a step of
 // the snapshot round. If a partition the batch needs is not restored, the
-// Ready only names it (Restore) and nothing changes. The error is a
+// Decisions only names it (Restore) and nothing changes. The error is a
 // failed read of the view (ErrView): fatal.
 //
-// Until the Ready is acknowledged (Committed, Aborted or Skipped) the
+// Until the Decisions is acknowledged (Committed, Aborted or Skipped) the
 // core must not be stepped again.
-func (c *Core) Step(now time.Time, b *Batch) (*Ready, error) {
+func (c *Core) Step(now time.Time, b *Poll) (*Decisions, error) {
 	if ps := c.needRestore(b); len(ps) > 0 {
-		return &Ready{Restore: ps}, nil
+		return &Decisions{Restore: ps}, nil
 	}
 	// Most inputs and completions log one event and owe one answer or
 	// start one call: room for that up front spares the regrowth.
 	n := len(b.Inputs) + len(c.unrecorded)
 	c.occ.takeRefused() // a Step that failed may have left some
 	t := &stepper{c: c, now: now, nowMs: now.UnixMilli(), batch: b, done: map[string]bool{},
-		rd: &Ready{Overlay: overlay.New(c.view, overlay.Strict()), Verdicts: map[string]int{},
+		rd: &Decisions{Overlay: overlay.New(c.view, overlay.Strict()), Verdicts: map[string]int{},
 			Events: make([]Event, 0, n), Answers: make([]Answer, 0, n), Calls: make([]Call, 0, len(b.Inputs))}}
 	for _, cm := range c.unrecorded {
 		t.origin = CallOrigin(cm.Call.RK, cm.Call.CallID)
@@ -78,7 +78,7 @@ func (c *Core) Step(now time.Time, b *Batch) (*Ready, error) {
 // restored: the owner of every decodable input that arrived on it (a
 // forward reads nothing), and the partition of every finished call of
 // the current assignment.
-func (c *Core) needRestore(b *Batch) []int32 {
+func (c *Core) needRestore(b *Poll) []int32 {
 	seen := map[int32]bool{}
 	var out []int32
 	need := func(p int32) {
@@ -229,7 +229,7 @@ func (s *stepper) deadLetter(i int, reason, detail, id, tenant, key string) {
 }
 
 // complete records a finished call, unless its partition moved since it
-// was dispatched: then the outcome is dropped (Ready.Lost), never written
+// was dispatched: then the outcome is dropped (Decisions.Lost), never written
 // by a non-owner; the loop keeps a definite one as a fact for the key's
 // owner (executor/facts.go), and a read is called again by its new owner.
 // Either way the call's place is free from now (admission.go).

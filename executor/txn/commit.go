@@ -26,7 +26,7 @@ import (
 // session goes: the consumer is back at what the group committed (and at
 // the inputs of partitions seen aborted), and a transaction the member
 // treats as aborted is recorded. A non-nil error is fatal (ErrFatal).
-func (s *Session) Commit(ctx context.Context, b *Batch, beforeEnd func()) (Outcome, error) {
+func (s *Session) Commit(ctx context.Context, b *Transaction, beforeEnd func()) (End, error) {
 	if err := s.begin(); err != nil {
 		return Unknown, err
 	}
@@ -79,7 +79,7 @@ var errCommitNotReported = errors.New("transaction end: commit not reported, and
 // confirmed confirms a reported commit (confirm.go) and reports
 // Committed, or settles it as an end of unknown outcome and rewinds the
 // inputs of the partitions seen aborted: their started events are gone.
-func (s *Session) confirmed(ctx context.Context, b *Batch) (Outcome, error) {
+func (s *Session) confirmed(ctx context.Context, b *Transaction) (End, error) {
 	cf := s.confirm(ctx, b)
 	if cf.err == nil {
 		s.offsetsUnsure = false // the session's idea of committed is ours again
@@ -153,7 +153,7 @@ func (s *Session) begin() error {
 // that lost its session waits in End for a heartbeat that only a blocked
 // group callback can unblock, so without Interrupt End would hang until
 // its timeout.
-func (s *Session) endTxn(ctx context.Context, b *Batch) (committed bool, try kgo.TransactionEndTry, err error) {
+func (s *Session) endTxn(ctx context.Context, b *Transaction) (committed bool, try kgo.TransactionEndTry, err error) {
 	endCtx, done := s.interruptible(ctx)
 	defer done()
 	endCtx = kgo.PreTxnCommitFnContext(endCtx, s.fence(b.Touched))
@@ -173,7 +173,7 @@ func (s *Session) endTxn(ctx context.Context, b *Batch) (committed bool, try kgo
 // Interrupt cancelled, or that a flush as long as the transaction timeout
 // used up, would lose the id, and the transaction would go unrecorded
 // among the member's own aborts (txnOf falls back to its records' id).
-func (s *Session) noteProducer(ctx context.Context, b *Batch) {
+func (s *Session) noteProducer(ctx context.Context, b *Transaction) {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.TransactionTimeout)
 	defer cancel()
 	if pid, epoch, err := s.gs.Client().ProducerID(pctx); err == nil {
