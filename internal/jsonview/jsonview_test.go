@@ -1,6 +1,9 @@
 package jsonview
 
 import (
+	"bytes"
+	"encoding/json"
+	"math"
 	"runtime"
 	"testing"
 
@@ -24,5 +27,30 @@ func TestValueRefusesARawMessageThatDeclaresMoreThanItHolds(t *testing.T) {
 	}
 	if v := Value(msgpack.RawMessage{0x81, 0xa1, 'a', 0x01}); v.(map[string]any)["a"] != int8(1) {
 		t.Fatalf("a good raw message: %#v", v)
+	}
+}
+
+// What encoding/json cannot write (NaN, the infinities) becomes null, and
+// a float it would write as another integer is written exactly: the
+// command line and the console print what the gateway answers.
+func TestValueWritesEveryFloatAsJSONCan(t *testing.T) {
+	v := Value(map[string]any{"nan": math.NaN(), "inf": float32(math.Inf(1)), "big": 0x1p65, "half": 0.5})
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"big":3.6893488147419103232e+19,"half":0.5,"inf":null,"nan":null}`; string(b) != want {
+		t.Fatalf("got %s, want %s", b, want)
+	}
+}
+
+func TestValueBoundsTheDepth(t *testing.T) {
+	var deep any = "leaf"
+	for range maxDepth + 10 {
+		deep = []any{deep}
+	}
+	b, err := json.Marshal(Value(deep))
+	if err != nil || bytes.Contains(b, []byte("leaf")) {
+		t.Fatalf("a value deeper than %d: %v, leaf kept %v", maxDepth, err, bytes.Contains(b, []byte("leaf")))
 	}
 }
