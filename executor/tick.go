@@ -83,7 +83,7 @@ func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 // partitions it names.
 func (e *Executor) step(ctx context.Context, pr *prepared) (*partition.Decisions, error) {
 	for {
-		rd, err := e.core.Step(e.cfg.Now(), &pr.batch)
+		rd, err := e.core.Step(e.cfg.Now(), &pr.poll)
 		if err != nil {
 			return nil, errors.Join(ErrFatal, err)
 		}

@@ -90,9 +90,9 @@ func (tt *tickTrace) decided(pr *prepared, rd *partition.Decisions) {
 	}
 	tt.stepped = time.Now()
 	v := verdictsOf(rd)
-	tt.byInput = make(map[string]trace.SpanContext, len(pr.batch.Inputs))
-	for i := range pr.batch.Inputs {
-		in := &pr.batch.Inputs[i]
+	tt.byInput = make(map[string]trace.SpanContext, len(pr.poll.Inputs))
+	for i := range pr.poll.Inputs {
+		in := &pr.poll.Inputs[i]
 		tenant, key, tool, id := in.Salvage.Tenant, in.Salvage.Key, in.Salvage.Tool, in.Salvage.ID
 		decision, replay := v.of(i, in)
 		parent := tracing.Remote(in.Traceparent, header(pr.records[i], tracing.TracestateHeader))

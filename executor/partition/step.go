@@ -20,7 +20,7 @@ type stepper struct {
 	c      *Core
 	now    time.Time
 	nowMs  int64
-	batch  *Poll
+	poll   *Poll
 	rd     *Decisions
 	done   map[string]bool // routing keys whose call this tick records
 	origin Origin          // what the tick is producing records for right now
@@ -30,7 +30,7 @@ type stepper struct {
 // walk of orphaned keys after a restore (orphans.go: before the records,
 // so that a record of such a key is told it is in doubt once), then every
 // polled record in order, then the sweep of expired keys and a step of
-// the snapshot round. If a partition the batch needs is not restored, the
+// the snapshot round. If a partition the poll needs is not restored, the
 // Decisions only names it (Restore) and nothing changes. The error is a
 // failed read of the view (ErrView): fatal.
 //
@@ -44,7 +44,7 @@ func (c *Core) Step(now time.Time, b *Poll) (*Decisions, error) {
 	// start one call: room for that up front spares the regrowth.
 	n := len(b.Inputs) + len(c.unrecorded)
 	c.occ.takeRefused() // a Step that failed may have left some
-	t := &stepper{c: c, now: now, nowMs: now.UnixMilli(), batch: b, done: map[string]bool{},
+	t := &stepper{c: c, now: now, nowMs: now.UnixMilli(), poll: b, done: map[string]bool{},
 		rd: &Decisions{Overlay: overlay.New(c.view, overlay.Strict()), Verdicts: map[string]int{},
 			Events: make([]Event, 0, n), Answers: make([]Answer, 0, n), Calls: make([]Call, 0, len(b.Inputs))}}
 	for _, cm := range c.unrecorded {
@@ -74,7 +74,7 @@ func (c *Core) Step(now time.Time, b *Poll) (*Decisions, error) {
 	return t.rd, nil
 }
 
-// needRestore lists the partitions the batch reads that are not
+// needRestore lists the partitions the poll reads that are not
 // restored: the owner of every decodable input that arrived on it (a
 // forward reads nothing), and the partition of every finished call of
 // the current assignment.
@@ -116,7 +116,7 @@ func (s *stepper) load(p int32, tenant, key string) (*overlay.Entry, error) {
 // dead-lettered and never stops the partition.
 func (s *stepper) input(i int) error {
 	s.rd.Inputs++
-	in := &s.batch.Inputs[i]
+	in := &s.poll.Inputs[i]
 	if s.c.poison.isolated(in.Origin) > 0 {
 		s.isolate(i)
 		return nil
@@ -202,7 +202,7 @@ func (s *stepper) reject(i int, rej *wire.Reject) {
 	if !rej.Answerable() {
 		return
 	}
-	in := &s.batch.Inputs[i]
+	in := &s.poll.Inputs[i]
 	a := Answer{Answer: saga.Answer{To: saga.Waiter{IntentID: rej.ID, ReplyTo: rej.ReplyTo, Traceparent: in.Traceparent, Type: rej.Type},
 		Tenant: rej.Tenant, Key: rej.Key, Tool: rej.Tool, Status: codes.StatusRejected, Err: &saga.Error{Code: rej.Reason, Message: rej.Detail}}}
 	if !wire.ValidTenant(rej.Tenant) || rej.Key == "" {
@@ -216,7 +216,7 @@ func (s *stepper) reject(i int, rej *wire.Reject) {
 // dead-lettered with a prefix of its value (after a second failure, bare:
 // deadLetter). Its offset commits with the rest of the tick.
 func (s *stepper) isolate(i int) {
-	rej := s.batch.Inputs[i].Salvage
+	rej := s.poll.Inputs[i].Salvage
 	rej.Reason = codes.ReasonUnproducible
 	rej.Detail = "a record produced for this input was refused by the broker (too large, or its topic is gone); the input was not decided"
 	s.reject(i, &rej)

@@ -108,7 +108,7 @@ type Forward struct {
 
 // Decisions is what one Step decided.
 type Decisions struct {
-	// Restore, when set, lists the partitions to restore before the batch
+	// Restore, when set, lists the partitions to restore before the poll
 	// can be stepped. Nothing else is set, and nothing changed.
 	Restore []int32
 
