@@ -166,6 +166,12 @@ func (f *fleet) reap() (exited int) {
 		case err := <-m.done:
 			m.ended.Store(true)
 			f.aborted += abortedOf(m)
+			// Close cancels the calls' context before it leaves the
+			// group: a call the dispatcher starts from then on (a queued
+			// one taking the slot of a call that returned cancelled)
+			// reaches no tool, though its start may be told after the
+			// release that leaving the group tells.
+			f.w.owners.abandon(m.name)
 			m.ex.Close()
 			f.stopped = append(f.stopped, m.dir)
 			why := "returned nil"

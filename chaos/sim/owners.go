@@ -31,7 +31,7 @@ type owners struct {
 	next       uint64
 	held       map[string]map[int32]uint64  // member -> partition -> open tenure
 	committed  map[string]map[string]uint64 // member -> routing key -> tenure at its last started commit (0: not held)
-	gone       map[string]bool              // members abandoned (Crash): their late starts reach no tool
+	gone       map[string]bool              // members abandoned (Crash, or Close after Run ended on its own): their late starts reach no tool
 	starts     int
 	violations []string
 }
@@ -94,8 +94,10 @@ func (o *owners) at(member string, pt executor.Point, rk string) {
 	}
 }
 
-// abandon marks a member's life over before it is crashed: starts its
-// dispatcher still runs reach no tool (their context is cancelled).
+// abandon marks a member's life over before it is crashed, or closed
+// after its Run ended on its own: starts its dispatcher still runs reach
+// no tool (Crash and Close cancel the calls' context before the client
+// leaves the group and tells the release).
 func (o *owners) abandon(member string) {
 	o.mu.Lock()
 	o.gone[member] = true
