@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 
@@ -184,5 +183,3 @@ func jsonFloat(f float64, v any) any {
 	}
 	return v
 }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
