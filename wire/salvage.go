@@ -7,6 +7,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 
 	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/internal/mpread"
@@ -31,29 +33,96 @@ func salvage(value []byte, rej *Reject) {
 // wrongTypeField names the first field of m whose msgpack type the
 // Intent cannot hold, or "" when none is found at the top level.
 func wrongTypeField(m map[string]any) string {
-	for _, k := range []string{"v", "type", "id", "tenant", "key", "tool", "args", "reply_to", "deadline_ms", "scope", "outcome", "error", "by", "reason", "call_id", "downstream_key", "args_digest"} {
-		v, ok := m[k]
-		if !ok || v == nil {
-			continue
+	for _, f := range intentFields {
+		if v, ok := m[f.name]; ok && v != nil && !f.kind.holds(v) {
+			return f.name
 		}
-		switch k {
-		case "v", "deadline_ms":
-			switch v.(type) {
-			case int8, int16, int32, int64, uint8, uint16, uint32, uint64:
-				continue
-			}
-		case "args", "scope", "error":
-			if _, ok := v.(map[string]any); ok {
-				continue
-			}
-		default:
-			if _, ok := v.(string); ok {
-				continue
-			}
-		}
-		return k
 	}
 	return ""
+}
+
+// intentFields are Intent's fields as msgpack names them, in the order
+// they are declared: derived from the struct, so that a field added to it
+// is checked without a list to keep in step (TestWrongTypeFieldKnowsEveryField).
+var intentFields = fieldsOf(reflect.TypeFor[Intent]())
+
+// wireField is one field of a struct of the wire and the msgpack type it
+// holds.
+type wireField struct {
+	name string
+	kind fieldKind
+}
+
+// fieldKind is the msgpack type a field holds, as the decoded map of a
+// message shows it.
+type fieldKind uint8
+
+const (
+	kindAny     fieldKind = iota // an interface: every value fits
+	kindString                   // a string
+	kindInteger                  // an integer of any width
+	kindBool                     // a bool
+	kindMap                      // a map, or a struct (a map on the wire)
+)
+
+func fieldsOf(t reflect.Type) []wireField {
+	var out []wireField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("msgpack"), ",")
+		switch {
+		case name == "-" || !f.IsExported():
+			continue
+		case name == "":
+			name = f.Name
+		}
+		out = append(out, wireField{name: name, kind: kindOf(f.Type)})
+	}
+	return out
+}
+
+// kindOf is the msgpack type a field of Go type t holds; kindAny for a
+// type it does not know, which the test of wrongTypeField refuses for
+// any but an interface.
+func kindOf(t reflect.Type) fieldKind {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return kindString
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return kindInteger
+	case reflect.Bool:
+		return kindBool
+	case reflect.Map, reflect.Struct:
+		return kindMap
+	}
+	return kindAny
+}
+
+// holds reports whether v, a value of a message decoded into a map, fits
+// a field of kind k.
+func (k fieldKind) holds(v any) bool {
+	switch k {
+	case kindString:
+		_, ok := v.(string)
+		return ok
+	case kindInteger:
+		switch v.(type) {
+		case int8, int16, int32, int64, uint8, uint16, uint32, uint64:
+			return true
+		}
+		return false
+	case kindBool:
+		_, ok := v.(bool)
+		return ok
+	case kindMap:
+		_, ok := v.(map[string]any)
+		return ok
+	}
+	return true
 }
 
 // salvageLarge reads the identifying string fields at the top level of a
