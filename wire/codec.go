@@ -37,7 +37,7 @@ func DecodeIntent(value []byte, recordKey []byte, src Source) (*Intent, *Reject)
 // and most of its allocations, encoding every answer 4%. An intent the
 // plan declines (an ext value, a map key that is not a str, a field of an
 // unexpected type, a field given twice, a struct given as an array) is
-// decoded reflectively as before, so the intents accepted and rejected,
+// decoded reflectively, so the intents accepted and rejected,
 // with their reasons, do not change; an answer whose result is anything
 // but nil or a msgpack.RawMessage (the executor stores results as
 // msgpack) is encoded reflectively, since omitempty looks through an

@@ -306,9 +306,9 @@ func FuzzDecodeDeadLetter(f *testing.F) {
 	})
 }
 
-// A map that repeats a key whose field is an interface made msgpack v5
+// A map that repeats a key whose field is an interface makes msgpack v5
 // panic (the second value is decoded into the first one's unaddressable
-// copy; found by FuzzDecodeResult). Answers, dead letters and intents all
+// copy). Answers, dead letters and intents all
 // come from the wire: each must be an error or a rejection, never a panic.
 func TestRepeatedInterfaceKeyIsNotAPanic(t *testing.T) {
 	twice := func(fields ...any) []byte {

@@ -46,9 +46,10 @@ func decodeMap[T any](b []byte, what string, mapFields ...string) (*T, error) {
 // unmarshal is msgpack.Unmarshal that turns a panic inside the decoder
 // into an error. Why: msgpack v5 panics on some malformed input, such as
 // a map that repeats a key whose field is an interface (the second value
-// is decoded into the first one's unaddressable copy: found by
-// FuzzDecodeResult). Intents, answers and dead letters come from the
-// wire: a reader gets an error, and an executor never stops on one.
+// is decoded into the first one's unaddressable copy; FuzzDecodeResult and
+// TestRepeatedInterfaceKeyIsNotAPanic hold it). Intents, answers and dead
+// letters come from the wire: a reader gets an error, and an executor
+// never stops on one.
 func unmarshal(b []byte, v any) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
