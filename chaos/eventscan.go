@@ -10,7 +10,6 @@ import (
 
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/saga"
-	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"
 )
 
@@ -123,7 +122,7 @@ func foldEvent(out map[string]*keyHistory, rk string, ev *saga.Event) {
 	case saga.EvStarted:
 		h.Started++
 		h.Tool = ev.Tool
-		g := generation{ID: ev.IntentID, DK: tools.CallDownstreamKey(ev.DownstreamKey, ev.Tenant, ev.Tool, ev.Key), At: ev.At,
+		g := generation{ID: ev.IntentID, DK: saga.DownstreamKey(ev.DownstreamKey, ev.Tenant, ev.Tool, ev.Key), At: ev.At,
 			Approved: approves(h, ev)}
 		h.approved = nil
 		if ev.PendingTTL > 0 {
@@ -193,7 +192,7 @@ func foldCompensationStarted(h *keyHistory, ev *saga.Event) {
 		h.EarlyUndo = append(h.EarlyUndo, fmt.Sprintf("compensation %s at %d, %d ms before call %s's pending_ttl ended",
 			ev.IntentID, ev.At, rec.PendingUntil-ev.At, rec.Origin.IntentID))
 	}
-	h.Comps = append(h.Comps, generation{ID: ev.IntentID, DK: tools.CallDownstreamKey(ev.DownstreamKey, ev.Tenant, ev.Tool, ev.Key), At: ev.At})
+	h.Comps = append(h.Comps, generation{ID: ev.IntentID, DK: saga.DownstreamKey(ev.DownstreamKey, ev.Tenant, ev.Tool, ev.Key), At: ev.At})
 }
 
 // settleGenerations copies the record's status to the call and the

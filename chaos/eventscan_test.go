@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/atmostonce/toolexec/saga"
-	"github.com/atmostonce/toolexec/tools"
 )
 
 // The fold of the log tells each call of a key and each compensation by
@@ -34,7 +33,7 @@ func TestFoldEventGenerations(t *testing.T) {
 		foldEvent(hist, "t0/k1", &ev)
 	}
 	h := hist["t0/k1"]
-	want := []generation{{ID: "A", DK: tools.DownstreamKey("t0", ToolComp, "k1"), At: 10, Deadline: 110, Status: saga.StatusNotExecuted},
+	want := []generation{{ID: "A", DK: saga.DownstreamKey("", "t0", ToolComp, "k1"), At: 10, Deadline: 110, Status: saga.StatusNotExecuted},
 		{ID: "B", DK: "tk2_b", At: 300, Deadline: 400, Status: saga.StatusCompensated}}
 	if len(h.Calls) != 2 || h.Calls[0] != want[0] || h.Calls[1] != want[1] {
 		t.Errorf("calls %+v, want %+v", h.Calls, want)

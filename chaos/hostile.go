@@ -48,7 +48,8 @@ const (
 	boundScopeField = 256
 	boundBy         = 128
 	boundReason     = 1024
-	// hostileTraceparentBytes is the traceparent of the reproduction.
+	// hostileTraceparentBytes is a traceparent far over its bound, large
+	// enough that a tick retried as a whole would abort again and again.
 	hostileTraceparentBytes = 600 << 10
 	// hugeValueBytes is over the broker's 1 MiB message limit; the value is
 	// produced compressed, as an agent may.

@@ -465,7 +465,7 @@ def test_11_pending_then_resolve_on_control(h):
     assert p2["status"] == "pending" and p2["was_replay"] is True and p2["original_intent_id"] == first
 
     # Within the tool's pending_ttl the call may still reach the tool: an
-    # operator's resolve is refused unless forced (issue 12).
+    # operator's resolve is refused unless forced.
     early = h.new_id()
     h.send({"v": 1, "type": "resolve", "id": early, "tenant": h.tenant, "key": key, "outcome": "succeeded",
             "by": "operator:ann"}, topic=h.topics["control"])

@@ -4,9 +4,8 @@ import (
 	"encoding/hex"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/atmostonce/toolexec/internal/jsonview"
+	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/atmostonce/toolexec/saga"
 )
 
@@ -37,7 +36,7 @@ func AuditView(ev *saga.Event) map[string]any {
 	putApproval(ev, put)
 	if len(ev.Result) > 0 {
 		var v any
-		if msgpack.Unmarshal(ev.Result, &v) == nil {
+		if mpread.Unmarshal(ev.Result, &v) == nil {
 			m["result"] = jsonview.Value(v)
 		}
 	}

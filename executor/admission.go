@@ -71,7 +71,7 @@ func (l *tenantLabels) of(tenant string) string {
 
 // countAdmissions counts, once a tick committed, the calls it started and
 // the intents it refused, per tenant.
-func (e *Executor) countAdmissions(rd *partition.Ready) {
+func (e *Executor) countAdmissions(rd *partition.Decisions) {
 	for i := range rd.Calls {
 		e.m.TenantAdmitted.WithLabelValues(e.tenants.of(rd.Calls[i].Tenant)).Inc()
 	}

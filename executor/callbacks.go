@@ -2,25 +2,20 @@ package executor
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/internal/handoff"
 	"github.com/atmostonce/toolexec/topics"
 )
 
 // Every group callback, and how its news reaches the loop.
 
 // ownershipChanges carries assignments and revocations from the group's
-// callbacks to the loop.
-//
-// Why not let the callbacks touch the loop's maps under a mutex: the
-// transact session calls our revoke callback while holding its own lock,
-// the one End needs. A callback that waited for the loop (which may sit
-// in End) would deadlock. So callbacks only append here, under a lock never
-// held across I/O, and the loop applies the changes after its next poll.
-// The loop holds the rebalance gate (gate.go) and lets a rebalance through
+// callbacks to the loop, in a handoff queue (why a queue: package
+// handoff); the loop applies the changes after its next poll. The loop
+// holds the rebalance gate (gate.go) and lets a rebalance through
 // only after a drain or while quiet, so no callback runs under a tick and
 // a tick always sees one stable assignment.
 type ownershipChanges struct {
@@ -30,11 +25,7 @@ type ownershipChanges struct {
 	cancel func(ps []int32) []job
 	hooks  Hooks
 	dirty  atomic.Bool // a callback ran: reset the session before the next transaction
-
-	mu struct {
-		sync.Mutex
-		list []ownershipChange
-	}
+	queue  handoff.Queue[ownershipChange]
 }
 
 type ownershipChange struct {
@@ -55,9 +46,7 @@ func (c *ownershipChanges) push(assigned bool, parts map[string][]int32) []int32
 	if !assigned && c.cancel != nil {
 		ch.cancelled = c.cancel(ps)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.mu.list = append(c.mu.list, ch)
+	c.queue.Push(ch)
 	return ps
 }
 
@@ -84,18 +73,10 @@ func (c *ownershipChanges) notStarted(jobs []job) {
 	if len(jobs) == 0 {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.mu.list = append(c.mu.list, ownershipChange{cancelled: jobs})
+	c.queue.Push(ownershipChange{cancelled: jobs})
 }
 
-func (c *ownershipChanges) take() []ownershipChange {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l := c.mu.list
-	c.mu.list = nil
-	return l
-}
+func (c *ownershipChanges) take() []ownershipChange { return c.queue.Take() }
 
 // The group's callbacks: each queues the change for the loop, marks the
 // session dirty, and then tells Hooks.Ownership.

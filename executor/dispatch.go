@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atmostonce/toolexec/executor/partition"
+	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/wire"
 )
@@ -260,7 +261,7 @@ func (d *dispatcher) invoke(j job, tp, ts string) tools.Outcome {
 	}
 	req := tools.Request{
 		Tenant: j.Tenant, Key: j.Key, Tool: j.Tool, Args: args, Traceparent: tp, Tracestate: ts,
-		DownstreamKey: tools.CallDownstreamKey(j.DownstreamKey, j.Tenant, j.Tool, j.Key),
+		DownstreamKey: saga.DownstreamKey(j.DownstreamKey, j.Tenant, j.Tool, j.Key),
 	}
 	if j.DecidedAt > 0 {
 		req.Decided = time.UnixMilli(j.DecidedAt)

@@ -1,8 +1,10 @@
 // Package executor is the partition runtime: one consumer-group member
 // that owns partitions of the intents and control topics, decides every
 // input with package saga, commits the decisions in one Kafka transaction
-// per loop tick (fenced by the group generation, KIP-447), materialises
-// them into Pebble, and only then calls the tools.
+// per loop tick (fenced by the group generation, KIP-447), confirms that
+// commit on the events partitions, then hands the tick's calls to the
+// tools and materialises the tick into Pebble (tick.go: a crash between
+// the two is safe, since the log, not Pebble, is the record of a call).
 //
 // An embedding service has these duties, in order:
 //

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/atmostonce/toolexec/executor/txn"
+	"github.com/atmostonce/toolexec/internal/kafkaretry"
 	"github.com/atmostonce/toolexec/topicadmin"
 )
 
@@ -15,7 +15,7 @@ import (
 // (topicadmin/durability.go says why).
 func (e *Executor) checkDurability(ctx context.Context) error {
 	var d topicadmin.Durability
-	err := txn.ThroughOutage(ctx, e.cfg.Logger, e.cfg.BrokerOutage, "durability check at start", func() (err error) {
+	err := kafkaretry.Through(ctx, e.cfg.Logger, e.cfg.BrokerOutage, "durability check at start", nil, func() (err error) {
 		d, err = topicadmin.ReadDurability(ctx, e.adm, e.ourTopics()...)
 		return err
 	})

@@ -20,20 +20,20 @@ import (
 	"github.com/atmostonce/toolexec/wire"
 )
 
-// Encode: the core's Ready becomes the records of one transaction. Every
+// Encode: the core's Decisions becomes the records of one transaction. Every
 // record is tagged with the origin it was produced for, and checked
 // against the size a broker accepts before it is produced: a record that
 // cannot be produced fails the tick, and its origin is isolated on the
 // redo (partition/poison.go).
 
 // txnRecords are the records of one tick's transaction (the session's
-// Batch), each with the origin it was produced for.
+// Transaction), each with the origin it was produced for.
 type txnRecords struct {
-	txn.Batch
+	txn.Transaction
 	origins map[*kgo.Record]partition.Origin
 }
 
-// encoder turns the core's Ready into the records of one transaction.
+// encoder turns the core's Decisions into the records of one transaction.
 // Safe for concurrent use (spread runs it on every core): it holds only
 // the configuration, the layout found at start, and the reply topics'
 // cache, which has its own lock.
@@ -55,7 +55,7 @@ var errRecordTooLarge = errors.New("executor: record too large to produce")
 // own slot; they are then queued in the core's order, so the transaction
 // carries the same records in the same order as when one goroutine
 // encoded them.
-func (e *encoder) encode(rd *partition.Ready, polled []*kgo.Record) (*txnRecords, error) {
+func (e *encoder) encode(rd *partition.Decisions, polled []*kgo.Record) (*txnRecords, error) {
 	tr := &txnRecords{origins: map[*kgo.Record]partition.Origin{}}
 	tr.Touched, tr.Polled = rd.Touched(), polled
 	e.resolveReplyTopics(rd.Answers)

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/atmostonce/toolexec/executor/txn"
+	"github.com/atmostonce/toolexec/internal/kafkaretry"
 )
 
 // The executor's sentinel errors.
@@ -22,4 +23,4 @@ var errRetryTick = errors.New("executor: retry tick")
 // than a verdict on this member or its configuration: a new executor,
 // started once the broker is back, goes on where this one stopped, as a
 // restarted process would.
-func Outage(err error) bool { return txn.BrokerUnreachable(err) }
+func Outage(err error) bool { return kafkaretry.Retriable(err) }

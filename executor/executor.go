@@ -30,7 +30,7 @@ type Executor struct {
 	trace   *callTracer // nil: tracing off
 	enc     *encoder
 	dec     recordDecoder
-	folds   *folder
+	folds   *restorer
 	courier *courier // delivers the member's facts (facts.go)
 
 	callCtx    context.Context // parent of calls: outlives Run's ctx for the drain
@@ -61,7 +61,7 @@ type Executor struct {
 // CheckHanging run on the loop goroutine; Interrupt runs on the group's
 // callback goroutine; Close after Run returned, or under it (Crash).
 type transactions interface {
-	Commit(ctx context.Context, b *txn.Batch, beforeEnd func()) (txn.Outcome, error)
+	Commit(ctx context.Context, b *txn.Transaction, beforeEnd func()) (txn.End, error)
 	Reset(ctx context.Context, what string) error
 	Interrupt()
 	CheckHanging(ctx context.Context)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/executor/partition"
+	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
 	"github.com/atmostonce/toolexec/wire"
@@ -21,7 +22,7 @@ import (
 //
 // Two kinds. An outcome the member got from the tool after the call's
 // partition moved (a completion of an older ownership epoch: the core
-// drops it, Ready.Lost), and the certainty that it never sent a call whose
+// drops it, Decisions.Lost), and the certainty that it never sent a call whose
 // started event may have committed (a transaction end of unknown outcome:
 // its calls are not made, Core.Aborted). Either, forgotten, would leave
 // the key to an investigation: for an irreversible tool, a person asked
@@ -77,7 +78,7 @@ func (f *fact) check() error {
 
 func decodeFact(v []byte) (*fact, error) {
 	var f fact
-	if err := msgpack.Unmarshal(v, &f); err != nil {
+	if err := mpread.Unmarshal(v, &f); err != nil {
 		return nil, fmt.Errorf("%w: %w", errFact, err)
 	}
 	return &f, f.check()

@@ -27,10 +27,10 @@ import (
 // DefaultFlushEvery first.
 const maxConcurrentRestores = 2
 
-// folder runs the folds of restores. Safe for concurrent use: it holds
+// restorer runs the folds of restores. Safe for concurrent use: it holds
 // only the configuration, the store (safe for concurrent use) and the
 // admin client, and each fold writes only its own partition's keys.
-type folder struct {
+type restorer struct {
 	store *state.Store
 	adm   *kadm.Client
 	opts  eventlog.RestoreOptions // all but the settle wait
@@ -45,7 +45,7 @@ type foldResult struct {
 // foldAll runs eventlog.RestoreInto for every partition of ps, a bounded
 // number at once, and returns when all have returned (so no goroutine
 // outlives it: cancelling ctx ends each restore's reads).
-func (f *folder) foldAll(ctx context.Context, ps []int32, settle time.Duration) []foldResult {
+func (f *restorer) foldAll(ctx context.Context, ps []int32, settle time.Duration) []foldResult {
 	results := make([]foldResult, len(ps))
 	workers := min(len(ps), runtime.GOMAXPROCS(0), maxConcurrentRestores)
 	if workers <= 1 {
@@ -74,7 +74,7 @@ func (f *folder) foldAll(ctx context.Context, ps []int32, settle time.Duration) 
 // fold restores p's view from the log. Safe to run for several
 // partitions at once: it reads only f and writes only p's part of the
 // store.
-func (f *folder) fold(ctx context.Context, p int32, settle time.Duration) (eventlog.RestoreStats, error) {
+func (f *restorer) fold(ctx context.Context, p int32, settle time.Duration) (eventlog.RestoreStats, error) {
 	opts := f.opts
 	opts.SettleWait = settle
 	return eventlog.RestoreInto(ctx, f.store, f.adm, p, opts)

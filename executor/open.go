@@ -12,6 +12,7 @@ import (
 	"github.com/atmostonce/toolexec/eventlog"
 	"github.com/atmostonce/toolexec/executor/partition"
 	"github.com/atmostonce/toolexec/executor/txn"
+	"github.com/atmostonce/toolexec/internal/kafkaretry"
 	"github.com/atmostonce/toolexec/internal/tracing"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
@@ -74,7 +75,7 @@ func (e *Executor) open(ctx context.Context) error {
 		return err
 	}
 	e.dec = recordDecoder{names: e.cfg.Names, partitions: e.layout.Partitions}
-	e.folds = &folder{store: st, adm: e.adm, opts: eventlog.RestoreOptions{
+	e.folds = &restorer{store: st, adm: e.adm, opts: eventlog.RestoreOptions{
 		Seeds: e.cfg.Brokers, Topic: e.cfg.Names.Events, PartitionOf: e.dec.partitionOf, Progress: e.cfg.Turned,
 		ClientOpts: append([]kgo.Opt{kgo.WithLogger(kgoLogger{l: e.cfg.Logger})}, e.cfg.Connect...),
 	}}
@@ -154,7 +155,7 @@ func (e *Executor) clientOpts() []kgo.Opt {
 // while its broker restarts should come up with it, not crash-loop.
 func (e *Executor) ensureTopics(ctx context.Context) (topicadmin.Layout, error) {
 	var layout topicadmin.Layout
-	err := txn.ThroughOutage(ctx, e.cfg.Logger, e.cfg.BrokerOutage, "topic check at start", func() (err error) {
+	err := kafkaretry.Through(ctx, e.cfg.Logger, e.cfg.BrokerOutage, "topic check at start", nil, func() (err error) {
 		layout, err = topicadmin.Ensure(ctx, e.adm, e.cfg.Names, e.cfg.Settings)
 		return err
 	})

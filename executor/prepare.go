@@ -22,7 +22,7 @@ import (
 // prepared is one tick's input: the batch the core steps, and the polled
 // records in the same order (dead letters and forwards copy their bytes).
 type prepared struct {
-	batch   partition.Batch
+	poll    partition.Poll
 	records []*kgo.Record
 }
 
@@ -34,15 +34,15 @@ func (e *Executor) prepare(fs kgo.Fetches) *prepared {
 		pr.records = make([]*kgo.Record, 0, n)
 	}
 	fs.EachRecord(func(r *kgo.Record) { pr.records = append(pr.records, r) })
-	pr.batch.Inputs = make([]partition.Input, len(pr.records))
+	pr.poll.Inputs = make([]partition.Input, len(pr.records))
 	spread(len(pr.records), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			pr.batch.Inputs[i] = e.dec.decode(pr.records[i])
+			pr.poll.Inputs[i] = e.dec.decode(pr.records[i])
 		}
 	})
 	replyTo := map[string]bool{}
-	for i := range pr.batch.Inputs {
-		if to := pr.batch.Inputs[i].Salvage.ReplyTo; to != "" {
+	for i := range pr.poll.Inputs {
+		if to := pr.poll.Inputs[i].Salvage.ReplyTo; to != "" {
 			replyTo[to] = true // an answer, a rejection's too, may go there
 		}
 	}

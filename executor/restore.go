@@ -17,7 +17,7 @@ import (
 //
 //   - the first decision of an assignment that reads the partition, or
 //     one after a transaction end whose outcome is unknown or a view
-//     write that failed: the core's Ready names it (restoreRequired),
+//     write that failed: the core's Decisions names it (restoreRequired),
 //     bounded by the transaction timeout and restoreSettleMargin; a
 //     failure defers the tick;
 //   - a partition idle since its assignment (IdleRestore) and a gapped
@@ -32,7 +32,7 @@ import (
 // A restore that cannot settle (a transaction open on the events
 // partition) makes the member look for hanging transactions.
 
-// restoreRequired restores the partitions a Ready names before the tick
+// restoreRequired restores the partitions a Decisions value names before the tick
 // can be decided, several at once (restoreMany). An error defers the
 // tick (errRetryTick) or is fatal.
 func (e *Executor) restoreRequired(ctx context.Context, ps []int32) error {

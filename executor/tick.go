@@ -20,10 +20,10 @@ import (
 //   - prepare (prepare.go, restore.go): finished calls to the core,
 //     polled records decoded, reply_to topics looked up, background
 //     restores (bounded);
-//   - step (partition.Core.Step): the decisions, as a Ready; a Ready that
+//   - step (partition.Core.Step): the decisions, as a Decisions value; one that
 //     names partitions to restore first is answered by restoring them
 //     (bounded; a failure defers the tick) and stepping again;
-//   - encode (encode.go): the Ready as records, each tagged with its
+//   - encode (encode.go): the Decisions as records, each tagged with its
 //     origin and checked against the broker's size limit;
 //   - commit and confirm (the transaction session, package txn): one
 //     transaction with the polled offsets and the fence; for a tick with
@@ -33,7 +33,7 @@ import (
 //     materialised or dispatched);
 //   - dispatch (afterCommit): the calls whose started events just
 //     committed;
-//   - materialise (afterCommit): the Ready's overlay and the new
+//   - materialise (afterCommit): the Decisions' overlay and the new
 //     checkpoints in one synced Pebble batch, while the calls run.
 func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 	start := time.Now()
@@ -60,7 +60,7 @@ func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 		return nil
 	}
 	tr.Confirm = callPartitions(rd.Calls)
-	out, err := e.txns.Commit(ctx, &tr.Batch, func() { e.commitHooks(rd) })
+	out, err := e.txns.Commit(ctx, &tr.Transaction, func() { e.commitHooks(rd) })
 	if err != nil {
 		return err
 	}
@@ -81,9 +81,9 @@ func (e *Executor) tick(ctx context.Context, fs kgo.Fetches) error {
 
 // step asks the core for the tick's decisions, restoring first the
 // partitions it names.
-func (e *Executor) step(ctx context.Context, pr *prepared) (*partition.Ready, error) {
+func (e *Executor) step(ctx context.Context, pr *prepared) (*partition.Decisions, error) {
 	for {
-		rd, err := e.core.Step(e.cfg.Now(), &pr.batch)
+		rd, err := e.core.Step(e.cfg.Now(), &pr.poll)
 		if err != nil {
 			return nil, errors.Join(ErrFatal, err)
 		}
@@ -100,12 +100,12 @@ func (e *Executor) step(ctx context.Context, pr *prepared) (*partition.Ready, er
 // stepped counts what the core decided before the transaction (as the
 // decisions themselves were counted before): snapshot work. (Outcomes of
 // a moved partition are the tick's, releasedOutcomes.)
-func (e *Executor) stepped(rd *partition.Ready) {
+func (e *Executor) stepped(rd *partition.Decisions) {
 	e.m.SnapshotEvents.Add(float64(rd.Snapshots))
 	e.m.SnapshotRounds.Add(float64(rd.Rounds))
 }
 
-func (e *Executor) commitHooks(rd *partition.Ready) {
+func (e *Executor) commitHooks(rd *partition.Decisions) {
 	for _, c := range rd.Calls {
 		e.cfg.Hooks.at(PointBeforeStartedCommit, c.RK)
 	}
@@ -136,7 +136,7 @@ func (e *Executor) commitHooks(rd *partition.Ready) {
 // committed, so the next owner finds the keys in doubt and the reconciler
 // settles them under the same downstream key; their completions are never
 // recorded by this member, and nothing is decided on the broken view.
-func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) error {
+func (e *Executor) afterCommit(rd *partition.Decisions, tr *txnRecords) error {
 	e.m.Txns.WithLabelValues("committed").Inc()
 	e.m.TickRecords.Observe(float64(rd.Inputs + len(rd.Recorded)))
 	for v, n := range rd.Verdicts {
@@ -168,7 +168,7 @@ func (e *Executor) afterCommit(rd *partition.Ready, tr *txnRecords) error {
 // conflicts only) writes checkpoints alone, unsynced: lost in a crash,
 // the view lags, and a restore folds the same audit facts again to the
 // same records.
-func (e *Executor) materialise(rd *partition.Ready, tr *txnRecords) error {
+func (e *Executor) materialise(rd *partition.Decisions, tr *txnRecords) error {
 	b := e.store.NewBatch()
 	if err := rd.Overlay.Write(eventlog.Writer{Batch: b}, e.cfg.Names.Events, tr.Checkpoints(), nil); err != nil {
 		b.Discard()
@@ -191,7 +191,7 @@ func (e *Executor) materialise(rd *partition.Ready, tr *txnRecords) error {
 // are fetched again (the session rewound them). An end of unknown outcome
 // (Unknown, Unconfirmed) leaves the commit unknown, so the view catches up
 // from the log before it is used again.
-func (e *Executor) afterAbort(rd *partition.Ready, tr *txnRecords, out txn.Outcome) {
+func (e *Executor) afterAbort(rd *partition.Decisions, tr *txnRecords, out txn.End) {
 	result := "aborted"
 	if out == txn.Unconfirmed {
 		result = "unconfirmed"

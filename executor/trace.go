@@ -84,15 +84,15 @@ func (tt *tickTrace) span(name string, parent trace.SpanContext, kind trace.Span
 }
 
 // decided makes a decision span for every polled record of the step.
-func (tt *tickTrace) decided(pr *prepared, rd *partition.Ready) {
+func (tt *tickTrace) decided(pr *prepared, rd *partition.Decisions) {
 	if tt == nil {
 		return
 	}
 	tt.stepped = time.Now()
 	v := verdictsOf(rd)
-	tt.byInput = make(map[string]trace.SpanContext, len(pr.batch.Inputs))
-	for i := range pr.batch.Inputs {
-		in := &pr.batch.Inputs[i]
+	tt.byInput = make(map[string]trace.SpanContext, len(pr.poll.Inputs))
+	for i := range pr.poll.Inputs {
+		in := &pr.poll.Inputs[i]
 		tenant, key, tool, id := in.Salvage.Tenant, in.Salvage.Key, in.Salvage.Tool, in.Salvage.ID
 		decision, replay := v.of(i, in)
 		parent := tracing.Remote(in.Traceparent, header(pr.records[i], tracing.TracestateHeader))
@@ -116,7 +116,7 @@ func (ct *callTracer) class(tool string) string {
 // committed makes the spans of a confirmed transaction: the started
 // commits of its calls (which then carry their decision's trace context
 // to the dispatcher), the outcome commits and the answers.
-func (tt *tickTrace) committed(rd *partition.Ready) {
+func (tt *tickTrace) committed(rd *partition.Decisions) {
 	if tt == nil {
 		return
 	}
@@ -159,14 +159,14 @@ func (tt *tickTrace) committed(rd *partition.Ready) {
 	}
 }
 
-// verdicts tells, from a Ready, what was decided for each polled record.
+// verdicts tells, from a Decisions value, what was decided for each polled record.
 type verdicts struct {
 	calls    map[string]saga.CallKind // routing key + "\x00" + call id
 	answers  map[string]*partition.Answer
 	forwards map[int]bool
 }
 
-func verdictsOf(rd *partition.Ready) verdicts {
+func verdictsOf(rd *partition.Decisions) verdicts {
 	v := verdicts{calls: make(map[string]saga.CallKind, len(rd.Calls)), answers: make(map[string]*partition.Answer, len(rd.Answers)),
 		forwards: make(map[int]bool, len(rd.Forwards))}
 	for _, c := range rd.Calls {

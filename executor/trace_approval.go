@@ -16,7 +16,7 @@ import (
 // fact like the tick's other spans. An approved call's own spans follow
 // in the same trace: its dispatched call carries the asking intent's
 // trace context (saga's approve).
-func (tt *tickTrace) waited(rd *partition.Ready) {
+func (tt *tickTrace) waited(rd *partition.Decisions) {
 	for i := range rd.Events {
 		ev := &rd.Events[i].Ev
 		if ev.Kind != saga.EvApproved && ev.Kind != saga.EvDenied && ev.Kind != saga.EvApprovalLapsed {

@@ -1,12 +1,10 @@
 package gateway
 
 import (
-	"fmt"
-	"math"
-
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/internal/jsonview"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/wire"
 )
@@ -119,67 +117,7 @@ func replyState(r reply) answerState {
 }
 
 // answerJSON is an answer as the JSON body: the wire result with its
-// msgpack-decoded result made JSON-able.
+// msgpack-decoded result made JSON-able (jsonview.Value).
 func answerJSON(res *wire.Result) *wire.Result {
-	c := *res
-	c.Result = jsonValue(res.Result)
-	return &c
-}
-
-// maxJSONDepth bounds the conversion; wire values are at most 64 deep.
-const maxJSONDepth = 100
-
-// jsonValue converts msgpack-decoded values (raw messages, maps with
-// non-string keys, NaN) into values encoding/json can write, and writes a
-// float that encoding/json would write as another integer in its exact
-// form (wire.JSONFloat).
-func jsonValue(v any) any { return jsonValueAt(v, 0) }
-
-func jsonValueAt(v any, depth int) any {
-	if depth > maxJSONDepth {
-		return nil
-	}
-	switch x := v.(type) {
-	case msgpack.RawMessage:
-		var d any
-		if msgpack.Unmarshal(x, &d) != nil {
-			return nil
-		}
-		return jsonValueAt(d, depth+1)
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = jsonValueAt(e, depth+1)
-		}
-		return out
-	case map[any]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[fmt.Sprint(k)] = jsonValueAt(e, depth+1)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = jsonValueAt(e, depth+1)
-		}
-		return out
-	case float64:
-		return jsonFloat(x, v)
-	case float32:
-		return jsonFloat(float64(x), v)
-	}
-	return v
-}
-
-// jsonFloat is f (whose value v is) as encoding/json may write it: nil
-// for NaN and the infinities, which JSON has not.
-func jsonFloat(f float64, v any) any {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return nil
-	}
-	if n, ok := wire.JSONFloat(f); ok {
-		return n
-	}
-	return v
+	return jsonview.Value(res).(*wire.Result)
 }

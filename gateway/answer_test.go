@@ -6,6 +6,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/atmostonce/toolexec/codes"
+	"github.com/atmostonce/toolexec/internal/jsonview"
 	"github.com/atmostonce/toolexec/saga"
 )
 
@@ -47,8 +48,8 @@ func TestRecordAnswer(t *testing.T) {
 				t.Fatalf("in-doubt error: %+v", res.Error)
 			}
 			if tc.status == codes.StatusSucceeded {
-				if m, _ := jsonValue(res.Result).(map[string]any); m["refund_id"] != "rf_1" || !res.WasReplay {
-					t.Fatalf("result %v replay %v", jsonValue(res.Result), res.WasReplay)
+				if m, _ := jsonview.Value(res.Result).(map[string]any); m["refund_id"] != "rf_1" || !res.WasReplay {
+					t.Fatalf("result %v replay %v", jsonview.Value(res.Result), res.WasReplay)
 				}
 			}
 		})

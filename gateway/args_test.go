@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atmostonce/toolexec/internal/jsonview"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/wire"
 )
@@ -56,7 +57,7 @@ func TestWireArgsNumbersAreExact(t *testing.T) {
 	if _, err := canon(`{"n":36893488147419103232}`); err == nil {
 		t.Error("2^65 written as an integer accepted: the tool would receive 36893488147419103000")
 	}
-	if b, err := json.Marshal(jsonValue(map[string]any{"n": 0x1p65})); err != nil || string(b) != `{"n":3.6893488147419103232e+19}` {
+	if b, err := json.Marshal(jsonview.Value(map[string]any{"n": 0x1p65})); err != nil || string(b) != `{"n":3.6893488147419103232e+19}` {
 		t.Errorf("a float of 2^65 in an answer: %s %v", b, err)
 	}
 	a, errA := canon(`{"n":9007199254740993}`)

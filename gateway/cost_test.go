@@ -59,8 +59,8 @@ func FuzzArgsCPUPerByte(f *testing.F) {
 	})
 }
 
-// TestHugeNumberCPU reports the CPU of the issue's cases; the bound is
-// the fuzz target's.
+// TestHugeNumberCPU reports the CPU of a huge exponent, alone and a
+// hundred times over; the bound is the fuzz target's.
 func TestHugeNumberCPU(t *testing.T) {
 	tl := mustTool(costSchema)
 	for _, body := range []string{`{"amount":1e999999}`, `{"amounts":[` + strings.TrimSuffix(strings.Repeat("1e999999,", 100), ",") + `]}`} {

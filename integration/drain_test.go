@@ -20,10 +20,9 @@ import (
 // shutdown; a rebalance drains the same way) while its partition must
 // first catch up from the log (its last transaction's end was not
 // confirmed) and the broker does not answer the restore's offset requests
-// (a leader moving, a node away). Before the fix the drain returned the
-// deferred tick's error: on a rebalance the member exited (the cluster
-// chaos harness saw executors exit so: "retry tick: restore partition
-// 2"). Now the drain ends as if timed out: the call's key stays in doubt
+// (a leader moving, a node away). The drain must not return the deferred
+// tick's error (on a rebalance the member would exit: "retry tick:
+// restore partition 2"): it ends as if timed out: the call's key stays in doubt
 // for the next owner, and the member goes on (here: stops cleanly).
 //
 // On a private kfake: the fault needs its request control.

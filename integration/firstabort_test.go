@@ -14,10 +14,9 @@ import (
 // produce) before its end gives up, and is aborted. kgo rewinds a
 // partition to its committed offset after an abort, and not at all when
 // the end gave up during the flush; a partition the group never committed
-// then stays where the aborted tick left it. Before the fix its records
-// were never decided (the cluster chaos harness lost 136 intents this way
-// when a leader was killed seconds after the start). Now the member moves
-// such partitions back to their start: the intent is decided again and
+// then stays where the aborted tick left it, and its records would never
+// be decided (a leader killed seconds after the start does this). The
+// member moves such partitions back to their start: the intent is decided again and
 // answered, and the tool runs once.
 //
 // On a private kfake: the fault needs its request control.

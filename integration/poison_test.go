@@ -18,8 +18,8 @@ import (
 // partitions. Every normal intent is answered, every hostile record whose
 // id can be read is answered (rejected, or answered on the results topic
 // when its reply_to vanished), and the member does not abort the same work
-// again and again: before the fix one 600 KB traceparent gave thousands of
-// aborted transactions and a later intent was never answered.
+// again and again (one 600 KB traceparent retried as a whole tick would
+// abort thousands of transactions and starve every later intent).
 func TestPoisonSuite(t *testing.T) {
 	const partitions, normal = 4, 200
 	e := newEnv(t, partitions)
@@ -250,8 +250,8 @@ func deleteTopic(t *testing.T, e *env, name string) {
 
 // TestReadsOfTwoTenantsWithOneIntentID: tenants alice and bob
 // each send intent id req-1 to a read-only tool on the same partition;
-// both are answered. Before the fix the pending reads shared one entry
-// keyed by partition and intent id, and only bob was answered.
+// both are answered: the pending reads are keyed by tenant too, not by
+// partition and intent id alone, which would answer only one of them.
 func TestReadsOfTwoTenantsWithOneIntentID(t *testing.T) {
 	e := newEnv(t, 1)
 	l := newLedger(t)
@@ -284,8 +284,8 @@ func answeredTenants(c *collector, id string) map[string]bool {
 // (outcome unknown: the request may still be processed), no call runs in
 // the executor any more, and the tool's pending_ttl has not passed. An
 // agent's compensate is refused: the undo must never run before the
-// effect. Before the fix only a call running in this very process blocked
-// it.
+// effect, whichever process ran the call: a call running in this very
+// process is not the only thing that blocks it.
 func TestCompensateBeforeDeadlineIsRefused(t *testing.T) {
 	e := newEnv(t, 1)
 	l := newLedger(t)

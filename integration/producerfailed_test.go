@@ -18,8 +18,8 @@ import (
 // executor's End gives up (on a cluster: a coordinator still writing the
 // markers of the previous transaction to a partition whose leader just
 // died). franz-go then fails the producer id for good and answers every
-// Begin with that error. Before the fix the member retried Begin for
-// BrokerOutage (2 min by default) with its partitions undecided; now it
+// Begin with that error. The member must not retry Begin for
+// BrokerOutage (2 min by default) with its partitions undecided: it
 // stops at once with ErrFatal, and nothing was called.
 //
 // On a private kfake: the fault needs its request control.

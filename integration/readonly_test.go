@@ -13,8 +13,8 @@ import (
 // read-only call runs. The intent's offset is already committed, so no
 // redelivery will ever bring it back; its read_started event does. The
 // next owner, a new process with an empty data dir, calls the read again
-// and answers the intent, exactly once. Found by the chaos harness: such
-// intents used to get no answer at all.
+// and answers the intent, exactly once: without the event such an intent
+// would get no answer at all.
 func TestReadOnlyAnsweredAfterCrash(t *testing.T) {
 	e := newEnv(t, 1)
 	l := newLedger(t)

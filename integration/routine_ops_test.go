@@ -18,10 +18,9 @@ import (
 
 // TestLogStartPastALiveKeyIsRefused: the event log's start moves past a
 // completed key's events (DeleteRecords, as retention would), and a member
-// with an empty data dir takes the partition over. Before the fix it
-// restored from what was left, did not know the key, and ran a duplicate
-// again. Now, with no snapshot round in the log, it refuses to decide the
-// partition: the duplicate is neither executed nor answered, the member
+// with an empty data dir takes the partition over. Restored from what was
+// left, it would not know the key and would run a duplicate again: with
+// no snapshot round in the log, it refuses to decide the partition: the duplicate is neither executed nor answered, the member
 // is not ready and its gap gauge says why.
 func TestLogStartPastALiveKeyIsRefused(t *testing.T) {
 	e := newEnv(t, 1)
@@ -108,10 +107,10 @@ func TestSnapshotRoundBridgesTheLogStart(t *testing.T) {
 }
 
 // TestAddingPartitionsNeverReRunsAKey: an operator adds partitions to the
-// topics while the executor runs. Before the fix a member routed by the
-// count it read at start, so a member started afterwards sent every key to
-// a partition whose log had no record of it and ran it again. Now the
-// routing count is recorded in the meta topic; the running member and a
+// topics while the executor runs. A member that routed by the count it
+// read at start would, started afterwards, send every key to a partition
+// whose log had no record of it and run it again: the routing count is
+// recorded in the meta topic; the running member and a
 // member started afterwards both refuse to decide, and a duplicate of a
 // completed key is not executed.
 func TestAddingPartitionsNeverReRunsAKey(t *testing.T) {

@@ -10,9 +10,9 @@ import (
 
 // The hanging-transaction repair (executor/txn/hanging.go) aborts a remnant
 // when its coordinator's last word on the producer is CompleteAbort at the
-// remnant's epoch + 1: the chaos harness found the coordinator had timed
-// out a killed writer's transaction that way while its abort markers never
-// reached the partitions (finding 10). This checks the broker property the
+// remnant's epoch + 1: a coordinator can time out a killed writer's
+// transaction that way while its abort markers never reach the partitions
+// (docs/RELIABILITY.md). This checks the broker property the
 // rule rests on: a transaction whose writer goes silent is aborted by its
 // coordinator at the next epoch, and DescribeTransactions says so.
 func TestAbandonedTransactionIsAbortedAtNextEpoch(t *testing.T) {

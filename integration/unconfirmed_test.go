@@ -28,10 +28,9 @@ import (
 // but its answer never reaches the executor (the connection drops after
 // the EndTxn is applied, as when a broker dies between the two). The
 // session then reports an error and rewinds to the offsets it last knew
-// committed. Before the fix, every intent of that transaction was decided
-// again and answered a second time (the chaos harness saw two terminal
-// answers for one intent after broker bounces). Now the executor moves to
-// the offsets the group really committed: one answer per intent.
+// committed, where every intent of that transaction would be decided
+// again and answered a second time. The executor moves to the offsets the
+// group really committed: one answer per intent.
 //
 // It runs on a private kfake cluster whatever broker the suite uses: the
 // fault needs kfake's request control.
@@ -70,10 +69,8 @@ func TestUnconfirmedCommitIsNotDecidedTwice(t *testing.T) {
 // TestUnconfirmedReadAnswerIsNotSentTwice: the transaction that records a
 // read's answer commits, but its answer is lost. The next tick records
 // the tick's completions again; a read keeps no key record that would
-// tell it the answer is already out, so before the fix the read was
-// answered twice (the chaos harness: 54 reads answered twice after a
-// broker bounce). Its pending-read entry, restored from the log, now
-// tells.
+// tell it the answer is already out: its pending-read entry, restored
+// from the log, tells instead, and the read is answered once.
 func TestUnconfirmedReadAnswerIsNotSentTwice(t *testing.T) {
 	u := newUnconfirmed(t, "ura", toolEntry("t.roblock", "read_only", "/block", "40s", ""))
 	in := wire.Intent{ID: client.NewID(), Tool: "t.roblock", Key: "ura-1", Args: map[string]any{"q": 1}}
@@ -99,10 +96,10 @@ func TestUnconfirmedReadAnswerIsNotSentTwice(t *testing.T) {
 // TestUnconfirmedReadStartIsAnswered: the transaction that takes a read
 // on (its read_started event and its intent's offset) commits, but its
 // answer is lost. The executor forgets the call it would have made, and
-// the committed offset means the intent is never delivered again: before
-// the fix, nothing answered the read until the partition changed owner.
-// Now the lost end makes the member take on the partition's pending reads
-// again after it catches up.
+// the committed offset means the intent is never delivered again, so
+// nothing would answer the read until the partition changed owner: the
+// lost end makes the member take on the partition's pending reads again
+// after it catches up.
 func TestUnconfirmedReadStartIsAnswered(t *testing.T) {
 	u := newUnconfirmed(t, "urs", toolEntry("t.ro", "read_only", "/ok", "5s", ""))
 	u.callOK(t, "urs-0") // the partition is restored and its reads taken on
@@ -124,12 +121,11 @@ func TestUnconfirmedReadStartIsAnswered(t *testing.T) {
 }
 
 // TestCommitAbortedBehindItsSuccessIsNotCalled: the broker answers an
-// EndTxn commit with success and aborts the transaction (Kafka 4.4 did
-// this to one partition after a hard kill: RELIABILITY.md, seed
-// 20261204). Before the fix the executor called the tool as soon as EndTxn
-// returned: an effect whose started event was aborted, recorded by an
-// outcome with no started event before it. Now the tick's calls wait for
-// the markers on their events partitions: the abort is seen, nothing is
+// EndTxn commit with success and aborts the transaction (Kafka 4.4 can do
+// this to one partition after a hard kill: docs/RELIABILITY.md). Calling
+// the tool as soon as EndTxn returns would make an effect whose started
+// event was aborted, recorded by an outcome with no started event before
+// it: the tick's calls wait for the markers on their events partitions: the abort is seen, nothing is
 // called, the intent is polled again and decided anew, and the tool runs
 // once, after a committed started event.
 func TestCommitAbortedBehindItsSuccessIsNotCalled(t *testing.T) {

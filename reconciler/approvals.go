@@ -7,9 +7,9 @@ import (
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/atmostonce/toolexec/internal/jsonview"
+	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
 )
@@ -57,7 +57,7 @@ func RowOfRequest(rec *saga.Record) ApprovalRow {
 // argsValue is canonical msgpack arguments as a JSON-able value.
 func argsValue(b []byte) any {
 	var v any
-	if len(b) == 0 || msgpack.Unmarshal(b, &v) != nil {
+	if len(b) == 0 || mpread.Unmarshal(b, &v) != nil {
 		return map[string]any{}
 	}
 	return jsonview.Value(v)

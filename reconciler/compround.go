@@ -43,7 +43,7 @@ func (c compensationRound) String() string {
 // countReturned adds the compensations that came back in this poll to
 // the investigation of rec's call, in batch b: each one a failed round,
 // with the backoff of a failed round before the next compensation.
-func (f *folder) countReturned(b *state.Batch, tenant, key string, rec *saga.Record, rounds []string) error {
+func (f *pollFold) countReturned(b *state.Batch, tenant, key string, rec *saga.Record, rounds []string) error {
 	k := investigationKey(tenant, key, PhaseCall)
 	inv := &Investigation{Phase: PhaseCall, CallID: rec.Origin.IntentID, StartedAt: f.now}
 	raw, err := f.st.Aux(k)

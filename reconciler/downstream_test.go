@@ -68,7 +68,7 @@ func TestReconcilerProbesTheCallInDoubtUnderItsOwnDownstreamKey(t *testing.T) {
 	wk.invoke(job{subj: subj, kind: StepProbe}, "", "")
 	if len(probe.asked) != 1 || probe.asked[0] != "tk2_second" {
 		t.Fatalf("the probe was asked about %v, want [tk2_second] (the per-key key is %s)", probe.asked,
-			tools.DownstreamKey("acme", "deploy", "k1"))
+			saga.DownstreamKey("", "acme", "deploy", "k1"))
 	}
 }
 
@@ -80,7 +80,7 @@ func TestReconcilerSubjectDownstreamKeys(t *testing.T) {
 		return tools.Spec{Name: n, Class: tools.NativeKey, PendingTTL: time.Minute}, true
 	}
 	legacy := &saga.Record{Tenant: "acme", Key: "k1", Tool: "pay", Status: saga.StatusUnknown, Origin: saga.Waiter{IntentID: "A"}}
-	if s, _ := SubjectOf(legacy, lookup); s.DownstreamKey != tools.DownstreamKey("acme", "pay", "k1") {
+	if s, _ := SubjectOf(legacy, lookup); s.DownstreamKey != saga.DownstreamKey("", "acme", "pay", "k1") {
 		t.Errorf("legacy call: %q", s.DownstreamKey)
 	}
 	comp := &saga.Record{Tenant: "acme", Key: "k1", Tool: "pay", Status: saga.StatusCompensationUnknown, Origin: saga.Waiter{IntentID: "A"},
@@ -90,7 +90,7 @@ func TestReconcilerSubjectDownstreamKeys(t *testing.T) {
 		t.Errorf("compensation: key %q deadline %d, want tk2_comp and 5000", s.DownstreamKey, s.Deadline)
 	}
 	comp.Comp.DownstreamKey, comp.Comp.PendingUntil = "", 0
-	if s, _ := SubjectOf(comp, lookup); s.DownstreamKey != tools.DownstreamKey("acme", "refund", "k1") || s.Deadline != 61_000 {
+	if s, _ := SubjectOf(comp, lookup); s.DownstreamKey != saga.DownstreamKey("", "acme", "refund", "k1") || s.Deadline != 61_000 {
 		t.Errorf("legacy compensation: key %q deadline %d", s.DownstreamKey, s.Deadline)
 	}
 }

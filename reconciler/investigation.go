@@ -6,6 +6,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/atmostonce/toolexec/state"
 )
 
@@ -94,7 +95,7 @@ func encodeInvestigation(inv *Investigation) ([]byte, error) {
 
 func decodeInvestigation(b []byte) (*Investigation, error) {
 	var inv Investigation
-	if err := msgpack.Unmarshal(b, &inv); err != nil {
+	if err := mpread.Unmarshal(b, &inv); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	if err := checkInvestigation(&inv); err != nil {

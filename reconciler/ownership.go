@@ -4,46 +4,25 @@ import (
 	"context"
 	"slices"
 	"strconv"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// ownershipChanges queues what the group callbacks report, for the loop to
-// apply after its next poll. Why a queue and not a direct update: the
-// callbacks run on franz-go's group goroutine; the loop owns the
-// partition map and must not share it.
-type ownershipChanges struct {
-	mu    sync.Mutex
-	queue []ownershipChange
-}
-
+// ownershipChange is what a group callback reports, queued (handoff) for
+// the loop to apply after its next poll: the loop owns the partition map
+// and must not share it with franz-go's group goroutine.
 type ownershipChange struct {
 	partitions []int32
 	assigned   bool
 }
 
-func (c *ownershipChanges) push(ch ownershipChange) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.queue = append(c.queue, ch)
-}
-
-func (c *ownershipChanges) take() []ownershipChange {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	q := c.queue
-	c.queue = nil
-	return q
-}
-
 func (r *Reconciler) onAssigned(_ context.Context, _ *kgo.Client, m map[string][]int32) {
-	r.changes.push(ownershipChange{partitions: slices.Clone(m[r.cfg.Names.Events]), assigned: true})
+	r.changes.Push(ownershipChange{partitions: slices.Clone(m[r.cfg.Names.Events]), assigned: true})
 	r.joined.Store(true)
 }
 
 func (r *Reconciler) onRevoked(_ context.Context, _ *kgo.Client, m map[string][]int32) {
-	r.changes.push(ownershipChange{partitions: slices.Clone(m[r.cfg.Names.Events])})
+	r.changes.Push(ownershipChange{partitions: slices.Clone(m[r.cfg.Names.Events])})
 	r.ready.Store(false)
 }
 
@@ -66,7 +45,7 @@ func (r *Reconciler) resumeOffsets(_ context.Context, offs map[string]map[int32]
 
 // applyOwnership applies the queued group changes. Loop only.
 func (r *Reconciler) applyOwnership(ctx context.Context) error {
-	for _, ch := range r.changes.take() {
+	for _, ch := range r.changes.Take() {
 		for _, p := range ch.partitions {
 			if !ch.assigned {
 				delete(r.owned, p)

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/internal/handoff"
 	"github.com/atmostonce/toolexec/state"
 	"github.com/atmostonce/toolexec/topicadmin"
 )
@@ -57,7 +58,7 @@ type Reconciler struct {
 
 	errs toolErrors // the tools' last errors, for the console
 
-	changes ownershipChanges
+	changes handoff.Queue[ownershipChange]
 	joined  atomic.Bool // the group assigned this member partitions at least once
 	ready   atomic.Bool
 	wakeMu  sync.Mutex

@@ -84,7 +84,7 @@ func SubjectOf(rec *saga.Record, lookup Lookup) (Subject, bool) {
 			s.Class, ttl = spec.Class, spec.PendingTTL
 		}
 		s.Phase, s.CallID, s.Tool = PhaseCompensation, rec.Comp.Origin.IntentID, rec.Comp.Tool
-		s.DownstreamKey = tools.CallDownstreamKey(rec.Comp.DownstreamKey, rec.Tenant, rec.Comp.Tool, rec.Key)
+		s.DownstreamKey = saga.DownstreamKey(rec.Comp.DownstreamKey, rec.Tenant, rec.Comp.Tool, rec.Key)
 		s.CalledAt, s.Deadline = rec.Comp.StartedAt, compensationDeadline(rec.Comp, ttl)
 		return s, true
 	}
@@ -92,7 +92,7 @@ func SubjectOf(rec *saga.Record, lookup Lookup) (Subject, bool) {
 		s.Class, s.CompensateWith = spec.Class, spec.CompensateWith
 	}
 	s.Phase, s.CallID, s.Tool = PhaseCall, rec.Origin.IntentID, rec.Tool
-	s.DownstreamKey = tools.CallDownstreamKey(rec.DownstreamKey, rec.Tenant, rec.Tool, rec.Key)
+	s.DownstreamKey = saga.DownstreamKey(rec.DownstreamKey, rec.Tenant, rec.Tool, rec.Key)
 	s.CalledAt, s.Deadline = rec.CalledAt, rec.PendingUntil
 	return s, true
 }

@@ -37,7 +37,7 @@ func (r *Reconciler) fold(fs kgo.Fetches) error {
 }
 
 func (r *Reconciler) foldPartition(p int32, o *partition, recs []*kgo.Record) error {
-	f := &folder{st: r.store, errs: &r.errs, ov: overlay.New(r.store), returned: map[overlay.Key][]string{}, now: r.now(), policy: r.cfg.Policy}
+	f := &pollFold{st: r.store, errs: &r.errs, ov: overlay.New(r.store), returned: map[overlay.Key][]string{}, now: r.now(), policy: r.cfg.Policy}
 	next := o.next
 	for _, rec := range recs {
 		if rec.Offset < o.next {
@@ -64,8 +64,8 @@ func (r *Reconciler) foldPartition(p int32, o *partition, recs []*kgo.Record) er
 	return nil
 }
 
-// folder is one partition's overlay of the records a poll touched.
-type folder struct {
+// pollFold is one partition's overlay of the records a poll touched.
+type pollFold struct {
 	st   *state.Store
 	errs *toolErrors // outcomes that did not succeed are noted here
 	ov   *overlay.Overlay
@@ -79,7 +79,7 @@ type folder struct {
 // apply folds one event. Round and read events are about the partition
 // or one read-only call, never a key's record: the reconciler keeps no
 // pending reads.
-func (f *folder) apply(p int32, rec *kgo.Record) error {
+func (f *pollFold) apply(p int32, rec *kgo.Record) error {
 	ev, err := eventlog.Decode(rec.Value)
 	if err != nil {
 		return err
@@ -119,7 +119,7 @@ func slimSettled(rec *saga.Record) *saga.Record {
 // the same batch: a restart can never act on it. A compensation that came
 // back without reaching its tool is a failed round of its call's
 // investigation, counted in the same batch.
-func (f *folder) commit(topic string, p int32, next int64) error {
+func (f *pollFold) commit(topic string, p int32, next int64) error {
 	b := f.st.NewBatch()
 	err := f.ov.Write(eventlog.Writer{Batch: b}, topic, map[int32]int64{p: next}, func(en *overlay.Entry) error {
 		return f.commitKey(b, en)
@@ -131,7 +131,7 @@ func (f *folder) commit(topic string, p int32, next int64) error {
 	return b.Commit(state.Sync)
 }
 
-func (f *folder) commitKey(b *state.Batch, en *overlay.Entry) error {
+func (f *pollFold) commitKey(b *state.Batch, en *overlay.Entry) error {
 	prev, cur := en.Prev, en.Cur
 	tenant, key := en.K.Tenant, en.K.Key
 	if id := compensationIdentity(prev); id != "" && id != compensationIdentity(cur) {
@@ -149,7 +149,7 @@ func (f *folder) commitKey(b *state.Batch, en *overlay.Entry) error {
 }
 
 // touched lists the routing keys of the records this poll changed.
-func (f *folder) touched() []string {
+func (f *pollFold) touched() []string {
 	out := make([]string, 0, f.ov.Len())
 	f.ov.Entries(func(en *overlay.Entry) {
 		tenant, key := en.K.Tenant, en.K.Key

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/atmostonce/toolexec/internal/tracing"
+	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/wire"
 )
@@ -94,7 +95,7 @@ func (w *workers) invoke(j job, tp, ts string) tools.Outcome {
 	if !ok {
 		return tools.Outcome{Status: tools.Unknown, Code: "unknown_tool", Message: fmt.Sprintf("tool %q is not configured", j.subj.Tool)}
 	}
-	dk := tools.CallDownstreamKey(j.subj.DownstreamKey, j.subj.Tenant, j.subj.Tool, j.subj.Key)
+	dk := saga.DownstreamKey(j.subj.DownstreamKey, j.subj.Tenant, j.subj.Tool, j.subj.Key)
 	if j.kind == StepProbe {
 		p, ok := tool.(tools.Prober)
 		if !ok {

@@ -137,10 +137,9 @@ const notExecutedMarginMs = 5_000
 // no longer means "it never ran"; recorded not_executed, the key would be
 // free and the next call would run under a new downstream key: a second
 // effect. In doubt instead, the reconciler settles it with the tool's own
-// answer. Found by the chaos harness once downstream keys were per call:
-// calls queued past their budget through a broker bounce were recorded
-// not_executed after the reconciler's retry had made the effect (9
-// duplicate effects in a 150 s run). It covers every late not_executed,
+// answer. Calls queued past their budget through a broker bounce are the
+// common case: recorded not_executed after the reconciler's retry had
+// made the effect, each would be a duplicate effect. It covers every late not_executed,
 // whatever its cause: a queued call not sent, a drain, a commit delayed
 // by an outage.
 func notExecutedTooLate(rec *Record, c Completion, env Env) Completion {

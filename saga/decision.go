@@ -85,7 +85,7 @@ type Call struct {
 	DecidedAt int64
 	// DownstreamKey is the key the tool sees (downstream.go). Empty for
 	// read-only calls and calls started before it existed: the runtime
-	// then uses the per-key tools.DownstreamKey.
+	// then uses the per-key key (DownstreamKey).
 	DownstreamKey string
 }
 

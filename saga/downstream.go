@@ -8,9 +8,23 @@ import (
 	"strconv"
 )
 
-// downstreamKeyDomain separates these hashes from every other use of
-// SHA-256 in the product; v2 is the per-call key.
-const downstreamKeyDomain = "toolexec/downstream-key/v2"
+// The domains separate these hashes from every other use of SHA-256 in
+// the product; bump a version together with its prefix.
+const (
+	downstreamKeyDomain = "toolexec/downstream-key/v2" // per call, "tk2_"
+	perKeyDomain        = "toolexec/downstream-key/v1" // per key, "tk1_"
+)
+
+// DownstreamKey is the downstream key of one call: recorded, the one its
+// started event carries (a new one per call, callKey); empty, the per-key
+// key of calls started before keys were per call, which their retries and
+// investigations keep. This file is the one home of both derivations.
+func DownstreamKey(recorded, tenant, tool, key string) string {
+	if recorded != "" {
+		return recorded
+	}
+	return perKeyDownstreamKey(tenant, tool, key)
+}
 
 // callKey derives the downstream idempotency key of one call: the key a
 // tool sees in Idempotency-Key, the same on every retry of the call and in
@@ -31,13 +45,28 @@ const downstreamKeyDomain = "toolexec/downstream-key/v2"
 // length-prefixed before hashing, so no two inputs collide by
 // concatenation. Pure.
 func callKey(tenant, tool, key string, attempt int, at int64) string {
-	h := sha256.New()
-	for _, part := range []string{downstreamKeyDomain, tenant, tool, key, strconv.Itoa(attempt), strconv.FormatInt(at, 10)} {
-		writePart(h, part)
-	}
-	return "tk2_" + hex.EncodeToString(h.Sum(nil)[:20])
+	return "tk2_" + digest(downstreamKeyDomain, tenant, tool, key, strconv.Itoa(attempt), strconv.FormatInt(at, 10))
 }
 
+// perKeyDownstreamKey is the key of a call started before keys were per
+// call: the same for the same (tenant, tool, key), "tk1_" and 40 hex
+// digits.
+func perKeyDownstreamKey(tenant, tool, key string) string {
+	return "tk1_" + digest(perKeyDomain, tenant, tool, key)
+}
+
+// digest is 40 lower-case hex digits of SHA-256 over the parts, each
+// length-prefixed, so that ("a/b","c") and ("a","b/c") cannot collide by
+// concatenation.
+func digest(parts ...string) string {
+	h := sha256.New()
+	for _, part := range parts {
+		writePart(h, part)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:20])
+}
+
+// writePart writes len(s) as 8 big-endian bytes, then s.
 func writePart(h hash.Hash, s string) {
 	var n [8]byte
 	binary.BigEndian.PutUint64(n[:], uint64(len(s)))

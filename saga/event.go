@@ -104,7 +104,7 @@ type Event struct {
 	ThreadID    string `msgpack:"thread_id,omitempty"`
 	// DownstreamKey (started, compensation_started) is the key the tool
 	// sees for this call (downstream.go); empty in events written before
-	// it existed, whose calls used the per-key tools.DownstreamKey.
+	// it existed, whose calls used the per-key key (DownstreamKey).
 	DownstreamKey string `msgpack:"dk,omitempty"`
 
 	// Outcome, Resolved, CompensationOutcome; CallID, By and Reason also

@@ -8,8 +8,8 @@ import "github.com/atmostonce/toolexec/codes"
 // event, and the answer with a read_answered event, in one transaction
 // each. A read_started without its read_answered is a read whose process
 // died; the partition's next owner calls the tool again (harmless for a
-// read) and answers. Before these events, a kill -9 during a read lost
-// its answer for good (found by the chaos harness).
+// read) and answers. Without these events, a kill -9 during a read would
+// lose its answer for good.
 
 func decideReadOnly(in Input, env Env) Decision {
 	if deadlinePassed(in, env) {

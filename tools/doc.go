@@ -2,7 +2,7 @@
 // runs at most once per (tenant, idempotency key).
 //
 // The package holds the tool configuration (Parse, Load, Config, Spec), the
-// stable key sent downstream (DownstreamKey), the HTTP adapter for tools
+// HTTP adapter for tools
 // reached over the network (HTTP), the adapter for in-process tools (Func),
 // and the name-to-tool map the executor works from (Registry, FromConfig).
 //
@@ -34,7 +34,8 @@
 //     least Spec.PendingTTL; set Request.Decided to the record's start, so a
 //     call that waited (in a queue, in a paused process) never outlives its
 //     record.
-//  2. Set Request.DownstreamKey to DownstreamKey(tenant, tool, key), and use
+//  2. Set Request.DownstreamKey to the call's own key, the one its started
+//     event carries (a new one per call: package saga derives it), and use
 //     that same value for every attempt and every later investigation
 //     (HTTP.Probe). Invoke refuses an empty key.
 //  3. Do not wrap Invoke in a retry loop of your own: it already retried

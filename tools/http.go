@@ -116,8 +116,8 @@ func (h *HTTP) Invoke(ctx context.Context, req Request) Outcome {
 		// Why: a call that waited in a queue (or in a paused process)
 		// past its budget could land after the reconciler has probed
 		// and found nothing, then act on a key already settled as not
-		// executed (found by the chaos harness: effects of keys the log
-		// says were not executed, and second effects).
+		// executed: an effect of a key the log says was not executed, or
+		// a second effect.
 		return outcome(NotExecuted, CodeBudgetSpent, fmt.Sprintf("decided %v ago, pending_ttl is %v", h.now().Sub(start).Round(time.Millisecond), h.spec.PendingTTL))
 	}
 	release, out, ok := h.acquire(ctx, start)

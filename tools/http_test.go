@@ -91,7 +91,7 @@ func newTestHTTP(spec Spec, client *http.Client) (*HTTP, *atomic.Int32) {
 func testRequest() Request {
 	return Request{
 		Tenant: "acme", Key: "intent-1", Tool: "t.tool",
-		DownstreamKey: DownstreamKey("acme", "t.tool", "intent-1"),
+		DownstreamKey: "tk2_0123456789abcdef0123456789abcdef01234567",
 		Args:          map[string]any{"amount": 12.5, "to": "bob", "tags": []any{"a", "b"}},
 	}
 }

@@ -9,8 +9,9 @@ import (
 // Request is one invocation.
 type Request struct {
 	Tenant, Key, Tool string
-	// DownstreamKey comes from DownstreamKey(Tenant, Tool, Key) and is sent
-	// as the Idempotency-Key header, the same on every attempt.
+	// DownstreamKey is the call's own key, the one its started event
+	// carries (new for every call of a key), sent as the Idempotency-Key
+	// header, the same on every attempt and every probe of the call.
 	DownstreamKey string
 	// Args is sent as a JSON object; nil is sent as {}.
 	Args map[string]any

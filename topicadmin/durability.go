@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/atmostonce/toolexec/internal/kafkaretry"
 )
 
 // The durability the at-most-once promise depends on.
@@ -194,8 +196,7 @@ func metadataOf(ctx context.Context, adm *kadm.Client, ours []string) (kadm.Meta
 			return md, fmt.Errorf("topicadmin: metadata: %w", err)
 		}
 		err = topicsListed(md, ours)
-		var ke *kerr.Error
-		if err == nil || !errors.As(err, &ke) || !ke.Retriable || time.Now().After(deadline) {
+		if err == nil || !kafkaretry.Retriable(err) || time.Now().After(deadline) {
 			return md, err
 		}
 		select {
@@ -302,8 +303,7 @@ func describeTopicConfigs(ctx context.Context, adm *kadm.Client, ours []string) 
 // error.
 func anyRetriable(rcs kadm.ResourceConfigs) bool {
 	for _, rc := range rcs {
-		var ke *kerr.Error
-		if errors.As(rc.Err, &ke) && ke.Retriable {
+		if rc.Err != nil && kafkaretry.Retriable(rc.Err) {
 			return true
 		}
 	}

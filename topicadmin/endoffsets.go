@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/atmostonce/toolexec/internal/kafkaretry"
 )
 
 // endOffsetsWait bounds EndOffsets' retries.
@@ -45,15 +46,7 @@ func EndOffsets(ctx context.Context, adm *kadm.Client, topic string) (kadm.Liste
 func endOffsetsOnce(ctx context.Context, adm *kadm.Client, topic string) (ends kadm.ListedOffsets, retry bool, err error) {
 	ends, err = adm.ListEndOffsets(ctx, topic)
 	if err != nil {
-		var auth *kadm.AuthError
-		var ke *kerr.Error
-		switch {
-		case ctx.Err() != nil, errors.As(err, &auth):
-			return nil, false, err
-		case errors.As(err, &ke):
-			return nil, ke.Retriable, err
-		}
-		return nil, true, err // a connection (a node down): kgo has retried it already
+		return nil, ctx.Err() == nil && kafkaretry.Retriable(err), err
 	}
 	if len(ends[topic]) == 0 {
 		return nil, true, errUnlisted
@@ -61,7 +54,7 @@ func endOffsetsOnce(ctx context.Context, adm *kadm.Client, topic string) (ends k
 	retry = true
 	ends.Each(func(o kadm.ListedOffset) {
 		if o.Err != nil && err == nil {
-			err, retry = o.Err, kerr.IsRetriable(o.Err)
+			err, retry = o.Err, kafkaretry.Retriable(o.Err)
 		}
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/atmostonce/toolexec/topics"
 	"github.com/atmostonce/toolexec/wire"
 )
@@ -105,7 +106,7 @@ func readLayout(ctx context.Context, cl *kgo.Client, n topics.Names) (layoutReco
 		fs.EachRecord(func(r *kgo.Record) {
 			next = r.Offset + 1
 			var lr layoutRecord
-			if string(r.Key) == layoutKey && msgpack.Unmarshal(r.Value, &lr) == nil && lr.Partitions > 0 {
+			if string(r.Key) == layoutKey && mpread.Unmarshal(r.Value, &lr) == nil && lr.Partitions > 0 {
 				last = &lr
 			}
 		})

@@ -27,7 +27,8 @@ const (
 
 // Peer-comparison limits.
 const (
-	// defaultCrashCalls is the "100 calls inside their tool".
+	// defaultCrashCalls is how many calls are inside their tool when the
+	// crash test kills the system.
 	defaultCrashCalls = 100
 	// maxCrashCalls bounds the crash test's concurrent calls: each is a
 	// goroutine and a connection through every process of the system.

@@ -85,8 +85,9 @@ func (b *Build) configFile(platform string) *v1.ConfigFile {
 			WorkingDir: "/",
 			Env:        []string{"PATH=/", "SSL_CERT_FILE=/" + CABundlePath},
 			// 9464: the executor's /metrics, /healthz, /readyz; 9465:
-			// the reconciler's; 8080: the gateway's API, MCP and its own.
-			ExposedPorts: map[string]struct{}{"8080/tcp": {}, "9464/tcp": {}, "9465/tcp": {}},
+			// the reconciler's; 8080: the gateway's API and MCP; 9466:
+			// the gateway's /metrics, off the agents' port.
+			ExposedPorts: map[string]struct{}{"8080/tcp": {}, "9464/tcp": {}, "9465/tcp": {}, "9466/tcp": {}},
 			Labels:       b.labels(),
 		},
 	}

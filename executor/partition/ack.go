@@ -10,7 +10,7 @@ import (
 // partitions it touched catch up from the log before their next use.
 // It returns the partitions whose count of keys in doubt changed
 // (KeysInDoubt).
-func (c *Core) Committed(rd *Ready, materialised bool) []int32 {
+func (c *Core) Committed(rd *Decisions, materialised bool) []int32 {
 	c.unrecorded = nil
 	for _, cm := range rd.Recorded {
 		c.calls.forget(cm.Call)
@@ -28,7 +28,7 @@ func (c *Core) Committed(rd *Ready, materialised bool) []int32 {
 // session rewound them). endUnknown says the end's outcome is unknown
 // (it may have committed): the partitions it touched catch up from the
 // log before their next use.
-func (c *Core) Aborted(rd *Ready, endUnknown bool) {
+func (c *Core) Aborted(rd *Decisions, endUnknown bool) {
 	for _, call := range rd.Calls {
 		c.calls.forget(call)
 		c.occ.free(call, 0)
@@ -41,15 +41,15 @@ func (c *Core) Aborted(rd *Ready, endUnknown bool) {
 	}
 }
 
-// Skipped acknowledges a Ready that produced nothing, with nothing polled:
+// Skipped acknowledges a Decisions value that produced nothing, with nothing polled:
 // there was no transaction. Only the completions that still need one stay
 // (stale ones were dropped).
-func (c *Core) Skipped(rd *Ready) {
+func (c *Core) Skipped(rd *Decisions) {
 	c.unrecorded = append([]Completion(nil), rd.Recorded...)
 }
 
 // partitions lists the partitions rd writes events to or read the view of.
-func (rd *Ready) partitions() map[int32]bool {
+func (rd *Decisions) partitions() map[int32]bool {
 	ps := rd.Touched() // reads write events without an overlay entry
 	rd.Overlay.Entries(func(en *overlay.Entry) { ps[en.P] = true })
 	return ps

@@ -99,7 +99,7 @@ type occupancy struct {
 	// heldMs is, per tool, a moving average of how long a call held its
 	// place: the retry hint of a refusal.
 	heldMs map[string]float64
-	// refused collects the refusals of the current Step (Ready.Refused).
+	// refused collects the refusals of the current Step (Decisions.Refused).
 	refused []Refused
 }
 
@@ -166,7 +166,7 @@ func (o *occupancy) observe(tool string, ms float64) {
 }
 
 // admit is saga.Env.Admit: nil when tenant may start a call of tool now,
-// else the refusal (also kept for Ready.Refused).
+// else the refusal (also kept for Decisions.Refused).
 func (o *occupancy) admit(tenant, tool string) *saga.Refusal {
 	limit, msg := o.check(tenant, tool)
 	if limit == "" {

@@ -21,7 +21,7 @@ import (
 
 // Interaction tests of the partition core, in the style of etcd raft's:
 // each file in testdata is a conversation with one member's core, the
-// commands as inputs and the Ready (or the state) as the expected output.
+// commands as inputs and the Decisions (or the state) as the expected output.
 // Run with -rewrite to regenerate the expected outputs after a deliberate
 // change, then read the diff.
 //
@@ -29,8 +29,8 @@ import (
 //
 //	assign p=0,1            take partitions on (new epochs)
 //	revoke p=0              give one up
-//	tick                    step a batch (one input per line, below), print the Ready
-//	commit [unwritten]      the pending Ready's transaction committed: write the log and the view
+//	tick                    step a batch (one input per line, below), print the Decisions
+//	commit [unwritten]      the pending Decisions' transaction committed: write the log and the view
 //	                        (unwritten: the view write failed, the log has it)
 //	snapshot-step n=1       a new core (same view and log) restating n records a tick
 //	abort [unknown] [committed] [poison=N,M] [gone=N]
@@ -100,8 +100,8 @@ type harness struct {
 	view     *memView
 	log      map[int32][]saga.Event // committed events, per partition
 	core     *partition.Core
-	pending  *partition.Ready
-	batch    *partition.Batch
+	pending  *partition.Decisions
+	batch    *partition.Poll
 	running  map[string]partition.Call // dispatched calls by call id
 }
 
@@ -213,7 +213,7 @@ func (h *harness) tick(d *datadriven.TestData) (string, error) {
 	if h.pending != nil {
 		return "", fmt.Errorf("a Ready is pending")
 	}
-	b := &partition.Batch{}
+	b := &partition.Poll{}
 	offsets := map[int32]int64{}
 	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
 		if line = strings.TrimSpace(line); line == "" {
@@ -265,7 +265,7 @@ func (h *harness) commit(written bool) (string, error) {
 	return sb.String(), nil
 }
 
-func (h *harness) appendLog(rd *partition.Ready) {
+func (h *harness) appendLog(rd *partition.Decisions) {
 	for _, ev := range rd.Events {
 		h.log[ev.P] = append(h.log[ev.P], ev.Ev)
 	}
@@ -409,9 +409,9 @@ func input(line string, offsets map[int32]int64) (partition.Input, error) {
 	return in, nil
 }
 
-// describe prints a Ready: what it logs, answers, dead-letters, forwards
+// describe prints a Decisions value: what it logs, answers, dead-letters, forwards
 // and dispatches, in order.
-func describe(rd *partition.Ready, b *partition.Batch) string {
+func describe(rd *partition.Decisions, b *partition.Poll) string {
 	var sb strings.Builder
 	for _, ev := range rd.Events {
 		fmt.Fprintf(&sb, "event p%d %s\n", ev.P, event(ev.Ev))

@@ -108,7 +108,7 @@ func (s *stepper) orphan(p int32, tenant, key string) error {
 }
 
 // resumeWalks puts back the walks a tick that did not commit moved on.
-func (c *Core) resumeWalks(rd *Ready) {
+func (c *Core) resumeWalks(rd *Decisions) {
 	for p, w := range rd.walks {
 		if pt, ok := c.parts[p]; ok {
 			pt.orphans = &w

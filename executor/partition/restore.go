@@ -13,7 +13,7 @@ import (
 // core says when a partition needs it, and what follows from the result.
 //
 // A partition is restored before the first decision that reads it in an
-// assignment (Step returns it in Ready.Restore), after a transaction end
+// assignment (Step returns it in Decisions.Restore), after a transaction end
 // whose outcome is unknown (Aborted), after a view write that failed
 // (Committed), when it has been idle since its assignment (IdleRestore:
 // its previous owner's reads must be answered), and, while its log has a

@@ -177,7 +177,7 @@ func (s *stepper) restateReads(p int32) error {
 // abandonRound drops the round a tick that did not commit took a step
 // of: the records it restated are not in the log, so the round could not
 // vouch for them. The next tick starts a new round.
-func (c *Core) abandonRound(rd *Ready) {
+func (c *Core) abandonRound(rd *Decisions) {
 	if !rd.rounded {
 		return
 	}

@@ -20,8 +20,8 @@ type stepper struct {
 	c      *Core
 	now    time.Time
 	nowMs  int64
-	batch  *Batch
-	rd     *Ready
+	poll   *Poll
+	rd     *Decisions
 	done   map[string]bool // routing keys whose call this tick records
 	origin Origin          // what the tick is producing records for right now
 }
@@ -30,22 +30,22 @@ type stepper struct {
 // walk of orphaned keys after a restore (orphans.go: before the records,
 // so that a record of such a key is told it is in doubt once), then every
 // polled record in order, then the sweep of expired keys and a step of
-// the snapshot round. If a partition the batch needs is not restored, the
-// Ready only names it (Restore) and nothing changes. The error is a
+// the snapshot round. If a partition the poll needs is not restored, the
+// Decisions only names it (Restore) and nothing changes. The error is a
 // failed read of the view (ErrView): fatal.
 //
-// Until the Ready is acknowledged (Committed, Aborted or Skipped) the
+// Until the Decisions is acknowledged (Committed, Aborted or Skipped) the
 // core must not be stepped again.
-func (c *Core) Step(now time.Time, b *Batch) (*Ready, error) {
+func (c *Core) Step(now time.Time, b *Poll) (*Decisions, error) {
 	if ps := c.needRestore(b); len(ps) > 0 {
-		return &Ready{Restore: ps}, nil
+		return &Decisions{Restore: ps}, nil
 	}
 	// Most inputs and completions log one event and owe one answer or
 	// start one call: room for that up front spares the regrowth.
 	n := len(b.Inputs) + len(c.unrecorded)
 	c.occ.takeRefused() // a Step that failed may have left some
-	t := &stepper{c: c, now: now, nowMs: now.UnixMilli(), batch: b, done: map[string]bool{},
-		rd: &Ready{Overlay: overlay.New(c.view, overlay.Strict()), Verdicts: map[string]int{},
+	t := &stepper{c: c, now: now, nowMs: now.UnixMilli(), poll: b, done: map[string]bool{},
+		rd: &Decisions{Overlay: overlay.New(c.view, overlay.Strict()), Verdicts: map[string]int{},
 			Events: make([]Event, 0, n), Answers: make([]Answer, 0, n), Calls: make([]Call, 0, len(b.Inputs))}}
 	for _, cm := range c.unrecorded {
 		t.origin = CallOrigin(cm.Call.RK, cm.Call.CallID)
@@ -74,11 +74,11 @@ func (c *Core) Step(now time.Time, b *Batch) (*Ready, error) {
 	return t.rd, nil
 }
 
-// needRestore lists the partitions the batch reads that are not
+// needRestore lists the partitions the poll reads that are not
 // restored: the owner of every decodable input that arrived on it (a
 // forward reads nothing), and the partition of every finished call of
 // the current assignment.
-func (c *Core) needRestore(b *Batch) []int32 {
+func (c *Core) needRestore(b *Poll) []int32 {
 	seen := map[int32]bool{}
 	var out []int32
 	need := func(p int32) {
@@ -116,7 +116,7 @@ func (s *stepper) load(p int32, tenant, key string) (*overlay.Entry, error) {
 // dead-lettered and never stops the partition.
 func (s *stepper) input(i int) error {
 	s.rd.Inputs++
-	in := &s.batch.Inputs[i]
+	in := &s.poll.Inputs[i]
 	if s.c.poison.isolated(in.Origin) > 0 {
 		s.isolate(i)
 		return nil
@@ -202,7 +202,7 @@ func (s *stepper) reject(i int, rej *wire.Reject) {
 	if !rej.Answerable() {
 		return
 	}
-	in := &s.batch.Inputs[i]
+	in := &s.poll.Inputs[i]
 	a := Answer{Answer: saga.Answer{To: saga.Waiter{IntentID: rej.ID, ReplyTo: rej.ReplyTo, Traceparent: in.Traceparent, Type: rej.Type},
 		Tenant: rej.Tenant, Key: rej.Key, Tool: rej.Tool, Status: codes.StatusRejected, Err: &saga.Error{Code: rej.Reason, Message: rej.Detail}}}
 	if !wire.ValidTenant(rej.Tenant) || rej.Key == "" {
@@ -216,7 +216,7 @@ func (s *stepper) reject(i int, rej *wire.Reject) {
 // dead-lettered with a prefix of its value (after a second failure, bare:
 // deadLetter). Its offset commits with the rest of the tick.
 func (s *stepper) isolate(i int) {
-	rej := s.batch.Inputs[i].Salvage
+	rej := s.poll.Inputs[i].Salvage
 	rej.Reason = codes.ReasonUnproducible
 	rej.Detail = "a record produced for this input was refused by the broker (too large, or its topic is gone); the input was not decided"
 	s.reject(i, &rej)
@@ -229,7 +229,7 @@ func (s *stepper) deadLetter(i int, reason, detail, id, tenant, key string) {
 }
 
 // complete records a finished call, unless its partition moved since it
-// was dispatched: then the outcome is dropped (Ready.Lost), never written
+// was dispatched: then the outcome is dropped (Decisions.Lost), never written
 // by a non-owner; the loop keeps a definite one as a fact for the key's
 // owner (executor/facts.go), and a read is called again by its new owner.
 // Either way the call's place is free from now (admission.go).
@@ -273,9 +273,8 @@ func withoutResult(cm Completion) Completion {
 // Why: after a transaction end whose outcome is unknown, the next tick
 // records the same completions again. A key's record tells such a replay
 // apart (saga.Complete finds it settled), but a read keeps no record, so
-// it was answered a second time whenever the unknown end had in fact
-// committed (found by the chaos harness: 54 reads answered twice after a
-// broker bounce). The pending-read entry, restored from the log first, is
+// it would be answered a second time whenever the unknown end had in
+// fact committed (a broker bounce makes such ends common). The pending-read entry, restored from the log first, is
 // that record: present means not answered yet.
 func (s *stepper) completeRead(cm Completion) error {
 	p := cm.Call.P

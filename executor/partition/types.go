@@ -20,8 +20,8 @@ type Origin struct {
 // produces: its routing key and call id (read ids are unique per key only).
 func CallOrigin(rk, callID string) Origin { return Origin{Partition: -1, Call: rk + "\x00" + callID} }
 
-// Batch is one tick's polled records, decoded, in poll order.
-type Batch struct {
+// Poll is one tick's polled records, decoded, in poll order.
+type Poll struct {
 	Inputs []Input
 }
 
@@ -88,7 +88,7 @@ type Answer struct {
 	Origin       Origin
 }
 
-// DeadLetter is one dead letter: the polled record Batch.Inputs[In] with
+// DeadLetter is one dead letter: the polled record Poll.Inputs[In] with
 // the reason. Bare ones keep only the facts, not the record's bytes.
 type DeadLetter struct {
 	In              int
@@ -99,16 +99,16 @@ type DeadLetter struct {
 	Origin          Origin
 }
 
-// Forward re-produces Batch.Inputs[In] to its owner partition.
+// Forward re-produces Poll.Inputs[In] to its owner partition.
 type Forward struct {
 	In     int
 	Owner  int32
 	Origin Origin
 }
 
-// Ready is what one Step decided.
-type Ready struct {
-	// Restore, when set, lists the partitions to restore before the batch
+// Decisions is what one Step decided.
+type Decisions struct {
+	// Restore, when set, lists the partitions to restore before the poll
 	// can be stepped. Nothing else is set, and nothing changed.
 	Restore []int32
 
@@ -141,9 +141,9 @@ type Ready struct {
 	walks   map[int32]orphanWalk // where the orphan walks it moved stood before (orphans.go)
 }
 
-// Touched lists the events partitions the Ready writes (the fence needs
+// Touched lists the events partitions the Decisions writes (the fence needs
 // an offset commit for each).
-func (rd *Ready) Touched() map[int32]bool {
+func (rd *Decisions) Touched() map[int32]bool {
 	out := map[int32]bool{}
 	for _, ev := range rd.Events {
 		out[ev.P] = true

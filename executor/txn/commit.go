@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atmostonce/toolexec/internal/kafkaretry"
 )
 
 // The transaction of a tick: begin, produce, end with the fence, confirm,
@@ -26,7 +25,7 @@ import (
 // session goes: the consumer is back at what the group committed (and at
 // the inputs of partitions seen aborted), and a transaction the member
 // treats as aborted is recorded. A non-nil error is fatal (ErrFatal).
-func (s *Session) Commit(ctx context.Context, b *Batch, beforeEnd func()) (Outcome, error) {
+func (s *Session) Commit(ctx context.Context, b *Transaction, beforeEnd func()) (End, error) {
 	if err := s.begin(); err != nil {
 		return Unknown, err
 	}
@@ -79,7 +78,7 @@ var errCommitNotReported = errors.New("transaction end: commit not reported, and
 // confirmed confirms a reported commit (confirm.go) and reports
 // Committed, or settles it as an end of unknown outcome and rewinds the
 // inputs of the partitions seen aborted: their started events are gone.
-func (s *Session) confirmed(ctx context.Context, b *Batch) (Outcome, error) {
+func (s *Session) confirmed(ctx context.Context, b *Transaction) (End, error) {
 	cf := s.confirm(ctx, b)
 	if cf.err == nil {
 		s.offsetsUnsure = false // the session's idea of committed is ours again
@@ -141,8 +140,8 @@ func (s *Session) Reset(ctx context.Context, what string) error {
 // BrokerOutage out would only keep the member's partitions undecided
 // longer: it stops now and its supervisor starts it with a new producer.
 func (s *Session) begin() error {
-	retry := func(err error) bool { return BrokerUnreachable(err) && !errors.Is(err, kerr.ConcurrentTransactions) }
-	if err := throughOutageIf(context.Background(), s.cfg.Logger, s.cfg.BrokerOutage, "begin transaction", retry, s.gs.Begin); err != nil {
+	retry := func(err error) bool { return kafkaretry.Retriable(err) && !errors.Is(err, kerr.ConcurrentTransactions) }
+	if err := kafkaretry.Through(context.Background(), s.cfg.Logger, s.cfg.BrokerOutage, "begin transaction", retry, s.gs.Begin); err != nil {
 		return fmt.Errorf("%w: begin transaction: %w", ErrFatal, err)
 	}
 	return nil
@@ -153,7 +152,7 @@ func (s *Session) begin() error {
 // that lost its session waits in End for a heartbeat that only a blocked
 // group callback can unblock, so without Interrupt End would hang until
 // its timeout.
-func (s *Session) endTxn(ctx context.Context, b *Batch) (committed bool, try kgo.TransactionEndTry, err error) {
+func (s *Session) endTxn(ctx context.Context, b *Transaction) (committed bool, try kgo.TransactionEndTry, err error) {
 	endCtx, done := s.interruptible(ctx)
 	defer done()
 	endCtx = kgo.PreTxnCommitFnContext(endCtx, s.fence(b.Touched))
@@ -173,7 +172,7 @@ func (s *Session) endTxn(ctx context.Context, b *Batch) (committed bool, try kgo
 // Interrupt cancelled, or that a flush as long as the transaction timeout
 // used up, would lose the id, and the transaction would go unrecorded
 // among the member's own aborts (txnOf falls back to its records' id).
-func (s *Session) noteProducer(ctx context.Context, b *Batch) {
+func (s *Session) noteProducer(ctx context.Context, b *Transaction) {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.TransactionTimeout)
 	defer cancel()
 	if pid, epoch, err := s.gs.Client().ProducerID(pctx); err == nil {
@@ -231,58 +230,9 @@ func (s *Session) abortOnce() error {
 	return s.gs.Client().EndTransaction(ctx, kgo.TryAbort)
 }
 
+// throughOutage runs op through kafkaretry.Through, for up to BrokerOutage.
 func (s *Session) throughOutage(ctx context.Context, what string, op func() error) error {
-	return ThroughOutage(ctx, s.cfg.Logger, s.cfg.BrokerOutage, what, op)
-}
-
-// ThroughOutage runs op until it succeeds, fails for a reason other than
-// an unreachable broker, ctx ends, or budget has passed, backing off from
-// 250 ms to 5 s. It returns op's last error. It blocks for up to budget.
-func ThroughOutage(ctx context.Context, log *slog.Logger, budget time.Duration, what string, op func() error) error {
-	return throughOutageIf(ctx, log, budget, what, BrokerUnreachable, op)
-}
-
-// throughOutageIf is ThroughOutage with retry deciding which errors are
-// waited out.
-func throughOutageIf(ctx context.Context, log *slog.Logger, budget time.Duration, what string, retry func(error) bool, op func() error) error {
-	deadline := time.Now().Add(budget)
-	backoff := outageFirstBackoff
-	for attempt := 1; ; attempt++ {
-		err := op()
-		if err == nil {
-			if attempt > 1 {
-				log.Info(what+" succeeded after the broker came back", "attempts", attempt)
-			}
-			return nil
-		}
-		if !retry(err) || time.Now().Add(backoff).After(deadline) {
-			return err
-		}
-		log.Warn(what+" failed: broker unreachable; retrying", "err", err, "attempt", attempt, "backoff", backoff)
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, outageMaxBackoff)
-	}
-}
-
-// BrokerUnreachable reports whether err is a transport failure (refused,
-// reset, timed out, no coordinator yet) rather than a verdict of the
-// broker on this producer.
-func BrokerUnreachable(err error) bool {
-	var ne net.Error
-	var ke *kerr.Error
-	switch {
-	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, context.DeadlineExceeded), kgo.IsRetryableBrokerErr(err):
-		return true
-	case errors.As(err, &ke):
-		return ke.Retriable || errors.Is(err, kerr.CoordinatorNotAvailable) || errors.Is(err, kerr.NotCoordinator) ||
-			errors.Is(err, kerr.CoordinatorLoadInProgress) || errors.Is(err, kerr.ConcurrentTransactions)
-	}
-	return false
+	return kafkaretry.Through(ctx, s.cfg.Logger, s.cfg.BrokerOutage, what, nil, op)
 }
 
 // pidChanged names this member's producer id in the log whenever it

@@ -71,7 +71,7 @@ type confirmation struct {
 // event of b shows b's transaction committed. It gives up after the
 // transaction timeout, or at Interrupt (the group needs the loop): the
 // transaction is then treated as an end of unknown outcome.
-func (s *Session) confirm(ctx context.Context, b *Batch) confirmation {
+func (s *Session) confirm(ctx context.Context, b *Transaction) confirmation {
 	spans := b.spansOf(b.Confirm)
 	if len(spans) == 0 {
 		return confirmation{}
@@ -284,7 +284,7 @@ func (s *Session) forgetTopicID(topic string) { delete(s.topicIDs, topic) }
 // on the events and intents topics shows b's transaction aborted, after
 // an end of unknown outcome whose offsets the group shows committed
 // (settleUnknown says why they are not enough).
-func (s *Session) abortedBehindOffsets(ctx context.Context, b *Batch) bool {
+func (s *Session) abortedBehindOffsets(ctx context.Context, b *Transaction) bool {
 	v, topic, aborted := s.ownMarkers(ctx, b)
 	if v != ownAborted {
 		return false
@@ -301,7 +301,7 @@ func (s *Session) abortedBehindOffsets(ctx context.Context, b *Batch) bool {
 // b wrote on the events and intents topics show b's transaction
 // committed, after an end of unknown outcome whose group offsets did not
 // move past its inputs (settleUnknown says why that is not enough).
-func (s *Session) committedAheadOfOffsets(ctx context.Context, b *Batch) bool {
+func (s *Session) committedAheadOfOffsets(ctx context.Context, b *Transaction) bool {
 	v, _, _ := s.ownMarkers(ctx, b)
 	return v == ownCommitted
 }
@@ -321,7 +321,7 @@ const (
 // partitions given). Markers not seen in time, or a producer id not known
 // (another producer's abort would be taken for this one's), are
 // ownUnseen: the group's offsets keep their verdict.
-func (s *Session) ownMarkers(ctx context.Context, b *Batch) (v ownVerdict, topic string, aborted map[int32]bool) {
+func (s *Session) ownMarkers(ctx context.Context, b *Transaction) (v ownVerdict, topic string, aborted map[int32]bool) {
 	pid, ok := b.producer()
 	if !ok {
 		return ownUnseen, "", nil
@@ -348,7 +348,7 @@ func (s *Session) ownMarkers(ctx context.Context, b *Batch) (v ownVerdict, topic
 }
 
 // spansOf are the spans of the events on the partitions ps.
-func (b *Batch) spansOf(ps map[int32]bool) map[int32]span {
+func (b *Transaction) spansOf(ps map[int32]bool) map[int32]span {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := map[int32]span{}
@@ -361,7 +361,7 @@ func (b *Batch) spansOf(ps map[int32]bool) map[int32]span {
 }
 
 // spansOn are the spans of the records on every partition of topic.
-func (b *Batch) spansOn(topic string) map[int32]span {
+func (b *Transaction) spansOn(topic string) map[int32]span {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return maps.Clone(b.mu.spans[topic])

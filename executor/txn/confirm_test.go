@@ -43,7 +43,7 @@ func TestMarkerOf(t *testing.T) {
 // first event the transaction wrote on a partition to its last, and only
 // on the partitions asked for.
 func TestSpansOfFollowTheProducedOffsets(t *testing.T) {
-	tr := &Batch{}
+	tr := &Transaction{}
 	promise := tr.promise("ev")
 	for _, r := range []struct {
 		topic string
@@ -62,7 +62,7 @@ func TestSpansOfFollowTheProducedOffsets(t *testing.T) {
 // the client's when it was read at the end, else the one its acknowledged
 // records carry, and unknown before any record was acknowledged.
 func TestProducerOfABatch(t *testing.T) {
-	b := &Batch{}
+	b := &Transaction{}
 	promise := b.promise("ev", "in")
 	if _, ok := b.producer(); ok {
 		t.Fatal("a producer known before any record was acknowledged")

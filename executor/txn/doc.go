@@ -15,7 +15,7 @@
 //     bounds, the store that keeps the member's own aborts, and Owned.
 //  2. Call New. The consumer side is the caller's: it polls Client() and
 //     calls AllowRebalance on it, pauses and resumes its fetches.
-//  3. Per tick, fill a Batch (its records, the events partitions it
+//  3. Per tick, fill a Transaction (its records, the events partitions it
 //     touches, the polled records, the partitions to confirm) and call
 //     Commit. Act on the tick only when Commit reports Committed; any
 //     other outcome means its inputs are polled again (the session rewound
@@ -26,7 +26,7 @@
 //  5. Call CheckHanging once per tick (it rate-limits itself), and when a
 //     read of an events partition does not settle.
 //  6. Call Interrupt from the group's OnPartitionsCallbackBlocked, Close
-//     after the loop returned (Abandon instead to simulate a crash).
+//     after the loop returned.
 //
 // # Blocking, cancelling, goroutines
 //

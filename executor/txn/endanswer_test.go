@@ -67,7 +67,7 @@ func commitAppliedAnswered(t *testing.T, v kfakeresp.Verdict) {
 		}
 		return kfakeresp.Verdict{}
 	})
-	b := &Batch{Records: []*kgo.Record{event("started")}, Touched: map[int32]bool{0: true},
+	b := &Transaction{Records: []*kgo.Record{event("started")}, Touched: map[int32]bool{0: true},
 		Polled: polled, Confirm: map[int32]bool{0: true}}
 	out, err := s.Commit(ctx, b, func() {})
 	ip.Set(nil)

@@ -6,12 +6,6 @@ import "time"
 // value. The configurable ones are in Config.
 
 const (
-	// outageFirstBackoff and outageMaxBackoff pace the retries of an
-	// abort, a begin or the topic check while the broker is unreachable:
-	// quick first (a restart takes seconds), then no faster than every
-	// 5 s for the rest of BrokerOutage.
-	outageFirstBackoff = 250 * time.Millisecond
-	outageMaxBackoff   = 5 * time.Second
 	// resyncRetry paces the fetches of the group's committed offsets
 	// after an unconfirmed transaction end.
 	resyncRetry = 500 * time.Millisecond

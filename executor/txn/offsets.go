@@ -19,7 +19,7 @@ import (
 // moves to what the group really committed. moved reports that the
 // group's offsets show the failed end's commit; the caller records a
 // transaction it redoes as aborted. An error is fatal.
-func (s *Session) settle(b *Batch, endErr error) (moved bool, err error) {
+func (s *Session) settle(b *Transaction, endErr error) (moved bool, err error) {
 	if endErr != nil {
 		// The producer id and epoch name the transaction in the broker's
 		// log (kafka-dump-log, DescribeProducers), so that a remnant found
@@ -52,10 +52,11 @@ func (s *Session) settle(b *Batch, endErr error) (moved bool, err error) {
 // and restarted before its partition's leadership moved, loaded that
 // record although no follower had it, wrote COMMIT on __consumer_offsets
 // and lost the record when the new leader truncated it; the new
-// coordinator aborted the records (docs/RELIABILITY.md, finding 18).
-// Taken at the offsets' word, the member skipped the transaction's inputs
-// while its records, the intents it forwarded among them, were aborted:
-// those intents were never answered. The offsets can also have moved by
+// coordinator aborted the records (docs/RELIABILITY.md, the coordinator
+// that commits the offsets and aborts the records). Taken at the offsets'
+// word, the member would skip the transaction's inputs while its records,
+// the intents it forwarded among them, were aborted: those intents would
+// never be answered. The offsets can also have moved by
 // another member's commit, the partition having moved on: the markers
 // then show this transaction aborted too, and taking its inputs back is
 // moot, since the partition is being revoked and any transaction of this
@@ -70,7 +71,7 @@ func (s *Session) settle(b *Batch, endErr error) (moved bool, err error) {
 // would be decided against a view that holds the transaction's events: a
 // replay answered twice, and started keys whose calls were never made
 // left in doubt.
-func (s *Session) settleUnknown(ctx context.Context, b *Batch, endErr error) (Outcome, error) {
+func (s *Session) settleUnknown(ctx context.Context, b *Transaction, endErr error) (End, error) {
 	moved, err := s.settle(b, endErr)
 	switch {
 	case err != nil:
@@ -93,7 +94,7 @@ func (s *Session) settleUnknown(ctx context.Context, b *Batch, endErr error) (Ou
 // before it would rewind the consumer to the group's offsets again, and
 // the inputs would be redone after all. A failure here leaves them to the
 // next transaction that commits (logged); an error is fatal.
-func (s *Session) commitSkippedOffsets(ctx context.Context, b *Batch) error {
+func (s *Session) commitSkippedOffsets(ctx context.Context, b *Transaction) error {
 	owned := s.cfg.Owned()
 	set := map[string]map[int32]kgo.EpochOffset{}
 	for topic, ps := range b.tried {
@@ -110,7 +111,7 @@ func (s *Session) commitSkippedOffsets(ctx context.Context, b *Batch) error {
 	s.cfg.CommittedAheadOfOffsets.Inc()
 	s.cfg.Logger.Error("a transaction whose end failed has its records committed while the group's offsets did not move past its inputs; acting on the commit",
 		"transactional_id", s.cfg.TransactionalID, "producer_id", b.txn.pid, "producer_epoch", b.txn.epoch, "offsets", set)
-	out, err := s.Commit(ctx, &Batch{}, func() {})
+	out, err := s.Commit(ctx, &Transaction{}, func() {})
 	if err == nil && out != Committed {
 		s.cfg.Logger.Warn("the offsets past a committed transaction's inputs did not commit; the next transaction carries them", "outcome", out)
 	}
@@ -261,7 +262,7 @@ func (s *Session) rewindTo(polled []*kgo.Record, back func(topic string, p int32
 // to keep a remnant of it hidden, and a repair that committed the remnant
 // would answer its intents twice (a failed write of the store breaks it
 // anyway, state.ErrBroken).
-func (s *Session) recordAborted(b *Batch) error {
+func (s *Session) recordAborted(b *Transaction) error {
 	k, ok := b.txnOf()
 	if !ok {
 		return nil // no producer id, so nothing of it was written

@@ -121,7 +121,7 @@ func TestUnknownEndWithOffsetsCommittedAndRecordsAborted(t *testing.T) {
 		return offsetsAt(req.(*kmsg.OffsetFetchRequest), 3), nil, true
 	})
 	forward := &kgo.Record{Topic: names.Intents, Partition: 0, Value: []byte("forwarded")}
-	b := &Batch{Records: []*kgo.Record{forward}, Polled: polled}
+	b := &Transaction{Records: []*kgo.Record{forward}, Polled: polled}
 	out, err := s.Commit(ctx, b, func() {})
 	if err != nil || out != Unknown {
 		t.Fatalf("Commit: %v, %v; want Unknown", out, err)
@@ -188,7 +188,7 @@ func TestUnknownEndWithRecordsCommittedAndOffsetsAborted(t *testing.T) {
 		c.KeepControl()
 		return offsetsAt(req.(*kmsg.OffsetFetchRequest), 0), nil, true
 	})
-	b := &Batch{Records: []*kgo.Record{event("started")}, Touched: map[int32]bool{0: true},
+	b := &Transaction{Records: []*kgo.Record{event("started")}, Touched: map[int32]bool{0: true},
 		Polled: polled, Confirm: map[int32]bool{0: true}}
 	out, err := s.Commit(ctx, b, func() {})
 	if !cut.Load() {

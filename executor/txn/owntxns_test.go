@@ -43,7 +43,7 @@ func TestOwnAbortRecordedWhenTheEndIsInterruptedDuringTheFlush(t *testing.T) {
 		}
 		return nil, nil, false
 	})
-	b := &Batch{Records: []*kgo.Record{event("started")}, Touched: map[int32]bool{0: true}, Polled: polled}
+	b := &Transaction{Records: []*kgo.Record{event("started")}, Touched: map[int32]bool{0: true}, Polled: polled}
 	out, err := s.Commit(ctx, b, func() {})
 	if !interrupted.Load() {
 		t.Fatal("no produce was seen: the test did not exercise the fault")
@@ -92,7 +92,7 @@ func TestOwnAbortThatCannotBeWrittenStopsTheMember(t *testing.T) {
 		return nil
 	}))
 	s := newSessionOn(t, c, "unwritable", state.Options{FS: fs})
-	b := &Batch{Records: []*kgo.Record{event("a")}, Touched: map[int32]bool{0: true}}
+	b := &Transaction{Records: []*kgo.Record{event("a")}, Touched: map[int32]bool{0: true}}
 	b.Fail(event("too large"), kerr.MessageTooLarge)
 	fail.Store(true)
 	out, err := s.Commit(context.Background(), b, func() {})

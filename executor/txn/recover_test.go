@@ -15,9 +15,8 @@ import (
 // TestRecoverDropsBufferedRecords: a transaction end that fails while
 // records are still buffered (its context was cancelled by a blocked
 // group callback before the flush) must not let those records leave with
-// the next transaction. Found by the chaos harness: a started event of an
-// aborted tick was committed behind the view's back, with no call ever
-// dispatched for it. A long linger keeps the record of the failed tick in
+// the next transaction: a started event of an aborted tick would be
+// committed behind the view's back, with no call ever dispatched for it. A long linger keeps the record of the failed tick in
 // the buffer, as the cancelled flush did.
 func TestRecoverDropsBufferedRecords(t *testing.T) {
 	const topic = "ev"

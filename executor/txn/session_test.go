@@ -111,7 +111,7 @@ func TestSessionCommit(t *testing.T) {
 		return nil, nil, false
 	})
 	s := newSession(t, c, "commit")
-	b := &Batch{Records: []*kgo.Record{event("a"), event("b")}, Touched: map[int32]bool{0: true}, Confirm: map[int32]bool{0: true}}
+	b := &Transaction{Records: []*kgo.Record{event("a"), event("b")}, Touched: map[int32]bool{0: true}, Confirm: map[int32]bool{0: true}}
 	out, err := s.Commit(context.Background(), b, func() {})
 	if err != nil || out != Committed {
 		t.Fatalf("Commit: %v, %v; want Committed", out, err)
@@ -146,7 +146,7 @@ func TestSessionRetriesAConcurrentTransactionsProduceQuickly(t *testing.T) {
 	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		return concurrentTransactions(req.(*kmsg.ProduceRequest)), nil, true // the first produce only
 	})
-	b := &Batch{Records: []*kgo.Record{event("a")}, Touched: map[int32]bool{0: true}, Confirm: map[int32]bool{0: true}}
+	b := &Transaction{Records: []*kgo.Record{event("a")}, Touched: map[int32]bool{0: true}, Confirm: map[int32]bool{0: true}}
 	out, err := s.Commit(context.Background(), b, func() {})
 	if err != nil || out != Committed {
 		t.Fatalf("Commit: %v, %v; want Committed", out, err)
@@ -181,7 +181,7 @@ func TestSessionAbortRecordsItsOwnAbort(t *testing.T) {
 	c := newCluster(t)
 	ends := watchKey(c, kmsg.EndTxn)
 	s := newSession(t, c, "abort")
-	b := &Batch{Records: []*kgo.Record{event("a")}, Touched: map[int32]bool{0: true}}
+	b := &Transaction{Records: []*kgo.Record{event("a")}, Touched: map[int32]bool{0: true}}
 	tooLarge := event("too large")
 	b.Fail(tooLarge, kerr.MessageTooLarge)
 	out, err := s.Commit(context.Background(), b, func() {})
@@ -227,7 +227,7 @@ func TestSessionConfirmationSeesAnAbortBehindACommit(t *testing.T) {
 		c.KeepControl()
 		return abortedFetch(fr, pid), nil, true
 	})
-	b := &Batch{Records: []*kgo.Record{event("started")}, Touched: map[int32]bool{0: true},
+	b := &Transaction{Records: []*kgo.Record{event("started")}, Touched: map[int32]bool{0: true},
 		Polled: polled, Confirm: map[int32]bool{0: true}}
 	out, err := s.Commit(ctx, b, func() {})
 	if err != nil || out != Unconfirmed {
@@ -253,13 +253,13 @@ func TestSessionFence(t *testing.T) {
 	defer cancel()
 	produceInputs(t, c, 3)
 	polled := pollN(ctx, t, s, 3)
-	first := &Batch{Records: []*kgo.Record{event("first")}, Touched: map[int32]bool{0: true}, Polled: polled}
+	first := &Transaction{Records: []*kgo.Record{event("first")}, Touched: map[int32]bool{0: true}, Polled: polled}
 	if out, err := s.Commit(ctx, first, func() {}); err != nil || out != Committed {
 		t.Fatalf("first Commit: %v, %v", out, err)
 	}
 
 	commits := watchKey(c, kmsg.TxnOffsetCommit)
-	outcomes := &Batch{Records: []*kgo.Record{event("outcomes only")}, Touched: map[int32]bool{0: true}}
+	outcomes := &Transaction{Records: []*kgo.Record{event("outcomes only")}, Touched: map[int32]bool{0: true}}
 	if out, err := s.Commit(ctx, outcomes, func() {}); err != nil || out != Committed {
 		t.Fatalf("second Commit: %v, %v", out, err)
 	}
@@ -276,7 +276,7 @@ func TestSessionFence(t *testing.T) {
 	c.ControlKey(int16(kmsg.TxnOffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		return staleGeneration(req.(*kmsg.TxnOffsetCommitRequest)), nil, true
 	})
-	zombie := &Batch{Records: []*kgo.Record{event("zombie")}, Touched: map[int32]bool{0: true}}
+	zombie := &Transaction{Records: []*kgo.Record{event("zombie")}, Touched: map[int32]bool{0: true}}
 	if out, err := s.Commit(ctx, zombie, func() {}); err != nil || out == Committed {
 		t.Fatalf("a refused generation: %v, %v; want no commit", out, err)
 	}

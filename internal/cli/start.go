@@ -7,10 +7,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/atmostonce/toolexec/internal/httpserve"
-	"github.com/atmostonce/toolexec/kafkaconfig"
+	"github.com/atmostonce/toolexec/internal/kafkaretry"
 )
 
 // The pauses between start attempts: short at first (a broker restart
@@ -113,21 +112,10 @@ func (a *attemptRegisterer) undo() {
 // a process whose every other start error may be the broker's or the
 // topics' absence.
 func Lasting(err error, sentinels ...error) bool {
-	if kafkaconfig.Definite(err) {
-		return true
-	}
 	for _, s := range sentinels {
 		if errors.Is(err, s) {
 			return true
 		}
 	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		switch ke {
-		case kerr.TopicAuthorizationFailed, kerr.GroupAuthorizationFailed, kerr.ClusterAuthorizationFailed,
-			kerr.TransactionalIDAuthorizationFailed, kerr.SaslAuthenticationFailed, kerr.DelegationTokenAuthorizationFailed:
-			return true
-		}
-	}
-	return false
+	return kafkaretry.IsRefused(err)
 }

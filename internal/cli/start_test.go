@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/atmostonce/toolexec/internal/httpserve"
@@ -93,5 +94,25 @@ func TestStartPatientlyOutlastsAnAttempt(t *testing.T) {
 		})
 	if err == nil || tries != 2 {
 		t.Fatalf("after ctx ended: err %v, %d tries", err, tries)
+	}
+}
+
+// Lasting is the one classifier's Refused (internal/kafkaretry), plus the
+// caller's own sentinels: an authorization that kadm reports as its own
+// error type is as lasting as the bare code.
+func TestLastingIsTheClassifiersRefusal(t *testing.T) {
+	errBadConfig := errors.New("bad config")
+	for err, want := range map[error]bool{
+		kerr.TopicAuthorizationFailed:                           true,
+		&kadm.AuthError{Err: kerr.ClusterAuthorizationFailed}:   true,
+		fmt.Errorf("%w: wrong password", kafkaconfig.ErrSASL):   true,
+		fmt.Errorf("load: %w", errBadConfig):                    true,
+		kerr.NotLeaderForPartition:                              false,
+		io.EOF:                                                  false,
+		fmt.Errorf("%w: no broker", kafkaconfig.ErrUnreachable): false,
+	} {
+		if got := Lasting(err, errBadConfig); got != want {
+			t.Errorf("Lasting(%v) = %v, want %v", err, got, want)
+		}
 	}
 }

@@ -59,3 +59,7 @@ done
 
 echo; echo "## The overlay's sameRecord check: guarded by invariants.Enabled?"
 run "grep -n -B3 'sameRecord(' $OVL/overlay.go | grep -c 'invariants.Enabled'"
+
+echo; echo "## History in comments (exit 1 on any) and words that name two types"
+run "go run ./scripts/stylefigures -history . | sed -n 1p"
+run "go run ./scripts/stylefigures -words . | sed -n 1p"

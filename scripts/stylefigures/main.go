@@ -15,13 +15,23 @@
 // with -types the names are resolved by go/types (imports left
 // unresolved), and only a use of the package's own declaration counts:
 //
-//	go run ./scripts/stylefigures -types The files are ordered by the Eades-Lin-Smyth heuristic for a minimum
+//	go run ./scripts/stylefigures -types
 //
+// The files are ordered by the Eades-Lin-Smyth heuristic for a minimum
 // feedback arc set (ties broken by name, so the order is reproducible): an
 // arrow "runs back up" when it points from a file earlier in that order to a
 // later one, that is, against the layering. Arrows inside a cycle of files
 // (a strongly connected component) are counted too, since no layering can
 // put both ends of such an arrow in order.
+//
+// Two figures of the whole tree:
+//
+//	go run ./scripts/stylefigures -history .    comment lines that tell history (exit 1 on any: scripts/test runs it)
+//	go run ./scripts/stylefigures -words .      type names declared in more than one package
+//
+// History is an issue or finding number, "before the fix", a review's item
+// label (D1), a seed, who found a bug, a commit, "X used to": house.go
+// lists the phrasings, each with its reason.
 package main
 
 import (
@@ -41,7 +51,17 @@ func main() {
 	dir := flag.String("dir", "executor", "package directory for the file graph")
 	typ := flag.String("type", "Executor", "type whose fields and methods are counted")
 	typed := flag.Bool("types", false, "resolve names with go/types: only uses of the package's own declarations are arrows")
+	history := flag.String("history", "", "check the comments of every .go file under this root for history; exit 1 on a hit")
+	words := flag.String("words", "", "list the type names declared in more than one package under this root")
 	flag.Parse()
+	if *history != "" {
+		reportHistory(*history)
+		return
+	}
+	if *words != "" {
+		reportWords(*words)
+		return
+	}
 	fset := token.NewFileSet()
 	files, err := parseDir(fset, *dir)
 	if err != nil {

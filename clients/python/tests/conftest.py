@@ -70,7 +70,7 @@ class Env:
         if not self.gateway:
             if os.environ.get("TOOLEXEC_REQUIRE_GATEWAY") == "1":
                 pytest.fail("the executor has no embedded gateway (--gateway-addr), but the tree has cmd/gateway")
-            pytest.skip("the executor of this tree has no gateway (issue 14): the HTTP transport is not run end to end")
+            pytest.skip("the executor of this tree has no gateway: the HTTP transport is not run end to end")
 
     def close(self):
         for ex in self.executors.values():

@@ -155,7 +155,7 @@ class Ledger:
         self.httpd.server_close()
 
 
-# (description: is a field of the gateway's tree, issue 14)
+# (description: is a field of the gateway's tree)
 DESCRIPTION = "\n    description: Refund an order (every request to the ledger is an effect)."
 
 TOOLS_YAML = """\

@@ -1,5 +1,5 @@
 """The HTTP transport against httpx.MockTransport: every row of the
-gateway's table (issue 14) and the client's retry and polling rules. The
+gateway's table (docs/gateway.md) and the client's retry and polling rules. The
 same behaviours run against the real gateway in test_e2e_calls.py."""
 
 import asyncio

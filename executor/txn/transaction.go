@@ -10,10 +10,10 @@ import (
 	"github.com/atmostonce/toolexec/topics"
 )
 
-// Batch is the records of one transaction and what became of them. The
+// Transaction is the records of one transaction and what became of them. The
 // caller fills the exported fields, and may Fail records it would not
-// produce, before Commit; Commit fills the rest. A Batch is committed once.
-type Batch struct {
+// produce, before Commit; Commit fills the rest. A Transaction is committed once.
+type Transaction struct {
 	Records []*kgo.Record  // produced in this order
 	Touched map[int32]bool // the events partitions written: the fence covers each (fence.go)
 	Polled  []*kgo.Record  // the polled records the transaction commits the offsets of
@@ -45,14 +45,14 @@ type Failure struct {
 	Err    error
 }
 
-// Outcome is what became of a transaction, as far as the member may act
+// End is what became of a transaction, as far as the member may act
 // on it.
-type Outcome int
+type End int
 
 const (
 	// Committed: committed, and seen committed on every partition of
 	// Confirm. The member acts on it.
-	Committed Outcome = iota + 1
+	Committed End = iota + 1
 	// Aborted: ended with an abort it asked for (a record could not be
 	// produced). Its inputs come again.
 	Aborted
@@ -69,7 +69,7 @@ const (
 
 // Fail notes a record that cannot be produced: the transaction aborts.
 // Safe for concurrent use (produce callbacks call it).
-func (b *Batch) Fail(r *kgo.Record, err error) {
+func (b *Transaction) Fail(r *kgo.Record, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.mu.produceErr == nil {
@@ -80,7 +80,7 @@ func (b *Batch) Fail(r *kgo.Record, err error) {
 
 // Failures are the records that could not be produced, once Commit
 // returned.
-func (b *Batch) Failures() []Failure {
+func (b *Transaction) Failures() []Failure {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.mu.failures
@@ -88,7 +88,7 @@ func (b *Batch) Failures() []Failure {
 
 // Checkpoints are the next offsets of the events partitions the
 // transaction wrote, once it committed.
-func (b *Batch) Checkpoints() map[int32]int64 {
+func (b *Transaction) Checkpoints() map[int32]int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := make(map[int32]int64, len(b.mu.spans[b.events]))
@@ -102,7 +102,7 @@ func (b *Batch) Checkpoints() map[int32]int64 {
 // keeps the spans of the records on events (the checkpoints, the
 // confirmation) and on the other topics given (the verdict on an end of
 // unknown outcome, confirm.go).
-func (b *Batch) promise(events string, others ...string) func(*kgo.Record, error) {
+func (b *Transaction) promise(events string, others ...string) func(*kgo.Record, error) {
 	b.events = events
 	kept := append([]string{events}, others...)
 	return func(r *kgo.Record, err error) {
@@ -136,7 +136,7 @@ func (b *Batch) promise(events string, others ...string) func(*kgo.Record, error
 // producer is the producer id of the transaction: read from the client
 // at its end, or else carried by its acknowledged records; ok is false
 // when neither is known.
-func (b *Batch) producer() (pid int64, ok bool) {
+func (b *Transaction) producer() (pid int64, ok bool) {
 	k, ok := b.txnOf()
 	return k.pid, ok
 }
@@ -144,7 +144,7 @@ func (b *Batch) producer() (pid int64, ok bool) {
 // txnOf names the transaction (producer id and epoch) as producer finds
 // its id. Neither known means the client never had a producer id for it,
 // so nothing of it reached a partition.
-func (b *Batch) txnOf() (txnKey, bool) {
+func (b *Transaction) txnOf() (txnKey, bool) {
 	if b.pidKnown {
 		return b.txn, true
 	}
@@ -156,12 +156,12 @@ func (b *Batch) txnOf() (txnKey, bool) {
 // pollsInputs reports whether the transaction commits the offsets of
 // records polled from the intents or control topic: inputs it would lose
 // if its offsets committed without it.
-func (b *Batch) pollsInputs(n topics.Names) bool {
+func (b *Transaction) pollsInputs(n topics.Names) bool {
 	return slices.ContainsFunc(b.Polled, func(r *kgo.Record) bool { return r.Topic == n.Intents || r.Topic == n.Control })
 }
 
 // produceErr is the first produce error, nil when none.
-func (b *Batch) produceErr() error {
+func (b *Transaction) produceErr() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.mu.produceErr
