@@ -60,13 +60,6 @@ func (h *History) Fold(r *kgo.Record) error {
 // maxTrail bounds the events kept per key for Trail.
 const maxTrail = 32
 
-// Keys is how many keys have events.
-func (h *History) Keys() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.keys)
-}
-
 // Trail describes a key's calls as the log tells them, for a person
 // diagnosing a violation: each call's intent id, downstream key and
 // status, and its last status.

@@ -108,16 +108,25 @@ func Busy(status, code string) bool {
 }
 
 // Refusals of a command that a caller acts on. The wire has one code for
-// every command the key's state does not allow (ReasonInvalidCommand), so
-// the kind travels in the answer's message: the saga writes these texts
-// from here, and wire.Result.Refusal reads them back into sentinel errors,
+// every command the key's state does not allow (ReasonInvalidCommand);
+// the refusals a caller acts on also carry their own code in the answer's
+// error.refusal. wire.Result.Refusal reads it back into sentinel errors,
 // so that no caller matches text of its own.
 const (
-	// RefusalNoRecord: a compensate or lookup of a key that has no
-	// record (never called, expired, or another tool's).
-	RefusalNoRecord = "the key has no record"
+	// RefusalNoRecord: a compensate, approve, deny or lookup of a key that
+	// has no record (never called, expired, or another tool's).
+	RefusalNoRecord = "no_record"
 	// RefusalMayStillLand: a compensate or resolve before the call's (or
 	// compensation's) pending_ttl passed, without force: the call may still
 	// reach its tool.
-	RefusalMayStillLand = "its call may still reach the tool"
+	RefusalMayStillLand = "may_still_land"
+)
+
+// The texts of the refusals in the answer's message. Readers of answers
+// written without error.refusal (by an executor of an earlier release of
+// contract v1) tell the kinds apart by these, so the saga keeps writing
+// them.
+const (
+	RefusalNoRecordText     = "the key has no record"
+	RefusalMayStillLandText = "its call may still reach the tool"
 )

@@ -471,6 +471,7 @@ def test_11_pending_then_resolve_on_control(h):
             "by": "operator:ann"}, topic=h.topics["control"])
     refused = h.answer(early).msg
     assert refused["status"] == "rejected" and refused["error"]["code"] == "invalid_command", refused
+    assert refused["error"].get("refusal") == "may_still_land", refused
     assert "force" in refused["error"]["message"], refused
 
     resolve = {"v": 1, "type": "resolve", "id": cmd, "tenant": h.tenant, "key": key, "force": True,

@@ -440,7 +440,7 @@ func TestActionRefusalSaysWhy(t *testing.T) {
 	w := newWorld(t)
 	c := w.browser()
 	csrf := w.signIn(c, aliceToken)
-	w.b.answer = &wire.Result{Status: codes.StatusRejected, Error: &wire.ErrorInfo{Code: codes.ReasonInvalidCommand, Message: codes.RefusalMayStillLand + " (for 2m more)"}}
+	w.b.answer = &wire.Result{Status: codes.StatusRejected, Error: &wire.ErrorInfo{Code: codes.ReasonInvalidCommand, Message: "the call may still reach its tool (for 2m more)", Refusal: codes.RefusalMayStillLand}}
 	w.b.err = reconciler.ErrRejected
 	p := w.do(c, "POST", "/console/key", resolveForm(csrf))
 	if p.status != http.StatusConflict || !strings.Contains(p.body, "force") || !strings.Contains(p.body, `id="refusal"`) {

@@ -38,9 +38,6 @@ type Operators = tokenfile.Set
 // LoadOperators reads the operators file at path; errors name the line.
 func LoadOperators(path string) (*Operators, error) { return tokenfile.Load(operatorsFile, path) }
 
-// ParseOperators parses an operators file.
-func ParseOperators(data []byte) (*Operators, error) { return tokenfile.Parse(operatorsFile, data) }
-
 // OperatorStore holds the operators in force; Reload swaps them
 // atomically. Safe for concurrent use.
 type OperatorStore struct {

@@ -278,18 +278,6 @@ func decodeArgs(b []byte) (map[string]any, error) {
 	return m, nil
 }
 
-// wait blocks until every running call returned or ctx is done.
-func (d *dispatcher) wait(ctx context.Context) bool {
-	done := make(chan struct{})
-	go func() { d.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // cancelQueued removes and returns the jobs that have not started, in the
 // order they were submitted.
 func (d *dispatcher) cancelQueued() []job {

@@ -124,7 +124,7 @@ func (e *encoder) encodeAnswer(a *partition.Answer) *kgo.Record {
 		res.Result = msgpack.RawMessage(a.Result)
 	}
 	if a.Err != nil {
-		res.Error = &wire.ErrorInfo{Code: a.Err.Code, Message: a.Err.Message}
+		res.Error = &wire.ErrorInfo{Code: a.Err.Code, Message: a.Err.Message, Refusal: a.Err.Refusal}
 	}
 	key := a.RecordKey
 	if !a.RawKey {

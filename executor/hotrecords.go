@@ -144,9 +144,6 @@ func (h *hotRecords) remove(el *list.Element) {
 	h.bytes -= hr.size
 }
 
-// len is the number of records held.
-func (h *hotRecords) len() int { return h.lru.Len() }
-
 // hotSize estimates the memory rec holds.
 func hotSize(rec *saga.Record) int {
 	n := hotRecordOverhead + len(rec.Args) + len(rec.Result) + len(rec.ArgsHash) + len(rec.Waiters)*hotWaiterBytes +

@@ -123,3 +123,6 @@ func checkHotConsistent(t *testing.T, h *hotRecords) {
 		t.Fatalf("bytes %d, sum %d; map %d, list %d", h.bytes, total, len(h.byKey), h.lru.Len())
 	}
 }
+
+// len is the number of records held.
+func (h *hotRecords) len() int { return h.lru.Len() }

@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"encoding/json"
-
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/atmostonce/toolexec/codes"
@@ -123,5 +121,3 @@ func replyState(r reply) answerState {
 func answerJSON(res *wire.Result) *wire.Result {
 	return jsonview.Value(res).(*wire.Result)
 }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

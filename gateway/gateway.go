@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -134,7 +135,7 @@ func newTool(s tools.Spec) (*tool, error) {
 		return nil, err
 	}
 	var doc map[string]any
-	if err := jsonUnmarshal(s.Schema(), &doc); err != nil {
+	if err := json.Unmarshal(s.Schema(), &doc); err != nil {
 		return nil, err
 	}
 	return &tool{spec: s, schema: sch, schemaJSON: doc}, nil

@@ -15,8 +15,6 @@ const (
 	maxTenants         = 10000
 	maxTokensPerTenant = 16
 	maxTokenHashes     = 20000
-	// maxBearerBytes bounds what is hashed per request.
-	maxBearerBytes = tokenfile.MaxTokenBytes
 )
 
 // tenantsFile is the tenants file's kind: names are tenants as the wire

@@ -34,7 +34,7 @@ func TestTenantsAuthenticate(t *testing.T) {
 			t.Errorf("%s: %q %v, want %s", token, got, ok, want)
 		}
 	}
-	for _, token := range []string{"", "tok-a", "tok-a1 ", HashToken("tok-a1"), strings.Repeat("x", maxBearerBytes+1)} {
+	for _, token := range []string{"", "tok-a", "tok-a1 ", HashToken("tok-a1"), strings.Repeat("x", tokenfile.MaxTokenBytes+1)} {
 		if got, ok := ts.Authenticate(token); ok {
 			t.Errorf("%q authenticated as %s", token, got)
 		}

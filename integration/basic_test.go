@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -128,8 +127,4 @@ func TestToolOutcomes(t *testing.T) {
 	if n := l.total(); n != 2 { // one 400, one hang; the refused tool has no server
 		t.Fatalf("tool requests %d, want 2", n)
 	}
-}
-
-func ctxFor(d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), d)
 }

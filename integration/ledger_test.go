@@ -135,12 +135,6 @@ func (l *ledger) maxPerKey() (string, int) {
 	return k, m
 }
 
-func (l *ledger) header(key, name string) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.headers[key].Get(name)
-}
-
 // headerOf is header for the last request of (tenant, key), whatever its
 // downstream key: each call of a key has its own.
 func (l *ledger) headerOf(tenant, key, name string) string {

@@ -152,12 +152,6 @@ func (ct *credTool) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (ct *credTool) count(path, downstreamKey string) int {
-	ct.mu.Lock()
-	defer ct.mu.Unlock()
-	return ct.calls[path+" "+downstreamKey]
-}
-
 func (ct *credTool) probes() int {
 	ct.mu.Lock()
 	defer ct.mu.Unlock()

@@ -249,7 +249,7 @@ const codeResultNotStored = codes.ErrResultNotStored
 
 // storableResult is what a resolve can carry of a tool's result: the
 // result itself when its msgpack encoding fits the executor's bound on a
-// stored result (wire.MaxResolveResult, the one constant both sides
+// stored result (wire.MaxResultBytes, the one constant both sides
 // check), else none and the executor's result_not_stored code.
 //
 // Why: a retry may answer up to
@@ -264,9 +264,9 @@ func storableResult(v any) (any, *wire.ErrorInfo) {
 	switch {
 	case err != nil:
 		return nil, &wire.ErrorInfo{Code: codeResultNotStored, Message: fmt.Sprintf("the tool's result cannot be encoded (%v); the call succeeded", err)}
-	case len(b) > wire.MaxResolveResult:
+	case len(b) > wire.MaxResultBytes:
 		return nil, &wire.ErrorInfo{Code: codeResultNotStored, Message: fmt.Sprintf(
-			"the tool's result is %d bytes, over the %d a stored result may have; the call succeeded", len(b), wire.MaxResolveResult)}
+			"the tool's result is %d bytes, over the %d a stored result may have; the call succeeded", len(b), wire.MaxResultBytes)}
 	}
 	return v, nil
 }

@@ -223,7 +223,7 @@ func TestReconcilerJudge(t *testing.T) {
 // would leave the key in doubt although the tool had answered). A result
 // within the bound is carried whole.
 func TestReconcilerResolveCarriesNoResultOverTheStoredBound(t *testing.T) {
-	big := tools.Outcome{Status: tools.Succeeded, Result: map[string]any{"blob": strings.Repeat("x", wire.MaxResolveResult)}}
+	big := tools.Outcome{Status: tools.Succeeded, Result: map[string]any{"blob": strings.Repeat("x", wire.MaxResultBytes)}}
 	s := Judge(t0, subj(tools.NativeKey, PhaseCall), *inv(nil), StepRetry, big, testPolicy)
 	if s.Kind != StepResolve || s.Cmd.Outcome != codes.StatusSucceeded || s.Cmd.Result != nil || s.Cmd.Err == nil ||
 		s.Cmd.Err.Code != "result_not_stored" {
@@ -232,7 +232,7 @@ func TestReconcilerResolveCarriesNoResultOverTheStoredBound(t *testing.T) {
 	if b, err := wire.EncodeIntent(s.Cmd.intent("reconciler")); err != nil || len(b) > wire.MaxMessageBytes {
 		t.Fatalf("the command does not fit a message: %d bytes, %v", len(b), err)
 	}
-	fits := tools.Outcome{Status: tools.Succeeded, Result: map[string]any{"blob": strings.Repeat("x", wire.MaxResolveResult-64)}}
+	fits := tools.Outcome{Status: tools.Succeeded, Result: map[string]any{"blob": strings.Repeat("x", wire.MaxResultBytes-64)}}
 	s = Judge(t0, subj(tools.Probe, PhaseCompensation), Investigation{Phase: PhaseCompensation, CallID: "K"}, StepProbe, fits, testPolicy)
 	if s.Kind != StepResolve || s.Cmd.Outcome != codes.StatusCompensated || s.Cmd.Result == nil || s.Cmd.Err != nil {
 		t.Fatalf("a result within the bound: step %s, command outcome %s error %+v", s.Kind, s.Cmd.Outcome, s.Cmd.Err)

@@ -59,7 +59,7 @@ func requestApproval(rec *Record, in Input, pol Policy, env Env) Decision {
 // decideApproval applies an approve or a deny.
 func decideApproval(rec *Record, in Input, env Env) Decision {
 	if rec == nil {
-		return rejectInput(in, codes.ReasonInvalidCommand, "nothing to decide: "+codes.RefusalNoRecord)
+		return refuseCommand(in, codes.RefusalNoRecord, "nothing to decide: "+codes.RefusalNoRecordText)
 	}
 	if d, ok := repeatedDecision(rec, in, env); ok {
 		return d

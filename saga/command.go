@@ -11,7 +11,7 @@ import (
 // its own. Allowed when the effect happened or may have happened.
 func decideCompensate(rec *Record, in Input, env Env) Decision {
 	if rec == nil || rec.expired(env.Now) {
-		return rejectInput(in, codes.ReasonInvalidCommand, "nothing to compensate: "+codes.RefusalNoRecord)
+		return refuseCommand(in, codes.RefusalNoRecord, "nothing to compensate: "+codes.RefusalNoRecordText)
 	}
 	switch {
 	case rec.Status == StatusCompensated || rec.Status == StatusCompensationFailed:
@@ -25,7 +25,7 @@ func decideCompensate(rec *Record, in Input, env Env) Decision {
 	case rec.Status == StatusStarted && env.InFlight:
 		return rejectInput(in, codes.ReasonInvalidCommand, "the call is in flight; compensate after it settles")
 	case mayStillLand(rec, env) && !in.Force:
-		return rejectInput(in, codes.ReasonInvalidCommand, stillLanding(rec, env, "compensate"))
+		return refuseCommand(in, codes.RefusalMayStillLand, stillLanding(rec, env, "compensate"))
 	case rec.Status == StatusSucceeded, rec.Status == StatusUnknown, rec.Status == StatusStarted:
 		return startCompensation(rec, in, env)
 	}
@@ -67,7 +67,7 @@ func decideResolve(rec *Record, in Input, env Env) Decision {
 		return rejectInput(in, codes.ReasonInvalidCommand, "the key awaits a person's approval and nothing ran: approve or deny it")
 	}
 	if mayStillLand(rec, env) && !in.Force {
-		return rejectInput(in, codes.ReasonInvalidCommand, stillLanding(rec, env, "resolve"))
+		return refuseCommand(in, codes.RefusalMayStillLand, stillLanding(rec, env, "resolve"))
 	}
 	switch rec.Status {
 	case StatusStarted, StatusUnknown:
@@ -188,6 +188,6 @@ func stillLanding(rec *Record, env Env, what string) string {
 	if rec.Comp != nil && (rec.Status == StatusCompensating || rec.Status == StatusCompensationUnknown) {
 		until = compensationPendingUntil(rec.Comp, env)
 	}
-	return fmt.Sprintf("the key is %s and "+codes.RefusalMayStillLand+" for %d ms (until its pending_ttl passes); "+
+	return fmt.Sprintf("the key is %s and "+codes.RefusalMayStillLandText+" for %d ms (until its pending_ttl passes); "+
 		"%s after that, or force it (an operator, on the control topic)", rec.Status, until-env.Now, what)
 }

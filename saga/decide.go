@@ -168,6 +168,14 @@ func wait(rec *Record, in Input, env Env, v Verdict, kind EventKind) Decision {
 	return d
 }
 
+// refuseCommand is rejectInput of a command whose kind a caller acts on
+// (codes.Refusal*): the answer carries the kind beside the message.
+func refuseCommand(in Input, refusal, detail string) Decision {
+	d := rejectInput(in, codes.ReasonInvalidCommand, detail)
+	d.Answers[0].Err.Refusal = refusal
+	return d
+}
+
 func rejectInput(in Input, reason, detail string) Decision {
 	a := Answer{To: in.waiter(0), Tenant: in.Tenant, Key: in.Key, Tool: in.Tool, Status: codes.StatusRejected,
 		Err: &Error{Code: reason, Message: detail}}

@@ -8,13 +8,13 @@ import "github.com/atmostonce/toolexec/codes"
 // nothing and calls nothing, so its cost is one read of the view: the
 // gateway's GET of a key asks this instead of folding a partition of the
 // log. A key without a record is no bad input: its answer is a refusal
-// (rejected, invalid_command, codes.RefusalNoRecord) that is not
+// (rejected, invalid_command, refusal codes.RefusalNoRecord) that is not
 // dead-lettered.
 func decideLookup(rec *Record, in Input, env Env) Decision {
 	to := in.waiter(env.Now)
 	if rec == nil || rec.expired(env.Now) || rec.Tool != in.Tool {
 		a := Answer{To: to, Tenant: in.Tenant, Key: in.Key, Tool: in.Tool, Status: codes.StatusRejected,
-			Err: &Error{Code: codes.ReasonInvalidCommand, Message: "nothing to look up: " + codes.RefusalNoRecord}}
+			Err: &Error{Code: codes.ReasonInvalidCommand, Message: "nothing to look up: " + codes.RefusalNoRecordText, Refusal: codes.RefusalNoRecord}}
 		return Decision{Verdict: VerdictLookup, Answers: []Answer{a}}
 	}
 	if rec.approvalLapsed(env.Now) { // what the sweep will record

@@ -49,7 +49,7 @@ func TestLookup(t *testing.T) {
 		t.Fatalf("settled: %+v", a)
 	}
 	noRecord := func(a saga.Answer) bool {
-		return a.Status == codes.StatusRejected && a.Err.Code == codes.ReasonInvalidCommand && a.Err.Message == "nothing to look up: "+codes.RefusalNoRecord
+		return a.Status == codes.StatusRejected && a.Err.Code == codes.ReasonInvalidCommand && a.Err.Message == "nothing to look up: "+codes.RefusalNoRecordText && a.Err.Refusal == codes.RefusalNoRecord
 	}
 	for name, c := range map[string]struct {
 		rec *saga.Record

@@ -15,6 +15,9 @@ type Waiter struct {
 type Error struct {
 	Code    string `msgpack:"code" json:"code"`
 	Message string `msgpack:"message,omitempty" json:"message,omitempty"`
+	// Refusal is a refused command's kind (codes.Refusal*), for the
+	// answer's error.refusal; never part of a record.
+	Refusal string `msgpack:"refusal,omitempty" json:"refusal,omitempty"`
 }
 
 // Compensation is the sub-state of a key whose effect is being undone.

@@ -107,6 +107,9 @@ func TestDecodeIntentTable(t *testing.T) {
 		{name: "deadline is a float", value: codecMarshal(t, codecWith(map[string]any{"deadline_ms": 1.5})), rk: rk,
 			reason: codes.ReasonInvalidField, detail: "msgpack", answerable: true,
 			salvage: &wire.Reject{ID: "intent-1", ReplyTo: "acme.replies", Tenant: "acme", Key: "k-1"}},
+		{name: "force is a string", value: codecMarshal(t, codecWith(map[string]any{"force": "yes"})), rk: rk,
+			reason: codes.ReasonInvalidField, detail: "field force has the wrong type", answerable: true,
+			salvage: &wire.Reject{ID: "intent-1", ReplyTo: "acme.replies", Tenant: "acme", Key: "k-1"}},
 		{name: "wrong type and id is a number", value: codecMarshal(t, codecWith(map[string]any{"id": 7})), rk: rk,
 			reason: codes.ReasonInvalidField, detail: "msgpack", answerable: false},
 

@@ -189,35 +189,6 @@ func fuzzArgsSeeds(f *testing.F) {
 	f.Add([]byte{0x81, 0xa1, 'a', 0xca, 0x42, 0xf0, 0, 0})             // {"a": float32 120}
 }
 
-// fuzzHasLargeIntegralFloat reports whether v holds an integral float
-// outside the [-9.2e18, 9.2e18] window CanonicalArgs turns into integers:
-// the known bug of TestCanonicalLargeIntegralFloats.
-func fuzzHasLargeIntegralFloat(v any) bool {
-	switch x := v.(type) {
-	case map[string]any:
-		for _, e := range x {
-			if fuzzHasLargeIntegralFloat(e) {
-				return true
-			}
-		}
-	case []any:
-		for _, e := range x {
-			if fuzzHasLargeIntegralFloat(e) {
-				return true
-			}
-		}
-	case float64:
-		return x == math.Trunc(x) && math.Abs(x) > 9.2e18 && !math.IsInf(x, 0)
-	case float32:
-		return fuzzHasLargeIntegralFloat(float64(x))
-	case int64:
-		return x < -9.2e18 || x > 9.2e18
-	case uint64:
-		return x > 9.2e18
-	}
-	return false
-}
-
 func FuzzCanonicalArgs(f *testing.F) {
 	fuzzArgsSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -335,9 +306,9 @@ func FuzzDecodeDeadLetter(f *testing.F) {
 	})
 }
 
-// A map that repeats a key whose field is an interface made msgpack v5
+// A map that repeats a key whose field is an interface makes msgpack v5
 // panic (the second value is decoded into the first one's unaddressable
-// copy; found by FuzzDecodeResult). Answers, dead letters and intents all
+// copy). Answers, dead letters and intents all
 // come from the wire: each must be an error or a rejection, never a panic.
 func TestRepeatedInterfaceKeyIsNotAPanic(t *testing.T) {
 	twice := func(fields ...any) []byte {

@@ -27,13 +27,12 @@ func Operator(typ string) bool { return typ == TypeResolve || typ == TypeApprove
 // Bounds of wire contract v1. They protect the executor's memory and the
 // event log from one oversized message.
 const (
-	MaxKeyBytes      = 256
-	MaxIDBytes       = 128
-	MaxToolBytes     = 128
-	MaxReplyToBytes  = 249 // Kafka's own topic-name limit
-	MaxMessageBytes  = 1 << 20
-	DefaultTenant    = "default"
-	MaxResolveResult = MaxResultBytes // one bound for every stored result (bounds.go)
+	MaxKeyBytes     = 256
+	MaxIDBytes      = 128
+	MaxToolBytes    = 128
+	MaxReplyToBytes = 249 // Kafka's own topic-name limit
+	MaxMessageBytes = 1 << 20
+	DefaultTenant   = "default"
 )
 
 var tenantRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)

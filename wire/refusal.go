@@ -19,19 +19,33 @@ var (
 )
 
 // Refusal returns the kind of r's refusal, ErrNoRecord or
-// ErrMayStillLand, for errors.Is; nil when r is not one of them. The wire
-// gives every refused command one code (invalid_command) and the kind in
-// the message's text (codes.RefusalNoRecord, codes.RefusalMayStillLand),
-// which this is the one reader of.
+// ErrMayStillLand, for errors.Is; nil when r is not one of them. The kind
+// is the answer's error.refusal; an answer without it (written before the
+// code was part of contract v1) is read by its message's text
+// (codes.RefusalNoRecordText, codes.RefusalMayStillLandText).
 func (r *Result) Refusal() error {
 	if r == nil || r.Status != codes.StatusRejected || r.Error == nil || r.Error.Code != codes.ReasonInvalidCommand {
 		return nil
 	}
-	switch msg := r.Error.Message; {
-	case strings.Contains(msg, codes.RefusalNoRecord):
+	switch refusalKind(r.Error) {
+	case codes.RefusalNoRecord:
 		return ErrNoRecord
-	case strings.Contains(msg, codes.RefusalMayStillLand):
+	case codes.RefusalMayStillLand:
 		return ErrMayStillLand
 	}
 	return nil
+}
+
+// refusalKind is e's refusal code, or the one its message names when it
+// has none.
+func refusalKind(e *ErrorInfo) string {
+	switch msg := e.Message; {
+	case e.Refusal != "":
+		return e.Refusal
+	case strings.Contains(msg, codes.RefusalNoRecordText):
+		return codes.RefusalNoRecord
+	case strings.Contains(msg, codes.RefusalMayStillLandText):
+		return codes.RefusalMayStillLand
+	}
+	return ""
 }

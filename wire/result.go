@@ -10,6 +10,9 @@ import (
 type ErrorInfo struct {
 	Code    string `msgpack:"code" json:"code"`
 	Message string `msgpack:"message,omitempty" json:"message,omitempty"`
+	// Refusal is, in an answer only, the kind of an invalid_command that a
+	// caller acts on (codes.Refusal*); read it with Result.Refusal.
+	Refusal string `msgpack:"refusal,omitempty" json:"refusal,omitempty"`
 }
 
 // Result is the answer to one intent, keyed like it.

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"maps"
 	"strings"
 	"sync"
@@ -214,10 +213,4 @@ func (n *network) counts() (hits, seen map[string]int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return maps.Clone(n.hits), maps.Clone(n.seen)
-}
-
-func (n *network) String() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return fmt.Sprintf("%d armed, %d refusals installed", len(n.arms), len(n.handles))
 }

@@ -24,8 +24,6 @@ type httpSystem interface {
 	// and returns its answer; an error is a transport failure or an
 	// answer the system should never give.
 	call(ctx context.Context, hc *http.Client, key string, n int) (callAnswer, error)
-	// procs are the processes whose CPU time is the system's.
-	procs() []proc
 }
 
 // callAnswer is one HTTP answer, in the wire's status words where they
@@ -166,8 +164,6 @@ type gatewaySystem struct {
 }
 
 func (g *gatewaySystem) name() string { return "toolexec" }
-
-func (g *gatewaySystem) procs() []proc { return g.processes() }
 
 // call POSTs /v1/tools/{tool}/calls: 200 is the answer (its status and
 // was_replay), 202 is "running" or "pending" (in doubt).

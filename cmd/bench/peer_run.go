@@ -14,6 +14,8 @@ import (
 // its process that runs the tool call can be killed and restarted.
 type peerSystem interface {
 	httpSystem
+	// procs are the processes whose CPU time is the system's.
+	procs() []proc
 	killTarget() string // what kill kills: "executor" or "service"
 	kill()
 	restart(ctx context.Context) error

@@ -179,3 +179,10 @@ func waitOpen(t *testing.T, l *capListener, n int) {
 	}
 	t.Fatalf("open connections %d, want %d", l.open(), n)
 }
+
+// open is the number of connections open, for tests.
+func (l *capListener) open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns)
+}

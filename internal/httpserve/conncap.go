@@ -127,10 +127,3 @@ func (l *capListener) Close() error {
 	l.mu.Unlock()
 	return l.Listener.Close()
 }
-
-// open is the number of connections open, for tests.
-func (l *capListener) open() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.conns)
-}

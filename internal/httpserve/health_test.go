@@ -98,3 +98,8 @@ func waitFor(t *testing.T, ready func() bool, want bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// Watch is WatchLive without a liveness loop: the checks alone.
+func Watch(ctx context.Context, what string, interval, timeout time.Duration, check func(context.Context) error, log *slog.Logger) func() bool {
+	return watch(ctx, what, interval, timeout, check, log, func() {})
+}

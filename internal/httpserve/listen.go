@@ -63,13 +63,6 @@ func Serve(ln net.Listener, h http.Handler, log *slog.Logger) *http.Server {
 	return ServeLimited(ln, h, DefaultLimits(), log)
 }
 
-// ServeWith is Serve with the given timeouts.
-func ServeWith(ln net.Listener, h http.Handler, t Timeouts, log *slog.Logger) *http.Server {
-	l := DefaultLimits()
-	l.Timeouts = t
-	return ServeLimited(ln, h, l, log)
-}
-
 // ServeLimited is Serve with the given limits.
 func ServeLimited(ln net.Listener, h http.Handler, l Limits, log *slog.Logger) *http.Server {
 	srv, capped := newServer(ln, h, l)

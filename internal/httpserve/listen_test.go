@@ -51,3 +51,10 @@ func listen(t *testing.T) net.Listener {
 	}
 	return ln
 }
+
+// ServeWith is Serve with the given timeouts.
+func ServeWith(ln net.Listener, h http.Handler, t Timeouts, log *slog.Logger) *http.Server {
+	l := DefaultLimits()
+	l.Timeouts = t
+	return ServeLimited(ln, h, l, log)
+}

@@ -7,21 +7,17 @@ import (
 	"time"
 )
 
-// Watch runs check now and then every interval, each bounded by timeout,
-// until ctx ends, and returns a function reporting whether the last check
-// passed (false before the first one ends). The first result and every
-// change are logged, a failure with its error.
+// WatchLive runs check now and then every interval, each bounded by
+// timeout, until ctx ends, and returns a function reporting whether the
+// last check passed (false before the first one ends). The first result
+// and every change are logged, a failure with its error. The checks are a
+// loop of live, named what: a check that does not end (one that ignores
+// its context) stalls it, and /healthz fails a minute after the check's
+// interval and timeout.
 //
 // Why not check in the /readyz handler: a probe's request would wait on
 // the dependency (a broker that does not answer takes the whole timeout),
 // and every probe of every kubelet would be one more request to it.
-func Watch(ctx context.Context, what string, interval, timeout time.Duration, check func(context.Context) error, log *slog.Logger) func() bool {
-	return watch(ctx, what, interval, timeout, check, log, func() {})
-}
-
-// WatchLive is Watch with its checks a loop of live, named what: a check
-// that does not end (one that ignores its context) stalls it, and
-// /healthz fails a minute after the check's interval and timeout.
 func WatchLive(ctx context.Context, live *Liveness, what string, interval, timeout time.Duration, check func(context.Context) error, log *slog.Logger) func() bool {
 	live.Loop(what, interval+timeout+time.Minute)
 	return watch(ctx, what, interval, timeout, check, log, func() { live.Beat(what) })

@@ -29,9 +29,6 @@ type Reader struct {
 // New returns a reader of b.
 func New(b []byte) Reader { return Reader{b: b} }
 
-// Offset is the number of bytes read so far.
-func (r *Reader) Offset() int { return r.i }
-
 func (r *Reader) peek() (byte, bool) {
 	if r.i >= len(r.b) {
 		return 0, false

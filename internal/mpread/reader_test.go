@@ -162,3 +162,6 @@ func shapeFits(b []byte) bool {
 	r := New(b)
 	return r.Skip()
 }
+
+// Offset is the number of bytes read so far.
+func (r *Reader) Offset() int { return r.i }
