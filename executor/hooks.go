@@ -22,7 +22,7 @@ type Hooks struct {
 	// learned of it: assigned, or released (revoked or lost). Once it
 	// is told of a release the member no longer owns those partitions,
 	// and a call it starts for one of them afterwards is a call from a
-	// non-owner (the simulation checks that none is, chaos/sim).
+	// non-owner (the simulation checks that none is, harness/chaos/sim).
 	Ownership func(assigned bool, partitions []int32)
 }
 

@@ -36,7 +36,7 @@ type Limits struct {
 // MaxQueued, 1,024), so one tenant through one gateway cannot fill it,
 // and far above what one agent needs (a model issues a few calls at a
 // time); 500 calls a second is above what one gateway instance serves of
-// a no-op tool on one core (scenario 7 of cmd/bench), so it stops a
+// a no-op tool on one core (scenario 7 of harness/cmd/bench), so it stops a
 // runaway loop, not a busy tenant.
 var DefaultLimits = Limits{ConcurrentCalls: 256, CallsPerSecond: 500, Burst: 500}
 

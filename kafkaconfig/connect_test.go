@@ -77,7 +77,7 @@ func TestEveryMechanismConnectsOverTLS(t *testing.T) {
 
 // kfake closes the connection on refused credentials, where Apache Kafka
 // answers SASL_AUTHENTICATION_FAILED (asserted as ErrSASL against the real
-// secure broker, integration/secure): here Check must fail at once and
+// secure broker, harness/integration/secure): here Check must fail at once and
 // never quote the password.
 func TestCheckOfAWrongPasswordFailsAtOnce(t *testing.T) {
 	p := testpki.New(t)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Kafka's one-caller floor measured with librdkafka (confluent-kafka), by hand.
 
-The bench (cmd/bench, scenario 8) measures the same floor with franz-go in
+The bench (harness/cmd/bench, scenario 8) measures the same floor with franz-go in
 every run; this script is the cross-check against another client, the one
 the issue's first figures were taken with. One caller, one round trip at a
 time, on a topic of its own:

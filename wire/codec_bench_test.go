@@ -8,7 +8,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// The per-intent codec work of cmd/bench's load, by hand and by
+// The per-intent codec work of harness/cmd/bench's load, by hand and by
 // reflection (docs/PERFORMANCE.md). Run with
 // go test ./topics -run '^$' -bench 'Intent|Result' -benchmem.
 

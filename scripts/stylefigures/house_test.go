@@ -7,7 +7,7 @@ func TestHistoryIn(t *testing.T) {
 		"coordinator aborted the records (finding 18).":       true,
 		"Before the fix the drain returned the error":         true,
 		"the seeded run (issue 36 section 3)":                 true,
-		"replay it: go run ./cmd/sim --seed=6009":             true,
+		"replay it: go run ./harness/cmd/sim --seed=6009":     true,
 		"such intents used to get no answer at all.":          true,
 		"found by the chaos harness":                          true,
 		"the traceparent of the issue's reproduction":         true,
