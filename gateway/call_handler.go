@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/clients/go"
 	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/wire"
 )

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/clients/go"
 	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/wire"
 )

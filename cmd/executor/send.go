@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/clients/go"
 	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/internal/jsonview"
 	"github.com/atmostonce/toolexec/wire"

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/clients/go"
 	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/executor"
 	"github.com/atmostonce/toolexec/reconciler"

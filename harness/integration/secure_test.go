@@ -19,7 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/atmostonce/toolexec/client"
+	"github.com/atmostonce/toolexec/clients/go"
 	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/internal/testpki"
 	"github.com/atmostonce/toolexec/kafkaconfig"
