@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/atmostonce/toolexec/internal/cli"
+	"github.com/atmostonce/toolexec/cli"
 	"github.com/atmostonce/toolexec/internal/tokenfile"
 )
 

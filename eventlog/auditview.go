@@ -4,9 +4,9 @@ import (
 	"encoding/hex"
 	"time"
 
-	"github.com/atmostonce/toolexec/internal/jsonview"
 	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/wire/jsonview"
 )
 
 // AuditView is an event as people read it (`executor history`, the

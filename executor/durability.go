@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/atmostonce/toolexec/internal/kafkaretry"
+	"github.com/atmostonce/toolexec/kafkaretry"
 	"github.com/atmostonce/toolexec/topicadmin"
 )
 

@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/atmostonce/toolexec/executor/txn"
-	"github.com/atmostonce/toolexec/internal/kafkaretry"
+	"github.com/atmostonce/toolexec/kafkaretry"
 )
 
 // The executor's sentinel errors.

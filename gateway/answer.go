@@ -4,9 +4,9 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/atmostonce/toolexec/codes"
-	"github.com/atmostonce/toolexec/internal/jsonview"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/wire"
+	"github.com/atmostonce/toolexec/wire/jsonview"
 )
 
 // StatusRunning is the gateway's own status for a 202 without any answer:

@@ -6,8 +6,8 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/atmostonce/toolexec/codes"
-	"github.com/atmostonce/toolexec/internal/jsonview"
 	"github.com/atmostonce/toolexec/saga"
+	"github.com/atmostonce/toolexec/wire/jsonview"
 )
 
 func record(status saga.Status) *saga.Record {

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atmostonce/toolexec/internal/jsonview"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/wire"
+	"github.com/atmostonce/toolexec/wire/jsonview"
 )
 
 // 120 and 120.0 become one number, as on the wire, so the canonical

@@ -8,10 +8,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/atmostonce/toolexec/internal/jsonview"
 	"github.com/atmostonce/toolexec/internal/mpread"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
+	"github.com/atmostonce/toolexec/wire/jsonview"
 )
 
 // Approvals: every scan also walks the approval index of each owned,

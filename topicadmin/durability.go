@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/atmostonce/toolexec/internal/kafkaretry"
+	"github.com/atmostonce/toolexec/kafkaretry"
 )
 
 // The durability the at-most-once promise depends on.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/atmostonce/toolexec/internal/kafkaretry"
+	"github.com/atmostonce/toolexec/kafkaretry"
 )
 
 // endOffsetsWait bounds EndOffsets' retries.

@@ -21,8 +21,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/atmostonce/toolexec/cli"
 	"github.com/atmostonce/toolexec/internal/aclfile"
-	"github.com/atmostonce/toolexec/internal/cli"
 )
 
 func main() {

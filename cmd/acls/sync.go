@@ -8,8 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/atmostonce/toolexec/cli"
 	"github.com/atmostonce/toolexec/internal/aclfile"
-	"github.com/atmostonce/toolexec/internal/cli"
 )
 
 // Sync creates the missing grants and deletes the file's roles' ALLOW

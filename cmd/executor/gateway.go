@@ -17,8 +17,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/atmostonce/toolexec/cli"
 	"github.com/atmostonce/toolexec/gateway"
-	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/wire"
 )

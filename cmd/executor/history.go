@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/atmostonce/toolexec/cli"
 	"github.com/atmostonce/toolexec/eventlog"
-	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/wire"
 )
 

@@ -5,7 +5,7 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/atmostonce/toolexec/internal/cli"
+	"github.com/atmostonce/toolexec/cli"
 	"github.com/atmostonce/toolexec/internal/httpserve"
 )
 

@@ -4,7 +4,7 @@
 // Its subcommands and flags: executor --help (usage below).
 package main
 
-import "github.com/atmostonce/toolexec/internal/cli"
+import "github.com/atmostonce/toolexec/cli"
 
 // usage is what executor --help prints above the flags, and what a refused
 // argument points to.

@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/cli"
 	"github.com/atmostonce/toolexec/console"
-	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/reconciler"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topics"

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/atmostonce/toolexec/internal/cli"
+	"github.com/atmostonce/toolexec/cli"
 )
 
 // repairProbeTopic names no topic: a marker for it cannot be written, so

@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/atmostonce/toolexec/cli"
 	"github.com/atmostonce/toolexec/executor"
-	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/internal/gctune"
 	"github.com/atmostonce/toolexec/internal/httpserve"
 	"github.com/atmostonce/toolexec/internal/tokenfile"

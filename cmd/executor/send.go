@@ -9,10 +9,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/atmostonce/toolexec/cli"
 	"github.com/atmostonce/toolexec/clients/go"
-	"github.com/atmostonce/toolexec/internal/cli"
-	"github.com/atmostonce/toolexec/internal/jsonview"
 	"github.com/atmostonce/toolexec/wire"
+	"github.com/atmostonce/toolexec/wire/jsonview"
 )
 
 // sendUsage is executor send --help above its flags.

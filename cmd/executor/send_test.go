@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atmostonce/toolexec/cli"
 	"github.com/atmostonce/toolexec/clients/go"
 	"github.com/atmostonce/toolexec/codes"
-	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/wire"
 )
 

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/atmostonce/toolexec/cli"
 	"github.com/atmostonce/toolexec/codes"
-	"github.com/atmostonce/toolexec/internal/cli"
 )
 
 // sendExit is one exit status of executor send: a script sees what

@@ -5,7 +5,7 @@
 // load balancer. Its subcommands and flags: gateway --help (usage below).
 package main
 
-import "github.com/atmostonce/toolexec/internal/cli"
+import "github.com/atmostonce/toolexec/cli"
 
 // usage is what gateway --help prints above the flags, and what a refused
 // argument points to.

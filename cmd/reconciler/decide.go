@@ -8,8 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/atmostonce/toolexec/cli"
 	"github.com/atmostonce/toolexec/eventlog"
-	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/reconciler"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/wire"

@@ -6,7 +6,7 @@
 // flags: reconciler --help (usage below).
 package main
 
-import "github.com/atmostonce/toolexec/internal/cli"
+import "github.com/atmostonce/toolexec/cli"
 
 // usage is what reconciler --help prints above the flags, and what a
 // refused argument points to.

@@ -9,7 +9,7 @@ import (
 	"os/user"
 	"time"
 
-	"github.com/atmostonce/toolexec/internal/cli"
+	"github.com/atmostonce/toolexec/cli"
 	"github.com/atmostonce/toolexec/reconciler"
 	"github.com/atmostonce/toolexec/wire"
 )

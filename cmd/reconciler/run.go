@@ -9,8 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/atmostonce/toolexec/cli"
 	"github.com/atmostonce/toolexec/console"
-	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/internal/httpserve"
 	"github.com/atmostonce/toolexec/reconciler"
 	"github.com/atmostonce/toolexec/tools"

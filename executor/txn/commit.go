@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/atmostonce/toolexec/internal/kafkaretry"
+	"github.com/atmostonce/toolexec/kafkaretry"
 )
 
 // The transaction of a tick: begin, produce, end with the fence, confirm,

@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/cli"
 	"github.com/atmostonce/toolexec/clients/go"
-	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/internal/tokenfile"
 	"github.com/atmostonce/toolexec/topics"
 	"github.com/atmostonce/toolexec/wire"

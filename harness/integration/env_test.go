@@ -22,11 +22,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/cli"
 	"github.com/atmostonce/toolexec/clients/go"
 	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/executor"
 	"github.com/atmostonce/toolexec/gateway"
-	"github.com/atmostonce/toolexec/internal/cli"
 	"github.com/atmostonce/toolexec/tools"
 	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"

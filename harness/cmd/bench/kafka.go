@@ -5,7 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/atmostonce/toolexec/internal/cli"
+	"github.com/atmostonce/toolexec/cli"
 )
 
 // kafkaConfigFile is --kafka-config (TLS, SASL), and kafkaOpts its kgo

@@ -97,7 +97,7 @@ func TestStartPatientlyOutlastsAnAttempt(t *testing.T) {
 	}
 }
 
-// Lasting is the one classifier's Refused (internal/kafkaretry), plus the
+// Lasting is the one classifier's Refused (kafkaretry), plus the
 // caller's own sentinels: an authorization that kadm reports as its own
 // error type is as lasting as the bare code.
 func TestLastingIsTheClassifiersRefusal(t *testing.T) {
