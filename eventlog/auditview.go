@@ -4,7 +4,7 @@ import (
 	"encoding/hex"
 	"time"
 
-	"github.com/atmostonce/toolexec/internal/mpread"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpread"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/wire/jsonview"
 )

@@ -6,9 +6,9 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/atmostonce/toolexec/internal/mpread"
-	"github.com/atmostonce/toolexec/internal/mpstruct"
-	"github.com/atmostonce/toolexec/internal/mpwrite"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpread"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpstruct"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpwrite"
 	"github.com/atmostonce/toolexec/saga"
 )
 
@@ -25,7 +25,7 @@ type envelope struct {
 
 // The envelope's msgpack: "v", then saga.Event's fields in order, the
 // reflective codec's bytes (the log's format), written and read by
-// planned codecs (internal/mpstruct) rather than by reflection (which was
+// planned codecs (internal/msgpack/mpstruct) rather than by reflection (which was
 // an eighth of the member's CPU to encode and a quarter of a restore's to
 // decode). What a plan declines (a field given twice, a struct given as
 // an array, an ext, an input short or malformed, a snapshot) is left to

@@ -11,7 +11,7 @@ import (
 
 	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/executor/partition"
-	"github.com/atmostonce/toolexec/internal/mpread"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpread"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/state"
 	"github.com/atmostonce/toolexec/wire"

@@ -6,7 +6,7 @@ import (
 
 	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/executor/partition"
-	"github.com/atmostonce/toolexec/internal/mpwrite"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpwrite"
 	"github.com/atmostonce/toolexec/internal/tracing"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/tools"

@@ -20,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/atmostonce/toolexec/internal/testpki"
+	"github.com/atmostonce/toolexec/internal/testing/testpki"
 )
 
 // tlsSASLCluster is a kfake broker that takes only TLS connections that

@@ -6,7 +6,7 @@ import (
 
 	"github.com/cockroachdb/pebble"
 
-	"github.com/atmostonce/toolexec/internal/mpwrite"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpwrite"
 	"github.com/atmostonce/toolexec/saga"
 )
 

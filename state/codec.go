@@ -5,14 +5,14 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/atmostonce/toolexec/internal/mpread"
-	"github.com/atmostonce/toolexec/internal/mpstruct"
-	"github.com/atmostonce/toolexec/internal/mpwrite"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpread"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpstruct"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpwrite"
 	"github.com/atmostonce/toolexec/saga"
 )
 
 // The record's msgpack: the reflective codec's bytes (the stored format),
-// written and read field by field by its planned codec (internal/mpstruct)
+// written and read field by field by its planned codec (internal/msgpack/mpstruct)
 // rather than by reflection, which was an eighth of the member's CPU on
 // writes and most of a cold replay's on reads. A stored form the plan
 // declines (a record of an older build or a corrupt one: a field given

@@ -6,7 +6,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/atmostonce/toolexec/internal/mpwrite"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpwrite"
 	"github.com/atmostonce/toolexec/saga"
 )
 

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atmostonce/toolexec/internal/testpki"
+	"github.com/atmostonce/toolexec/internal/testing/testpki"
 )
 
 const testToken = "tok-9f8e7d6c5b4a"

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/atmostonce/toolexec/internal/kfakeresp"
+	"github.com/atmostonce/toolexec/internal/testing/kfakeresp"
 	"github.com/atmostonce/toolexec/topics"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/atmostonce/toolexec/internal/mpread"
-	"github.com/atmostonce/toolexec/internal/mpwrite"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpread"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpwrite"
 )
 
 // ErrArgs is wrapped by every argument canonicalisation error.

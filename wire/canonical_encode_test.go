@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/atmostonce/toolexec/internal/mpread"
-	"github.com/atmostonce/toolexec/internal/mpwrite"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpread"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpwrite"
 )
 
 // checkCanonicalEncode: the hand-written canonical bytes of args are the

@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/atmostonce/toolexec/codes"
-	"github.com/atmostonce/toolexec/internal/mpread"
-	"github.com/atmostonce/toolexec/internal/mpstruct"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpread"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpstruct"
 )
 
 // DecodeIntent decodes and validates one intent record. recordKey is the
@@ -32,7 +32,7 @@ func DecodeIntent(value []byte, recordKey []byte, src Source) (*Intent, *Reject)
 }
 
 // The intent's and the answer's msgpack, read and written field by field
-// by their planned codecs (internal/mpstruct) rather than by reflection:
+// by their planned codecs (internal/msgpack/mpstruct) rather than by reflection:
 // decoding every intent reflectively was 5 to 7% of the executor's CPU
 // and most of its allocations, encoding every answer 4%. An intent the
 // plan declines (an ext value, a map key that is not a str, a field of an

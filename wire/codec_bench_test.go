@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/atmostonce/toolexec/codes"
-	"github.com/atmostonce/toolexec/internal/mpread"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpread"
 	"github.com/vmihailenco/msgpack/v5"
 )
 

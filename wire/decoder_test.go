@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/atmostonce/toolexec/internal/mpread"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpread"
 	"github.com/vmihailenco/msgpack/v5"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/atmostonce/toolexec/codes"
-	"github.com/atmostonce/toolexec/internal/mpread"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpread"
 	"github.com/atmostonce/toolexec/wire"
 )
 

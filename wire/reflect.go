@@ -3,7 +3,7 @@ package wire
 import (
 	"fmt"
 
-	"github.com/atmostonce/toolexec/internal/mpread"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpread"
 	"github.com/vmihailenco/msgpack/v5"
 )
 

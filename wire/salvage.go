@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/atmostonce/toolexec/codes"
-	"github.com/atmostonce/toolexec/internal/mpread"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpread"
 	"github.com/vmihailenco/msgpack/v5"
 )
 

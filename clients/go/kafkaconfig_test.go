@@ -12,7 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/atmostonce/toolexec/internal/testpki"
+	"github.com/atmostonce/toolexec/internal/testing/testpki"
 	"github.com/atmostonce/toolexec/kafkaconfig"
 	"github.com/atmostonce/toolexec/topics"
 	"github.com/atmostonce/toolexec/wire"

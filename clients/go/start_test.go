@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/atmostonce/toolexec/clients/go"
-	"github.com/atmostonce/toolexec/internal/kfakeresp"
+	"github.com/atmostonce/toolexec/internal/testing/kfakeresp"
 )
 
 // A client started while a partition of its reply topic has no leader (on

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
-	"github.com/atmostonce/toolexec/internal/kfakeresp"
+	"github.com/atmostonce/toolexec/internal/testing/kfakeresp"
 )
 
 // The offsets a member moves its consumer to after an unconfirmed end are

@@ -10,7 +10,7 @@ import (
 
 	"github.com/atmostonce/toolexec/clients/go"
 	"github.com/atmostonce/toolexec/codes"
-	"github.com/atmostonce/toolexec/internal/kfakeresp"
+	"github.com/atmostonce/toolexec/internal/testing/kfakeresp"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/wire"
 )

@@ -21,7 +21,7 @@ import (
 
 	"github.com/atmostonce/toolexec/clients/go"
 	"github.com/atmostonce/toolexec/codes"
-	"github.com/atmostonce/toolexec/internal/testpki"
+	"github.com/atmostonce/toolexec/internal/testing/testpki"
 	"github.com/atmostonce/toolexec/kafkaconfig"
 	"github.com/atmostonce/toolexec/reconciler"
 	"github.com/atmostonce/toolexec/wire"

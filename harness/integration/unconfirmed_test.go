@@ -17,7 +17,7 @@ import (
 	"github.com/atmostonce/toolexec/clients/go"
 	"github.com/atmostonce/toolexec/codes"
 	"github.com/atmostonce/toolexec/executor"
-	"github.com/atmostonce/toolexec/internal/kfakeresp"
+	"github.com/atmostonce/toolexec/internal/testing/kfakeresp"
 	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/topicadmin"
 	"github.com/atmostonce/toolexec/topics"

@@ -13,21 +13,23 @@ run() { printf '\n$ %s\n' "$*"; bash -c "$*"; }
 WIRE=topics; [[ -d wire ]] && WIRE=wire
 # The fold-through layer's package: view before the rename, overlay after.
 OVL=view; [[ -d overlay ]] && OVL=overlay
+# The msgpack plumbing: internal/ before the grouping, internal/msgpack after.
+MP=internal; [[ -d internal/msgpack ]] && MP=internal/msgpack
 
 echo "## Executor and executor/'s file graph"
 run "go run ./scripts/stylefigures -dir executor -type Executor"
 run "go run ./scripts/stylefigures -dir executor -type Executor -types | sed -n '/file graph/,\$p'"
 
 echo; echo "## Hand-written msgpack codecs: lines"
-run "wc -l eventlog/{codec,decoder,encoder}.go $WIRE/{codec,decoder,encoder}.go state/{codec,decoder,encoder}.go internal/mpread/{any,reader,saga}.go internal/mpwrite/{canonical,saga,writer}.go internal/mpstruct/{plan,read,write}.go 2>/dev/null | tail -n1"
+run "wc -l eventlog/{codec,decoder,encoder}.go $WIRE/{codec,decoder,encoder}.go state/{codec,decoder,encoder}.go $MP/mpread/{any,reader,saga}.go $MP/mpwrite/{canonical,saga,writer}.go $MP/mpstruct/{plan,read,write}.go 2>/dev/null | tail -n1"
 echo; echo "## Codec idioms (one line per idiom found)"
 run "grep -cE 'Fields\\[string\\(name\\)\\]' eventlog/decoder.go"   # a map of closures
 run "grep -cE '1 << iota' $WIRE/decoder.go"                     # iota bits and two switches
 run "grep -cE '1 ?<< ?[0-9]+' state/decoder.go"                 # literal shifts
-run "grep -c 'case \"' internal/mpread/saga.go"                  # an inline switch
-run "grep -c '^func (p \*plan) read(' internal/mpstruct/read.go"  # the planned codecs' one loop
+run "grep -c 'case \"' $MP/mpread/saga.go"                  # an inline switch
+run "grep -c '^func (p \*plan) read(' $MP/mpstruct/read.go"  # the planned codecs' one loop
 echo; echo "## Generic readers/writers that import the domain"
-run "go list -f '{{.ImportPath}}: {{join .Imports \" \"}}' ./internal/mpread ./internal/mpwrite | grep -o '^[^:]*:.*toolexec/saga' | cut -d: -f1"
+run "go list -f '{{.ImportPath}}: {{join .Imports \" \"}}' ./$MP/mpread ./$MP/mpwrite | grep -o '^[^:]*:.*toolexec/saga' | cut -d: -f1"
 
 echo; echo "## One word, one meaning"
 run "grep -rwi view --include=*.go . | grep -v '^./scripts/' | wc -l"

@@ -2,7 +2,7 @@
 // encoder of github.com/vmihailenco/msgpack/v5 writes a struct's fields:
 // the same integer widths (an int64 field as 9 bytes, an int in its
 // shortest form, a uint8 as 2 bytes), the same headers. Which fields, in
-// which order, internal/mpstruct decides from a struct's plan; the
+// which order, internal/msgpack/mpstruct decides from a struct's plan; the
 // canonical arguments and the JSON-shaped results are written here
 // (canonical.go, JSONValue). The callers' fuzz tests compare their bytes
 // with the reflective encoder's (reflection, with its per-encode list of

@@ -2,7 +2,7 @@
 // of github.com/vmihailenco/msgpack/v5 (default options) does, without
 // reflection per value: a Codec is planned once per type from its msgpack
 // tags (names, omitempty, inline), and its fields are then read and
-// written at their offsets with internal/mpread and internal/mpwrite.
+// written at their offsets with internal/msgpack/mpread and internal/msgpack/mpwrite.
 //
 // It is the one hand-written codec of the executor's hot records (the
 // event envelope, the stored record, the intent, the answer): each
@@ -31,7 +31,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/atmostonce/toolexec/internal/mpwrite"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpwrite"
 )
 
 type kind uint8

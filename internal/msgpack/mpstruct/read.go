@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"unsafe"
 
-	"github.com/atmostonce/toolexec/internal/mpread"
+	"github.com/atmostonce/toolexec/internal/msgpack/mpread"
 )
 
 // Unmarshal decodes b into v, which must be zero, as the reflective
