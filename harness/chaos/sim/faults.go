@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -236,7 +237,8 @@ func (in *injector) network(d draws) {
 		code = codes[d.b%len(codes)].err
 	}
 	count, topLevel := 1+d.c%3, d.d%2 == 0
-	switch d.kind {
+	kind := truthfulWay(d.kind, key, code)
+	switch kind {
 	case FaultRefused:
 		in.w.net.refuse(key, code, topLevel, count)
 	case FaultErrored:
@@ -244,9 +246,46 @@ func (in *injector) network(d draws) {
 	case FaultLost:
 		in.w.net.answer(key, nil, kfakeresp.Lost, false, count)
 	}
-	in.w.logf("armed: %s of the next %d %s requests (code %v, top level %v)", d.kind, count, key.Name(), code, topLevel)
-	in.note(d.kind, key.Name())
+	in.w.logf("armed: %s of the next %d %s requests (code %v, top level %v)", kind, count, key.Name(), code, topLevel)
+	in.note(kind, key.Name())
 }
+
+// truthfulWay is the way a fault of kind can answer a request of key with
+// code without the broker lying about whether it applied the request: a
+// code whose meaning contradicts the way is injected the other way.
+//
+// Why: a producer numbers its batches and trusts the answer. franz-go
+// (v1.22.3, sink.go) takes DUPLICATE_SEQUENCE_NUMBER as "already written"
+// and reports the batch produced; and it takes any other definite error on
+// a Produce as "not written", reusing the batch's sequence number for the
+// next batch (the Java client does the same). Kafka validates a batch
+// before it appends it, so it answers such codes only for batches it did
+// not write; the answers it gives after an append are
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND and REQUEST_TIMED_OUT, which franz-go
+// marks unsure and resends under the same number. A refused batch
+// answered DUPLICATE_SEQUENCE_NUMBER was lost behind the producer's back
+// (seed 36151: an agent's intents reported produced, at offset 0, that no
+// log held). An applied one answered CLUSTER_AUTHORIZATION_FAILED made
+// the redone tick's batch, with the same number, a duplicate the broker
+// acknowledged at the aborted batch's offset without writing it (seed
+// 36143: a replay's answer committed that was never in the log, and the
+// intent it answered lost).
+func truthfulWay(kind string, key kmsg.Key, code *kerr.Error) string {
+	if key != kmsg.Produce || code == nil {
+		return kind
+	}
+	switch {
+	case code.Code == kerr.DuplicateSequenceNumber.Code:
+		return FaultErrored
+	case kind == FaultErrored && !slices.Contains(afterAppend, code.Code):
+		return FaultRefused
+	}
+	return kind
+}
+
+// afterAppend are the codes Kafka answers a Produce with after it appended
+// the batch (ReplicaManager's delayed produce).
+var afterAppend = []int16{kerr.NotEnoughReplicasAfterAppend.Code, kerr.RequestTimedOut.Code}
 
 func (in *injector) join(ctx context.Context, d draws) bool {
 	w := in.w
@@ -298,18 +337,15 @@ func (in *injector) stop(d draws) bool {
 	return true
 }
 
-// pebble makes one member's Pebble log fail its writes or its syncs for
-// 200 ms to 2 s.
+// pebble makes one member's Pebble log fail its syncs for 200 ms to 2 s
+// (members.go, disk, says why syncs only).
 func (in *injector) pebble(d draws) bool {
 	ms := in.w.fleet.members()
 	if len(ms) == 0 {
 		return false
 	}
 	m := ms[d.a%len(ms)]
-	mode, what := int32(diskWrites), "wal_write"
-	if d.b%2 == 0 {
-		mode, what = diskSyncs, "wal_sync"
-	}
+	mode, what := int32(diskSyncs), "wal_sync"
 	m.disk.mode.Store(mode)
 	time.AfterFunc(time.Duration(200+d.c%1800)*time.Millisecond, func() { m.disk.mode.CompareAndSwap(mode, diskOK) })
 	in.note(FaultPebble, what)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,35 +24,97 @@ import (
 // fault that can be switched on and off. It belongs to the dir, not to a
 // member's life, so a member restarted on the dir meets the same disk.
 type disk struct {
-	mode atomic.Int32 // diskOK, diskWrites or diskSyncs
+	mode atomic.Int32 // diskOK or diskSyncs
 }
 
 const (
-	diskOK     = iota
-	diskWrites // writes of Pebble's log (the WAL) fail: a full disk
-	diskSyncs  // syncs of Pebble's log fail: a failing device
+	diskOK    = iota
+	diskSyncs // syncs of Pebble's log (the WAL) fail: a failing device
 )
 
-// MaybeError is errorfs's Injector. Only the WAL's writes and syncs fail:
-// that is the commit path, where the store turns Pebble's fatal error
-// into state.ErrBroken; a failure in a background flush or compaction
-// makes Pebble panic on its own goroutine, which no member can survive
-// and no product code can catch (the process would be restarted).
+// MaybeError is errorfs's Injector. Only the WAL's syncs fail, and not
+// those of a log rotation.
+//
+// Why only the commit path: there the store turns Pebble's fatal error
+// into state.ErrBroken, and the member exits on its own. A failure
+// anywhere else makes Pebble panic, which the product rightly does not
+// recover (a process crash, restarted by its supervisor) but which ends a
+// simulation whose members share one process. Pebble (v1.1.5) panics on
+// a failed rotation (rotateWAL closes the old log, syncing it, and panics
+// with the error while it holds the DB's lock: seed 36115), and in a
+// background flush or compaction. Writes are not failed at all: the log's
+// writes happen on its flush goroutine, where a rotation's last write (the
+// old log's end trailer) cannot be told from a commit's, and a failed one
+// panics the rotation after it. A sync that fails makes the commit waiting
+// on it fail just the same.
 func (d *disk) MaybeError(op errorfs.Op, path string) error {
-	if !strings.HasSuffix(path, ".log") {
+	if !strings.HasSuffix(path, ".log") || op != errorfs.OpFileSync || d.mode.Load() != diskSyncs {
 		return nil
 	}
-	switch d.mode.Load() {
-	case diskWrites:
-		if op == errorfs.OpFileWrite || op == errorfs.OpFileWriteAt {
-			return errorfs.ErrInjected
+	if inRotation() {
+		return nil
+	}
+	return errorfs.ErrInjected
+}
+
+// syncFS fails the WAL's data syncs, which errorfs (Pebble v1.1.5) does
+// not route to its injector: Pebble syncs its log with SyncData, and
+// errorfs's SyncData passes straight through. Without it the simulation's
+// sync faults never reached a commit.
+type syncFS struct {
+	vfs.FS
+	d *disk
+}
+
+func (fs syncFS) Create(name string) (vfs.File, error) {
+	f, err := fs.FS.Create(name)
+	return fs.wrap(f, name, err)
+}
+
+func (fs syncFS) ReuseForWrite(oldname, newname string) (vfs.File, error) {
+	f, err := fs.FS.ReuseForWrite(oldname, newname)
+	return fs.wrap(f, newname, err)
+}
+
+func (fs syncFS) wrap(f vfs.File, name string, err error) (vfs.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	return syncFile{File: f, d: fs.d, name: name}, nil
+}
+
+type syncFile struct {
+	vfs.File
+	d    *disk
+	name string
+}
+
+func (f syncFile) SyncData() error {
+	if err := f.d.MaybeError(errorfs.OpFileSync, f.name); err != nil {
+		return err
+	}
+	return f.File.SyncData()
+}
+
+// fs is the dir's file system with the disk's faults.
+func (d *disk) fs(base vfs.FS) vfs.FS {
+	return syncFS{FS: errorfs.Wrap(base, d), d: d}
+}
+
+// inRotation reports whether the caller runs inside Pebble's rotateWAL:
+// the old log's closing sync runs on the committing goroutine.
+func inRotation() bool {
+	pc := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pc[:runtime.Callers(2, pc)])
+	for {
+		f, more := frames.Next()
+		if strings.HasSuffix(f.Function, ".(*DB).rotateWAL") {
+			return true
 		}
-	case diskSyncs:
-		if op == errorfs.OpFileSync {
-			return errorfs.ErrInjected
+		if !more {
+			return false
 		}
 	}
-	return nil
 }
 
 // member is one life of an executor in the simulation's process.
@@ -134,12 +197,25 @@ func (w *world) memberConfig(m *member) executor.Config {
 		TransactionTimeout: w.p.TxnTimeout, SnapshotInterval: w.p.SnapshotInterval, SweepInterval: 2 * time.Second,
 		BrokerOutage: 20 * time.Second, AllowWeakDurability: true,
 		Settings:      topicadmin.Settings{Partitions: w.p.Partitions},
-		StateFS:       errorfs.Wrap(vfs.Default, m.disk),
+		StateFS:       m.disk.fs(vfs.Default),
 		Logger:        w.log.With("member", m.name),
-		KafkaLogLevel: kgo.LogLevelWarn,
+		KafkaLogLevel: kafkaLogLevel(),
 		Hooks:         w.owners.hooks(m.name),
 		Connect:       []kgo.Opt{kgo.ClientID(m.name)},
 	}
+}
+
+// kafkaLogLevel is franz-go's log level in the members' logs: warnings,
+// or what SIM_KAFKA_LOG asks for (info, debug) when replaying a seed to
+// see the client's own account (a failed producer id, a session's rewind).
+func kafkaLogLevel() kgo.LogLevel {
+	switch os.Getenv("SIM_KAFKA_LOG") {
+	case "info":
+		return kgo.LogLevelInfo
+	case "debug":
+		return kgo.LogLevelDebug
+	}
+	return kgo.LogLevelWarn
 }
 
 // reason is an error's first clause, for counting exits by kind.

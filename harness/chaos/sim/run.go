@@ -282,7 +282,18 @@ func (w *world) execute(ctx context.Context) (*RunReport, error) {
 	wg.Add(2)
 	go func() { defer wg.Done(); load.run(lctx) }()
 	go func() { defer wg.Done(); in.run(lctx) }()
-	go w.watch(lctx, in)
+	// The watch outlives the load: after it, the injector and the hostile
+	// waves still wait on answers (a wave waits up to a minute), and a
+	// member that exits then (its producer failed for good) must be
+	// started again as a supervisor would, not left out until the heal.
+	// Seed 36121 lost its only member 4 s after the load and sat 55 s
+	// with no owner: the reconciler escalated keys whose facts the dead
+	// member held.
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); w.watch(wctx, in) }()
+	endWatch := func() { stopWatch(); <-watched }
+	defer endWatch()
 	if !w.within(w.cfg.Duration+loadGrace, "the load and the faults", func() {
 		wg.Wait()
 		if w.hostile != nil {
@@ -292,6 +303,7 @@ func (w *world) execute(ctx context.Context) (*RunReport, error) {
 		return w.wedgedReport(in, load), nil
 	}
 	w.logf("load and faults stopped: %v; healing", in.snapshot())
+	endWatch()
 	w.net.heal()
 	w.fleet.reap()
 	w.fleet.heal(ctx, w.p.Members)
@@ -353,6 +365,8 @@ func (w *world) wedgedReport(in *injector, load *workload) *RunReport {
 func (w *world) watch(ctx context.Context, in *injector) {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
+	var restarts sync.WaitGroup
+	defer restarts.Wait()
 	for {
 		select {
 		case <-ctx.Done():
@@ -363,8 +377,14 @@ func (w *world) watch(ctx context.Context, in *injector) {
 			// broken disk, an outage past BrokerOutage) must not leave the
 			// partitions without an owner for the rest of the load.
 			for n := w.fleet.reap(); n > 0; n-- {
+				restarts.Add(1)
 				go func() {
-					time.Sleep(time.Second)
+					defer restarts.Done()
+					select {
+					case <-ctx.Done():
+						return // the dir stays stopped: the heal starts it
+					case <-time.After(time.Second):
+					}
 					if err := w.fleet.start(ctx, w.fleet.stoppedDir(func(int) int { return 0 })); err != nil {
 						w.logf("restart after an exit: %v", err)
 					}
