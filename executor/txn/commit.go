@@ -49,6 +49,10 @@ func (s *Session) Commit(ctx context.Context, b *Transaction, beforeEnd func()) 
 		// Seen to abort, and redone: a remnant must stay hidden. After an
 		// error the outcome is unknown; settle decides by what the member
 		// does next.
+		if perr := b.produceErr(); perr != nil {
+			s.cfg.Logger.Warn("transaction aborted: a record was not produced; the tick is redone", "err", perr,
+				"producer_id", b.txn.pid, "producer_epoch", b.txn.epoch)
+		}
 		if err := s.recordAborted(b); err != nil {
 			return Aborted, err
 		}

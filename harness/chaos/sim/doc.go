@@ -3,11 +3,12 @@
 // reconciler and agents using package client, in one process, against
 // kfake, with a workload and a fault schedule drawn from the run's seed:
 // every request kind the product sends refused, applied and answered with
-// each error code Kafka documents for it, or applied with the answer lost;
+// each error code Kafka documents for it (as a broker can answer it:
+// truthfulWay), or applied with the answer lost;
 // delays; members joining, leaving, crashing and losing their disk at
 // random moments and at moments of the protocol (faults.go, anchored);
 // the event log's start moved where retention may move it and past every
-// snapshot round; Pebble WAL faults (vfs/errorfs); coordinator moves;
+// snapshot round; Pebble WAL sync faults (members.go, disk); coordinator moves;
 // hostile records. After healing every fault it waits for every intent's
 // answer, stops the members, and judges with the chaos checks
 // (chaos.Judge) and one of its own: no member starts a call for a
