@@ -263,13 +263,12 @@ func (in *injector) network(d draws) {
 // not write; the answers it gives after an append are
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND and REQUEST_TIMED_OUT, which franz-go
 // marks unsure and resends under the same number. A refused batch
-// answered DUPLICATE_SEQUENCE_NUMBER was lost behind the producer's back
-// (seed 36151: an agent's intents reported produced, at offset 0, that no
-// log held). An applied one answered CLUSTER_AUTHORIZATION_FAILED made
-// the redone tick's batch, with the same number, a duplicate the broker
-// acknowledged at the aborted batch's offset without writing it (seed
-// 36143: a replay's answer committed that was never in the log, and the
-// intent it answered lost).
+// answered DUPLICATE_SEQUENCE_NUMBER is lost behind the producer's back
+// (an agent's intents reported produced, at offset 0, that no log holds).
+// An applied one answered CLUSTER_AUTHORIZATION_FAILED makes the redone
+// tick's batch, with the same number, a duplicate the broker acknowledges
+// at the aborted batch's offset without writing it (a replay's answer
+// committed that is not in the log, and the intent it answers lost).
 func truthfulWay(kind string, key kmsg.Key, code *kerr.Error) string {
 	if key != kmsg.Produce || code == nil {
 		return kind

@@ -41,7 +41,7 @@ const (
 // recover (a process crash, restarted by its supervisor) but which ends a
 // simulation whose members share one process. Pebble (v1.1.5) panics on
 // a failed rotation (rotateWAL closes the old log, syncing it, and panics
-// with the error while it holds the DB's lock: seed 36115), and in a
+// with the error while it holds the DB's lock), and in a
 // background flush or compaction. Writes are not failed at all: the log's
 // writes happen on its flush goroutine, where a rotation's last write (the
 // old log's end trailer) cannot be told from a commit's, and a failed one

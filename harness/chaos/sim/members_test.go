@@ -20,8 +20,8 @@ func (panicLogger) Fatalf(format string, args ...any) {
 
 // TestDiskFaultSparesALogRotation: with the log's syncs failing, a
 // rotation (here a flush's) closes the old log without a fault, and the
-// next synced commit fails. Seed 36115 crashed the whole simulation when a
-// fault hit the rotation's close: Pebble panics there holding its lock.
+// next synced commit fails. A fault at the rotation's close would crash
+// the whole simulation: Pebble panics there holding its lock.
 func TestDiskFaultSparesALogRotation(t *testing.T) {
 	d := &disk{}
 	db, err := pebble.Open("db", &pebble.Options{FS: d.fs(vfs.NewMem()), Logger: panicLogger{}})

@@ -285,10 +285,10 @@ func (w *world) execute(ctx context.Context) (*RunReport, error) {
 	// The watch outlives the load: after it, the injector and the hostile
 	// waves still wait on answers (a wave waits up to a minute), and a
 	// member that exits then (its producer failed for good) must be
-	// started again as a supervisor would, not left out until the heal.
-	// Seed 36121 lost its only member 4 s after the load and sat 55 s
-	// with no owner: the reconciler escalated keys whose facts the dead
-	// member held.
+	// started again as a supervisor would, not left out until the heal:
+	// a fleet left with no member for the minute a hostile wave waits
+	// decides nothing, and the reconciler escalates keys whose facts the
+	// dead member holds.
 	wctx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() { defer close(watched); w.watch(wctx, in) }()
