@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // counters is a member's cumulative figures at one moment. The parent
@@ -44,6 +47,21 @@ func (c counters) sub(o counters) counters {
 
 // processFigures fills the memory and CPU fields from /proc/self/status
 // (VmHWM is the peak resident set) and getrusage.
+// gathered is a member's counters: the process figures, and what add
+// takes from each metric family its registry gathers.
+func gathered(reg prometheus.Gatherer, add func(*counters, *dto.MetricFamily)) counters {
+	var c counters
+	c.processFigures()
+	fams, err := reg.Gather()
+	if err != nil {
+		return c
+	}
+	for _, f := range fams {
+		add(&c, f)
+	}
+	return c
+}
+
 func (c *counters) processFigures() {
 	c.HWMKB, c.RSSKB = procStatusKB("VmHWM:"), procStatusKB("VmRSS:")
 	var ru syscall.Rusage

@@ -121,18 +121,7 @@ func (m *execMember) run(ctx context.Context) error { return m.ex.Run(ctx) }
 func (m *execMember) close() { m.ex.Close() }
 
 // counters reads the executor's own collectors (see executor/metrics.go).
-func (m *execMember) counters() counters {
-	var c counters
-	c.processFigures()
-	fams, err := m.reg.Gather()
-	if err != nil {
-		return c
-	}
-	for _, f := range fams {
-		addFamily(&c, f)
-	}
-	return c
-}
+func (m *execMember) counters() counters { return gathered(m.reg, addFamily) }
 
 func addFamily(c *counters, f *dto.MetricFamily) {
 	const ns = "toolexec_executor_"

@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/atmostonce/toolexec/gateway"
 	"github.com/atmostonce/toolexec/internal/tracing"
@@ -104,20 +105,13 @@ func (m *gatewayMember) run(ctx context.Context) error {
 func (m *gatewayMember) close() { m.g.Close() }
 
 // counters are the process figures and the requests served.
-func (m *gatewayMember) counters() counters {
-	var c counters
-	c.processFigures()
-	fams, err := m.reg.Gather()
-	if err != nil {
-		return c
+func (m *gatewayMember) counters() counters { return gathered(m.reg, addGatewayRequests) }
+
+func addGatewayRequests(c *counters, f *dto.MetricFamily) {
+	if f.GetName() != "toolexec_gateway_requests_total" {
+		return
 	}
-	for _, f := range fams {
-		if f.GetName() != "toolexec_gateway_requests_total" {
-			continue
-		}
-		for _, mt := range f.GetMetric() {
-			c.Intents += mt.GetCounter().GetValue()
-		}
+	for _, mt := range f.GetMetric() {
+		c.Intents += mt.GetCounter().GetValue()
 	}
-	return c
 }
