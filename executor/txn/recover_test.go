@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -34,7 +35,7 @@ func TestRecoverDropsBufferedRecords(t *testing.T) {
 	defer sess.Close()
 	e := &Session{gs: sess, cfg: Config{TransactionTimeout: 5 * time.Second, BrokerOutage: 10 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // generous: CI runs it beside other packages under -race
 	defer cancel()
 
 	if err := sess.Begin(); err != nil {
@@ -70,6 +71,25 @@ func TestRecoverDropsBufferedRecords(t *testing.T) {
 	defer pcancel()
 	rd.PollFetches(pctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
 	if len(got) != 1 || got[0] != "next tick" {
-		t.Fatalf("committed records %q, want only the next tick's", got)
+		t.Fatalf("committed records %q, want only the next tick's; the log holds %s", got, uncommittedOf(c, topic))
 	}
+}
+
+// uncommittedOf lists every record of topic, committed or not, with its
+// offset: what a failure of the test above needs to tell a record never
+// written from one a transaction left open.
+func uncommittedOf(c *kfake.Cluster, topic string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	rd, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics(topic),
+		kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return err.Error()
+	}
+	defer rd.Close()
+	var out []string
+	for ctx.Err() == nil {
+		rd.PollFetches(ctx).EachRecord(func(r *kgo.Record) { out = append(out, fmt.Sprintf("%d:%q", r.Offset, r.Value)) })
+	}
+	return fmt.Sprint(out)
 }
