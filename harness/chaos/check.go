@@ -33,8 +33,12 @@ type Report struct {
 	EscalatedIntents int            `json:"escalated_intents"`
 	// EscalatedKnown counts the calls escalated to a person although a
 	// member knew their answer (facts.go); each is a violation.
-	EscalatedKnown int      `json:"escalated_known"`
-	EscalatedKeys  []string `json:"escalated_keys"` // the first 20, sorted
+	EscalatedKnown int `json:"escalated_known"`
+	// EscalatedAfterResend counts the escalated calls a member's
+	// not_executed fact named but the reconciler had resent since
+	// (checkKnownEscalations): not violations.
+	EscalatedAfterResend int      `json:"escalated_after_resend,omitempty"`
+	EscalatedKeys        []string `json:"escalated_keys"` // the first 20, sorted
 	// Undecided counts the intents left unanswered, and UndecidedKeys the
 	// keys left in doubt, on partitions the run made undecidable on
 	// purpose (a log start moved past every snapshot round: the executor
@@ -132,8 +136,8 @@ type checkInput struct {
 	// escalatedCalls are the calls the reconciler ever listed escalated,
 	// facts those a member delivered a fact about (facts.go).
 	escalatedCalls map[callRef]bool
-	facts          map[callRef]bool
-	stuck          []string // events partitions whose open transaction never ended
+	facts          map[callRef]string // with the fact's outcome
+	stuck          []string           // events partitions whose open transaction never ended
 	// The hostile waves' records, the dead letters by the record they are
 	// about, the executors' aborted transactions and the faults injected.
 	hostile     []hostileRec

@@ -134,11 +134,19 @@ func TestCheckFlagsEachViolation(t *testing.T) {
 		}, ""},
 		{"an escalation whose answer a member delivered as a fact", func(in *checkInput) {
 			in.escalatedCalls = map[callRef]bool{{RK: "t0/k1", DK: dk}: true}
-			in.facts = map[callRef]bool{{RK: "t0/k1", DK: dk}: true}
+			in.facts = map[callRef]string{{RK: "t0/k1", DK: dk}: "succeeded"}
 		}, "escalated_known_answer"},
+		{"an escalation of a call its member never sent and nobody resent", func(in *checkInput) {
+			in.escalatedCalls = map[callRef]bool{{RK: "t0/k1", DK: dk2}: true}
+			in.facts = map[callRef]string{{RK: "t0/k1", DK: dk2}: "not_executed"}
+		}, "escalated_known_answer"},
+		{"an escalation of a call its member never sent and the reconciler resent", func(in *checkInput) {
+			in.escalatedCalls = map[callRef]bool{{RK: "t0/k1", DK: dk}: true} // the tool saw dk (base)
+			in.facts = map[callRef]string{{RK: "t0/k1", DK: dk}: "not_executed"}
+		}, ""},
 		{"an escalation of a call no member knew", func(in *checkInput) {
 			in.escalatedCalls = map[callRef]bool{{RK: "t0/k1", DK: dk}: true}
-			in.facts = map[callRef]bool{{RK: "t0/k1", DK: dk2}: true}
+			in.facts = map[callRef]string{{RK: "t0/k1", DK: dk2}: "succeeded"}
 		}, ""},
 	}
 	for _, c := range cases {

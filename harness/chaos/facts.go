@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atmostonce/toolexec/saga"
 	"github.com/atmostonce/toolexec/topics"
 	"github.com/atmostonce/toolexec/wire"
 )
@@ -79,12 +80,12 @@ const escalationPoll = time.Second
 // readFacts reads the control topic to its end and returns the calls a
 // member delivered a fact about: resolves by the executor that name a
 // downstream key.
-func readFacts(ctx context.Context, brokers []string, names topics.Names, opts ...kgo.Opt) (map[callRef]bool, error) {
-	out := map[callRef]bool{}
+func readFacts(ctx context.Context, brokers []string, names topics.Names, opts ...kgo.Opt) (map[callRef]string, error) {
+	out := map[callRef]string{}
 	err := readToEnd(ctx, brokers, names.Control, func(r *kgo.Record) {
 		in, rej := wire.DecodeIntent(r.Value, r.Key, wire.FromControl)
 		if rej == nil && in.Type == wire.TypeResolve && in.By == "executor" && in.DownstreamKey != "" {
-			out[callRef{RK: in.RoutingKey(), DK: in.DownstreamKey}] = true
+			out[callRef{RK: in.RoutingKey(), DK: in.DownstreamKey}] = in.Outcome
 		}
 	}, opts...)
 	return out, err
@@ -92,9 +93,22 @@ func readFacts(ctx context.Context, brokers []string, names topics.Names, opts .
 
 // checkKnownEscalations counts the escalated calls a member delivered a
 // fact about.
+//
+// Except a not_executed fact about a call the tool then received: its
+// member never sent it, so the requests were the reconciler's, resending
+// the call with its key once its pending_ttl had passed, and the owner
+// refused the fact as too late for the same reason (saga/fact.go,
+// resentTooLate: "never sent by its member" no longer means "never ran").
+// The escalation is about the resend's outcome, which no member knew.
+// Counted apart (EscalatedAfterResend), not excused silently.
 func checkKnownEscalations(in checkInput, r *Report) {
 	for c := range in.escalatedCalls {
-		if in.facts[c] {
+		outcome, ok := in.facts[c]
+		switch {
+		case !ok:
+		case outcome == saga.StatusNotExecuted.String() && in.ledger.Keys[c.DK].Calls > 0:
+			r.EscalatedAfterResend++
+		default:
 			r.EscalatedKnown++
 			r.violate("escalated_known_answer: %s: escalated while a member knew its call's answer (a fact about %s)", c.RK, c.DK)
 		}

@@ -146,8 +146,8 @@ func (e *Escalations) Note(rows []reconciler.Row) {
 }
 
 // Facts are the calls a member delivered a fact about (a resolve by the
-// executor naming the call's downstream key).
-type Facts map[callRef]bool
+// executor naming the call's downstream key), with the fact's outcome.
+type Facts map[callRef]string
 
 // ReadFacts reads the control topic to its end for the members' facts.
 func ReadFacts(ctx context.Context, brokers []string, names topics.Names, opts ...kgo.Opt) (Facts, error) {

@@ -52,9 +52,13 @@ type Summary struct {
 	Intents    int            `json:"intents"`
 	Answers    int            `json:"answers"`
 	Escalated  int            `json:"escalated"`
-	Undecided  int            `json:"undecided"`
-	CallStarts int            `json:"call_starts"`
-	Unsettled  int            `json:"unsettled_runs"`
+	// EscalatedAfterResend: escalations a member's not_executed fact
+	// named, of calls the reconciler resent since (chaos's
+	// checkKnownEscalations); not violations.
+	EscalatedAfterResend int `json:"escalated_after_resend"`
+	Undecided            int `json:"undecided"`
+	CallStarts           int `json:"call_starts"`
+	Unsettled            int `json:"unsettled_runs"`
 }
 
 // Failed is one run with violations, and how to replay it.
@@ -99,6 +103,7 @@ func (s *Summary) Add(r *RunReport, replay string) {
 		s.Intents += v.Intents
 		s.Answers += v.Answers
 		s.Escalated += v.Escalated
+		s.EscalatedAfterResend += v.EscalatedAfterResend
 		s.Undecided += v.Undecided
 	}
 }
