@@ -28,6 +28,9 @@ type Fleet struct {
 	want  int           // slots 0..want-1 should run
 	busy  map[*Proc]int // slots a fault is working on: the supervisor leaves them alone
 	exits []string      // unexpected exits the supervisor saw
+	// crashes are the unexpected exits whose log ends in a Go panic or
+	// runtime fatal error: each is a violation (executor_crash).
+	crashes []string
 }
 
 // hold marks p as being worked on by a fault until the returned release.
@@ -63,9 +66,14 @@ func (f *Fleet) supervise(ctx context.Context) {
 			}
 			next[p] = time.Now().Add(2 * time.Second)
 			code := p.ExitCode()
-			f.logf("executor %s exited on its own (exit %d; see %s); restarting it", p.Name, code, p.Log)
+			why, crashed := exitReason(p.Log)
+			f.logf("executor %s exited on its own (exit %d; see %s); restarting it; its log ends: %s", p.Name, code, p.Log, why)
+			exit := fmt.Sprintf("%s exit %d at %s: %s", p.Name, code, time.Now().Format("15:04:05"), why)
 			f.mu.Lock()
-			f.exits = append(f.exits, fmt.Sprintf("%s exit %d at %s", p.Name, code, time.Now().Format("15:04:05")))
+			f.exits = append(f.exits, exit)
+			if crashed {
+				f.crashes = append(f.crashes, exit)
+			}
 			f.mu.Unlock()
 			release := f.hold(p)
 			f.start(p)
@@ -86,6 +94,14 @@ func (f *Fleet) dead() []*Proc {
 		}
 	}
 	return out
+}
+
+// Crashes returns the unexpected exits that were a panic or a runtime
+// fatal error.
+func (f *Fleet) Crashes() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.crashes...)
 }
 
 // Exits returns the unexpected exits seen so far.

@@ -532,6 +532,9 @@ func (rn *run) verdict(ctx context.Context, in *Injector, load *Load, escalated 
 	for _, e := range rn.fleet.Exits() {
 		rn.logf("unexpected executor exit: %s", e)
 	}
+	for _, c := range rn.fleet.Crashes() {
+		rep.violate("executor_crash: %s", c)
+	}
 	for st, n := range strays {
 		rep.Load["command_answers_"+st] = n
 	}
