@@ -130,7 +130,8 @@ func (e *encoder) encodeAnswer(a *partition.Answer) *kgo.Record {
 	if !a.RawKey {
 		key = []byte(wire.RoutingKey(a.Tenant, a.Key))
 	}
-	return e.resultRecord(res, e.replyTopic(res, a.To.ReplyTo), a.To.Traceparent, key)
+	topic, partitions := e.replyTopic(res, a.To.ReplyTo)
+	return e.resultRecord(res, topic, partitions, a.To.Traceparent, key)
 }
 
 // resolveReplyTopics looks up, in one request, the reply topics of the
@@ -148,20 +149,24 @@ func (e *encoder) resolveReplyTopics(answers []partition.Answer) {
 	}
 }
 
-// replyTopic is where res goes: its reply_to when that can take it, else
-// the results topic, with the reason in the answer.
-func (e *encoder) replyTopic(res *wire.Result, replyTo string) string {
+// replyTopic is where res goes, and its partition count: its reply_to
+// when that can take it, else the results topic, with the reason in the
+// answer. One read of what is known: the count that let the reply_to
+// take the answer is the one its record is partitioned by.
+func (e *encoder) replyTopic(res *wire.Result, replyTo string) (string, int32) {
+	results := func() (string, int32) { return e.names.Results, e.replies.partitions(e.names.Results) }
 	if replyTo == "" || res.ReplyToError != "" {
-		return e.names.Results
+		return results()
 	}
-	if why := e.replies.check(replyTo); why != "" {
+	n, why := e.replies.check(replyTo)
+	if why != "" {
 		res.ReplyToError = why
-		return e.names.Results
+		return results()
 	}
-	return replyTo
+	return replyTo, n
 }
 
-func (e *encoder) resultRecord(res *wire.Result, topic, traceparent string, key []byte) *kgo.Record {
+func (e *encoder) resultRecord(res *wire.Result, topic string, partitions int32, traceparent string, key []byte) *kgo.Record {
 	b, err := wire.EncodeResult(res)
 	if err != nil {
 		e.log.Error("cannot encode result; answering with an error instead", "intent", res.IntentID, "err", err)
@@ -172,7 +177,7 @@ func (e *encoder) resultRecord(res *wire.Result, topic, traceparent string, key 
 	if len(key) > maxAnswerKeyBytes {
 		key = key[:maxAnswerKeyBytes] // a rejected record's own Kafka key, which may be anything
 	}
-	r := &kgo.Record{Topic: topic, Partition: wire.Partition(string(key), e.replies.partitions(topic)), Key: key, Value: b}
+	r := &kgo.Record{Topic: topic, Partition: wire.Partition(string(key), partitions), Key: key, Value: b}
 	if traceparent != "" {
 		r.Headers = []kgo.RecordHeader{{Key: "traceparent", Value: []byte(traceparent)}}
 	}

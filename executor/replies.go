@@ -56,17 +56,18 @@ func newReplyTopics(adm *kadm.Client, n topics.Names, l topicadmin.Layout) *repl
 	return r
 }
 
-// check returns "" when topic can take answers, else why not. It reads
+// check returns topic's partitions when it can take answers, else why
+// not. It reads
 // what is known (resolve looked the names up): a name still unknown is
 // taken as missing.
-func (r *replyTopics) check(topic string) string {
+func (r *replyTopics) check(topic string) (partitions int32, why string) {
 	if r.names.Internal(topic) {
-		return "reply_to names an internal topic of the executor"
+		return 0, "reply_to names an internal topic of the executor"
 	}
-	if r.partitions(topic) == 0 {
-		return "reply_to names a topic that does not exist: " + topic
+	if n := r.partitions(topic); n > 0 {
+		return n, ""
 	}
-	return ""
+	return 0, "reply_to names a topic that does not exist: " + topic
 }
 
 // partitions returns topic's partition count as known, 0 if it does not

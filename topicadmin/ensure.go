@@ -138,20 +138,15 @@ func waitVisible(ctx context.Context, adm *kadm.Client, n topics.Names) error {
 	}
 }
 
-func allVisible(td kadm.TopicDetails, n topics.Names) bool {
-	for _, t := range n.All() {
-		d, ok := td[t]
-		if !ok || d.Err != nil || len(d.Partitions) == 0 {
-			return false
-		}
-	}
-	return true
-}
+func allVisible(td kadm.TopicDetails, n topics.Names) bool { return complete(td, n) == nil }
 
 func check(ctx context.Context, adm *kadm.Client, n topics.Names, s Settings) (Layout, error) {
 	td, err := adm.ListTopics(ctx, n.All()...)
 	if err != nil {
 		return Layout{}, fmt.Errorf("topicadmin: list: %w", err)
+	}
+	if err := complete(td, n); err != nil {
+		return Layout{}, err
 	}
 	l := Layout{
 		Partitions:           int32(len(td[n.Intents].Partitions)),
@@ -165,6 +160,27 @@ func check(ctx context.Context, adm *kadm.Client, n topics.Names, s Settings) (L
 	}
 	l.EventRetention, err = checkEventConfig(ctx, adm, n, s)
 	return l, err
+}
+
+// complete refuses a listing that lacks a topic or its partitions.
+//
+// Why: a metadata answer can carry a topic with an error and no
+// partitions while its leaders move (a broker killed on a cluster). Taken
+// as it came, the layout said the results topic had no partitions, and the
+// executor panicked at its first answer (wire.Partition with none). The
+// error is retriable (kerr's, or UNKNOWN_TOPIC_OR_PARTITION), so the
+// start waits it out.
+func complete(td kadm.TopicDetails, n topics.Names) error {
+	for _, t := range n.All() {
+		d, ok := td[t]
+		switch {
+		case ok && d.Err != nil:
+			return fmt.Errorf("topicadmin: %s listed without its partitions: %w", t, d.Err)
+		case !ok || len(d.Partitions) == 0:
+			return fmt.Errorf("topicadmin: %s listed without its partitions: %w", t, kerr.UnknownTopicOrPartition)
+		}
+	}
+	return nil
 }
 
 // checkEventConfig checks the event log's settings and returns its
