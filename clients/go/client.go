@@ -150,8 +150,10 @@ func (c *Client) connect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("client: list topics: %w", err)
 	}
-	if d, ok := td[c.names.Intents]; !ok || d.Err != nil {
-		return fmt.Errorf("client: topic %s does not exist; is the executor running?", c.names.Intents)
+	if d, ok := td[c.names.Intents]; !ok || d.Err != nil || len(d.Partitions) == 0 {
+		// No partitions listed: a leader moving, or the topic not there.
+		// Taken as zero partitions, the first Send would panic.
+		return fmt.Errorf("client: topic %s is not listed with its partitions (%v); is the executor running?", c.names.Intents, d.Err)
 	}
 	c.nIntents = int32(len(td[c.names.Intents].Partitions))
 	c.replyID.Store(td[c.replyTo].ID)
