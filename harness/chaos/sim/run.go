@@ -380,14 +380,7 @@ func (w *world) watch(ctx context.Context, in *injector) {
 				restarts.Add(1)
 				go func() {
 					defer restarts.Done()
-					select {
-					case <-ctx.Done():
-						return // the dir stays stopped: the heal starts it
-					case <-time.After(time.Second):
-					}
-					if err := w.fleet.start(ctx, w.fleet.stoppedDir(func(int) int { return 0 })); err != nil {
-						w.logf("restart after an exit: %v", err)
-					}
+					w.restart(ctx)
 				}()
 			}
 			rows, ok := w.rec.rows()
@@ -396,6 +389,28 @@ func (w *world) watch(ctx context.Context, in *injector) {
 			}
 			w.escal.Note(rows)
 		}
+	}
+}
+
+// restart starts a member on a stopped dir after one exited on its own,
+// as a supervisor would: after a second, and again with a growing pause
+// while the start fails (a fault can fail it), until it succeeds or ctx
+// ends (the dir then stays stopped: the heal starts it). A single try
+// left a fleet whose only member had exited empty for the minute a
+// hostile wave waited, and the reconciler escalated keys whose facts the
+// stopped member held.
+func (w *world) restart(ctx context.Context) {
+	for pause := time.Second; ; pause = min(2*pause, 8*time.Second) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		err := w.fleet.start(ctx, w.fleet.stoppedDir(func(int) int { return 0 }))
+		if err == nil {
+			return
+		}
+		w.logf("restart after an exit: %v; trying again", err)
 	}
 }
 
