@@ -344,9 +344,8 @@ func (in *injector) pebble(d draws) bool {
 		return false
 	}
 	m := ms[d.a%len(ms)]
-	mode, what := int32(diskSyncs), "wal_sync"
-	m.disk.mode.Store(mode)
-	time.AfterFunc(time.Duration(200+d.c%1800)*time.Millisecond, func() { m.disk.mode.CompareAndSwap(mode, diskOK) })
-	in.note(FaultPebble, what)
+	m.disk.failSyncs.Store(true)
+	time.AfterFunc(time.Duration(200+d.c%1800)*time.Millisecond, func() { m.disk.failSyncs.Store(false) })
+	in.note(FaultPebble, "wal_sync")
 	return true
 }

@@ -24,13 +24,8 @@ import (
 // fault that can be switched on and off. It belongs to the dir, not to a
 // member's life, so a member restarted on the dir meets the same disk.
 type disk struct {
-	mode atomic.Int32 // diskOK or diskSyncs
+	failSyncs atomic.Bool // syncs of Pebble's log (the WAL) fail: a failing device
 }
-
-const (
-	diskOK    = iota
-	diskSyncs // syncs of Pebble's log (the WAL) fail: a failing device
-)
 
 // MaybeError is errorfs's Injector. Only the WAL's syncs fail, and not
 // those of a log rotation.
@@ -48,7 +43,7 @@ const (
 // panics the rotation after it. A sync that fails makes the commit waiting
 // on it fail just the same.
 func (d *disk) MaybeError(op errorfs.Op, path string) error {
-	if !strings.HasSuffix(path, ".log") || op != errorfs.OpFileSync || d.mode.Load() != diskSyncs {
+	if !strings.HasSuffix(path, ".log") || op != errorfs.OpFileSync || !d.failSyncs.Load() {
 		return nil
 	}
 	if inRotation() {
@@ -364,7 +359,7 @@ func (f *fleet) members() []*member {
 func (f *fleet) heal(ctx context.Context, want int) {
 	f.mu.Lock()
 	for _, d := range f.disks {
-		d.mode.Store(diskOK)
+		d.failSyncs.Store(false)
 	}
 	f.mu.Unlock()
 	f.wg.Wait()

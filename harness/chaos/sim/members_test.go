@@ -31,7 +31,7 @@ func TestDiskFaultSparesALogRotation(t *testing.T) {
 	if err := db.Set([]byte("a"), []byte("1"), pebble.NoSync); err != nil {
 		t.Fatal(err)
 	}
-	d.mode.Store(diskSyncs)
+	d.failSyncs.Store(true)
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
